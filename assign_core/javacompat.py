@@ -49,26 +49,29 @@ def string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def java_str_key(s: str) -> str | bytes:
+def java_str_key(s: str) -> str:
     """A sort key that orders strings like Java's ``String.compareTo``.
 
     Python compares code points, Java compares UTF-16 code units; the two differ only for
-    supplementary characters against U+E000..U+FFFF, so plain strings are returned unless
-    the string holds a character above U+FFFF.
+    supplementary characters against U+E000..U+FFFF. The key spells every supplementary
+    character as its two surrogate code units, so Python's order becomes Java's.
     """
     if s.isascii() or max(s) <= "\uffff":
         return s
-    return s.encode("utf-16-be")
+    out = []
+    for ch in s:
+        c = ord(ch)
+        if c > 0xFFFF:
+            c -= 0x10000
+            out.append(chr(0xD800 + (c >> 10)) + chr(0xDC00 + (c & 0x3FF)))
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def java_sorted_strings(items: Iterable[str]) -> list[str]:
     """``Collections.sort`` of strings (natural order)."""
-    lst = list(items)
-    if all(s.isascii() for s in lst):
-        lst.sort()
-    else:
-        lst.sort(key=lambda s: s.encode("utf-16-be"))
-    return lst
+    return sorted(items, key=java_str_key)
 
 
 def tp_hash(topic: str, partition: int) -> int:

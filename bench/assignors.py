@@ -1,0 +1,189 @@
+"""Python assignors against Kafka's Java assignors on the same inputs, at Kafka's test sizes.
+
+Each case builds one scenario, times ``assign`` in Python (best of ``--py-runs``) and asks the
+Java oracle (``tests/oracle/java/AssignorOracle.java``, best of ``--java-runs`` on fresh
+assignor instances in one warm JVM) for its time on the identical input, then prints
+Python/Java. Both clocks cover the assignor call only, not building its input. Second-round
+cases feed the first round's Java result back as owned partitions (generation 1), as Kafka's
+``testLargeAssignmentAndGroupWith*Subscription`` tests do; the Python result of every case is
+checked against Java's.
+
+    .venv/bin/python bench/assignors.py                 # every case, full size
+    .venv/bin/python bench/assignors.py --scale 0.1     # a quick look
+    .venv/bin/python bench/assignors.py --cases sticky  # substring filter
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from assign_core.assignors import get_assignor  # noqa: E402
+from assign_core.scenario import parse_scenario, result_to_json  # noqa: E402
+from tests.oracle.javaoracle import JavaOracle  # noqa: E402
+
+Scenario = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    strategy: str
+    build: Callable[[float], Scenario]
+    second_round: bool = False
+
+
+def _names(prefix: str, count: int) -> list[str]:
+    width = len(str(max(count - 1, 0)))
+    return [f"{prefix}{i:0{width}d}" for i in range(count)]
+
+
+def _uuid_for(i: int) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(i.to_bytes(8, "big") * 2).decode().rstrip("=")
+
+
+def client_group(
+    topics: int, partitions: int, members: int, *, last_member_first_topic_only: bool = False
+) -> Callable[[float], Scenario]:
+    def build(scale: float) -> Scenario:
+        t = max(1, round(topics * scale))
+        m = max(2, round(members * scale))
+        topic_names = _names("t", t)
+        consumer_names = _names("c", m)
+        out: Scenario = {
+            "topics": {name: partitions for name in topic_names},
+            "members": [
+                {"member_id": c, "topics": list(topic_names), "owned_partitions": []}
+                for c in consumer_names
+            ],
+        }
+        if last_member_first_topic_only:
+            out["members"][-1]["topics"] = [topic_names[0]]
+        return out
+
+    return build
+
+
+def server_group(topics: int, members: int, per_member: int, *, hetero: bool = False) -> Callable[
+    [float], Scenario
+]:
+    def build(scale: float) -> Scenario:
+        m = max(2, round(members * scale))
+        total = m * per_member
+        per_topic = max(1, total // topics)
+        topic_names = _names("t", topics)
+        out: Scenario = {
+            "topics": {name: per_topic for name in topic_names},
+            "topic_ids": {name: _uuid_for(i + 1) for i, name in enumerate(topic_names)},
+            "members": [],
+        }
+        for i in range(m):
+            subs = topic_names if not hetero else topic_names[: topics // 2 + (i % (topics // 2))]
+            out["members"].append(
+                {"member_id": _uuid_for(10_000_000 + i), "topics": list(subs), "owned_partitions": []}
+            )
+        return out
+
+    return build
+
+
+CASES = [
+    Case("sticky uniform 1M x 2000, round 1", "sticky", client_group(500, 2000, 2000)),
+    Case("sticky uniform 1M x 2000, round 2", "sticky", client_group(500, 2000, 2000), True),
+    Case("sticky non-equal 1M x 2000, round 1", "sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True)),
+    Case("sticky non-equal 1M x 2000, round 2", "sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True), True),
+    Case("coop-sticky uniform 1M x 2000, round 1", "cooperative-sticky", client_group(500, 2000, 2000)),
+    Case("coop-sticky uniform 1M x 2000, round 2", "cooperative-sticky", client_group(500, 2000, 2000), True),
+    Case("coop-sticky non-equal 1M x 2000, round 1", "cooperative-sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True)),
+    Case("coop-sticky non-equal 1M x 2000, round 2", "cooperative-sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True), True),
+    Case("range 100k x 1000", "range", client_group(100, 1000, 1000)),
+    Case("range non-equal 100k x 1000", "range", client_group(100, 1000, 1000, last_member_first_topic_only=True)),
+    Case("roundrobin 100k x 1000", "roundrobin", client_group(100, 1000, 1000)),
+    Case("roundrobin non-equal 100k x 1000", "roundrobin", client_group(100, 1000, 1000, last_member_first_topic_only=True)),
+    Case("uniform homogeneous 10k members x 50", "uniform", server_group(100, 10_000, 50)),
+    Case("uniform homogeneous 10k x 50, incremental", "uniform", server_group(100, 10_000, 50), True),
+    Case("uniform heterogeneous 10k members x 50", "uniform", server_group(100, 10_000, 50, hetero=True)),
+    Case("uniform heterogeneous 10k x 50, incremental", "uniform", server_group(100, 10_000, 50, hetero=True), True),
+    Case("server-range homogeneous 10k members x 50", "server-range", server_group(100, 10_000, 50)),
+]
+
+
+def with_owned(scenario: Scenario, assignment: dict[str, list[list[Any]]]) -> Scenario:
+    """The second round: every member but the first owns its first-round partitions, gen 1."""
+    out = {**scenario, "members": []}
+    for i, m in enumerate(scenario["members"]):
+        owned = assignment.get(m["member_id"], []) if i > 0 else []
+        out["members"].append({**m, "owned_partitions": owned, "generation": 1 if i > 0 else None})
+    return out
+
+
+def time_python(strategy: str, scenario: Scenario, runs: int) -> tuple[float, dict[str, Any]]:
+    spec = parse_scenario(scenario)
+    best = float("inf")
+    result: dict[str, Any] = {}
+    for _ in range(runs):
+        assignor = get_assignor(strategy)
+        gc.collect()
+        start = time.perf_counter()
+        out = assignor.assign(spec)
+        best = min(best, time.perf_counter() - start)
+        result = result_to_json(out)["assignment"]
+    return best, result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0, help="scale topics/members (default 1.0 = Kafka's sizes)")
+    parser.add_argument("--cases", default="", help="only cases whose name contains this text")
+    parser.add_argument("--py-runs", type=int, default=1, help="Python runs per case (best is kept)")
+    parser.add_argument("--java-runs", type=int, default=5, help="Java runs per case (best is kept)")
+    args = parser.parse_args(argv)
+
+    cases = [c for c in CASES if args.cases in c.name]
+    rows = []
+    with JavaOracle(heap="6g") as oracle:
+        for case in cases:
+            print(f"… {case.name}", file=sys.stderr, flush=True)
+            scenario = case.build(args.scale)
+            if case.second_round:
+                first = oracle.request(case.strategy, scenario)
+                if "error" in first:
+                    raise SystemExit(f"{case.name}: Java failed in round 1: {first['error']}")
+                scenario = with_owned(scenario, first["assignment"])
+            java = oracle.request(case.strategy, scenario, repeat=args.java_runs)
+            if "error" in java:
+                raise SystemExit(f"{case.name}: Java failed: {java['error']}")
+            py_s, py_result = time_python(case.strategy, scenario, args.py_runs)
+            java_s = java["elapsed_ns"] / 1e9
+            same = py_result == java["assignment"]
+            partitions = sum(scenario["topics"].values())
+            rows.append((case.name, partitions, len(scenario["members"]), py_s, java_s, same))
+            print(
+                f"  python {py_s:.3f}s  java {java_s:.3f}s  ratio {py_s / java_s:.2f}  "
+                f"{'identical' if same else 'DIFFERENT'}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    print(f"\n| case | partitions | members | Python s | Java s | Python/Java | same result |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for name, partitions, members, py_s, java_s, same in rows:
+        print(
+            f"| {name} | {partitions:,} | {members:,} | {py_s:.3f} | {java_s:.3f} | "
+            f"{py_s / java_s:.2f} | {'yes' if same else 'NO'} |"
+        )
+    return 0 if all(r[5] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
