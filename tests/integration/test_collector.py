@@ -1,0 +1,456 @@
+"""``rebalance-monitor collect`` against the real broker: real groups, one snapshot, the
+events read back from the membership topic and compared with what the consumers report.
+
+Groups (ids share a unique prefix, which is also the collector's ``--group-filter``):
+
+* ``<p>-range``: two kafka-python consumers, range assignor; ``r1`` is a static member
+  (``group.instance.id``);
+* ``<p>-rr``: three kafka-python consumers, roundrobin assignor;
+* ``<p>-kip848``: one Java consumer (kafka-clients 4.4 from the broker's jars, run as a
+  single-file source program) with ``group.protocol=consumer``, which kafka-python cannot
+  describe.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.structs import MemberState
+
+from streaming import kafka_local
+from streaming.collector import cli_collect, load_schema
+from streaming.kafka_local import BrokerInfo
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+# Records produced per partition (partition 2 of ta and partition 1 of tb stay empty).
+PRODUCED = {"ta": [3, 1, 0], "tb": [4, 0]}
+
+JAVA_CONSUMER = r"""
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+
+/** args: bootstrap group topics(comma) client.id expected-records.
+ *  Consumes expected-records records, commits, prints COMMITTED, polls until stdin ends. */
+public class Kip848Consumer {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("group.id", args[1]);
+        p.put("group.protocol", "consumer");
+        p.put("client.id", args[3]);
+        p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+        p.put("auto.offset.reset", "earliest");
+        p.put("enable.auto.commit", "false");
+        int expected = Integer.parseInt(args[4]);
+        Thread watcher = new Thread(() -> {
+            try { while (System.in.read() != -1) { } } catch (Exception e) { }
+        });
+        watcher.setDaemon(true);
+        watcher.start();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+            c.subscribe(Arrays.asList(args[2].split(",")));
+            int seen = 0;
+            boolean committed = false;
+            while (watcher.isAlive()) {
+                seen += c.poll(Duration.ofMillis(100)).count();
+                if (!committed && seen >= expected) {
+                    c.commitSync();
+                    committed = true;
+                    System.out.println("COMMITTED " + c.assignment());
+                    System.out.flush();
+                }
+            }
+        }
+    }
+}
+"""
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class Member(threading.Thread):
+    """One kafka-python consumer polling in its own thread, as in an application. (Polling
+    several consumers in turn from one thread with short timeouts makes kafka-python 3.0
+    abandon in-flight joins on a slow broker: the group never settles.) Other threads only
+    read its group metadata and assignment, and hand it commits to make."""
+
+    def __init__(self, consumer: KafkaConsumer) -> None:
+        super().__init__(daemon=True)
+        self.consumer = consumer
+        self.stopping = threading.Event()
+        self._commits: queue.Queue[tuple[dict[Any, Any], threading.Event]] = queue.Queue()
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                self.consumer.poll(timeout_ms=200)
+                while not self._commits.empty():
+                    offsets, done = self._commits.get()
+                    self.consumer.commit(offsets=offsets)
+                    done.set()
+        finally:
+            self.consumer.close()
+
+    def commit(self, offsets: dict[Any, Any]) -> None:
+        done = threading.Event()
+        self._commits.put((offsets, done))
+        assert done.wait(30), "commit not done"
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(30)
+
+
+@dataclass
+class Snapshot:
+    """Everything the tests compare: events read back, and the consumers' own view."""
+
+    prefix: str
+    topics: dict[str, str]  # logical name (ta, tb) -> real topic
+    events: list[dict[str, Any]]
+    keys: list[str]
+    expected: dict[str, dict[str, dict[str, Any]]]  # group -> member_id -> consumer's view
+    java_assignment: str
+
+    def group(self, suffix: str) -> dict[str, Any]:
+        [event] = [
+            e
+            for e in self.events
+            if e["event_type"] == "group" and e["group_id"] == f"{self.prefix}-{suffix}"
+        ]
+        return event
+
+    @property
+    def topics_event(self) -> dict[str, Any]:
+        [event] = [e for e in self.events if e["event_type"] == "topics"]
+        return event
+
+
+def _consumer_view(consumer: KafkaConsumer) -> dict[str, Any]:
+    meta = consumer.group_metadata()
+    return {
+        "member_id": meta.member_id,
+        "generation_id": meta.generation_id,
+        "group_instance_id": meta.group_instance_id,
+        "client_id": consumer.config["client_id"],
+        "assignment": sorted((tp.topic, tp.partition) for tp in consumer.assignment()),
+        "stable": meta.state == MemberState.STABLE,
+    }
+
+
+def _groups_settled(groups: dict[str, list[Member]], partitions: set[Any]) -> bool:
+    for members in groups.values():
+        views = [_consumer_view(m.consumer) for m in members]
+        if not all(v["stable"] for v in views):
+            return False
+        if len({v["generation_id"] for v in views}) != 1:
+            return False
+        owned = [tp for v in views for tp in v["assignment"]]
+        if len(owned) != len(set(owned)) or set(owned) != partitions:
+            return False
+    return True
+
+
+def _views(groups: dict[str, list[Member]]) -> dict[str, dict[str, dict[str, Any]]]:
+    return {
+        gid: {v["member_id"]: v for v in (_consumer_view(m.consumer) for m in members)}
+        for gid, members in groups.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def snapshot(
+    kafka_broker: BrokerInfo, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Snapshot]:
+    bootstrap = kafka_broker.bootstrap_servers
+    prefix = unique("collect")
+    topics = {name: f"{prefix}-{name}" for name in PRODUCED}
+    monitor_topic = f"{prefix}.membership"
+    tmp = tmp_path_factory.mktemp("collector")
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics(
+            {
+                topics[n]: {"num_partitions": len(counts), "replication_factor": 1}
+                for n, counts in PRODUCED.items()
+            },
+            wait_for_metadata=True,
+        )
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        for name, counts in PRODUCED.items():
+            for partition, count in enumerate(counts):
+                for i in range(count):
+                    producer.send(topics[name], value=b"%d" % i, partition=partition)
+        producer.flush(timeout=30)
+    finally:
+        producer.close()
+    partitions = {(topics[n], p) for n, counts in PRODUCED.items() for p in range(len(counts))}
+
+    # The Java consumer compiles and starts in the background while the others settle.
+    java_jars = kafka_local.DEFAULT_JARS
+    source = tmp / "Kip848Consumer.java"
+    source.write_text(JAVA_CONSUMER, encoding="utf-8")
+    java = shutil.which("java") or "java"
+    java_log = (tmp / "java.log").open("w")
+    java_proc = subprocess.Popen(
+        [java, "-cp", f"{java_jars}/*", str(source), bootstrap, f"{prefix}-kip848",
+         ",".join(topics.values()), "java-848", str(sum(map(sum, PRODUCED.values())))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=java_log,
+        text=True,
+    )  # fmt: skip
+
+    def member(group: str, client_id: str, assignor: Any, **extra: Any) -> Member:
+        consumer = KafkaConsumer(
+            *topics.values(),
+            bootstrap_servers=bootstrap,
+            group_id=f"{prefix}-{group}",
+            client_id=client_id,
+            partition_assignment_strategy=[assignor],
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=300,
+            **extra,
+        )
+        started = Member(consumer)
+        started.start()
+        return started
+
+    groups: dict[str, list[Member]] = {}
+    try:
+        groups[f"{prefix}-range"] = [
+            member("range", "r1", RangePartitionAssignor(), group_instance_id="static-r1"),
+            member("range", "r2", RangePartitionAssignor()),
+        ]
+        groups[f"{prefix}-rr"] = [
+            member("rr", f"rr{i}", RoundRobinPartitionAssignor()) for i in (1, 2, 3)
+        ]
+
+        def settle(timeout_s: float = 30.0) -> None:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                if _groups_settled(groups, partitions):
+                    return
+                time.sleep(0.1)
+            pytest.fail(f"groups did not settle: {_views(groups)}")
+
+        settle()
+        # The range group commits end offset - 1 where there are records: lag 1 there.
+        range_commits = {
+            TopicPartition(topics[n], p): OffsetAndMetadata(max(count - 1, 0), "", -1)
+            for n, counts in PRODUCED.items()
+            for p, count in enumerate(counts)
+        }
+        for m in groups[f"{prefix}-range"]:
+            mine = {tp: om for tp, om in range_commits.items() if tp in m.consumer.assignment()}
+            m.commit(mine)
+
+        assert java_proc.stdout is not None
+        java_line = java_proc.stdout.readline().strip()  # blocks until it has committed
+        assert java_line.startswith("COMMITTED"), (tmp / "java.log").read_text()
+
+        # One snapshot; redo it if a group rebalanced meanwhile (the view would be stale).
+        for _attempt in range(3):
+            settle()
+            before = _views(groups)
+            code = cli_collect(
+                ["--bootstrap-server", bootstrap, "--once", "--duration", "30",
+                 "--topic", monitor_topic, "--cluster", "itest", "--group-filter", f"{prefix}-.*"]
+            )  # fmt: skip
+            assert code == 0
+            if _views(groups) == before:
+                break
+        else:
+            pytest.fail("the groups kept rebalancing during the snapshots")
+
+        events, keys = _read_last_snapshot(bootstrap, monitor_topic)
+        yield Snapshot(
+            prefix=prefix,
+            topics=topics,
+            events=events,
+            keys=keys,
+            expected=before,
+            java_assignment=java_line,
+        )
+    finally:
+        for members in groups.values():
+            for m in members:
+                m.stop()
+        if java_proc.stdin is not None:
+            java_proc.stdin.close()  # the Java consumer closes itself at end of input
+        try:
+            java_proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            java_proc.kill()
+            java_proc.wait()
+        java_log.close()
+
+
+def _read_last_snapshot(bootstrap: str, topic: str) -> tuple[list[dict[str, Any]], list[str]]:
+    reader = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        parts = [TopicPartition(topic, p) for p in sorted(reader.partitions_for_topic(topic))]
+        reader.assign(parts)
+        reader.seek_to_beginning()
+        end = reader.end_offsets(parts)
+        records = []
+        deadline = time.monotonic() + 20
+        while any(reader.position(tp) < end[tp] for tp in parts):
+            assert time.monotonic() < deadline, "membership topic not read in time"
+            for batch in reader.poll(timeout_ms=500).values():
+                records.extend(batch)
+    finally:
+        reader.close()
+    values = [json.loads(r.value) for r in records]
+    last = max(values, key=lambda v: v["snapshot_ts_ms"])["snapshot_id"]
+    chosen = [(r.key.decode(), v) for r, v in zip(records, values, strict=True)]
+    chosen = [(k, v) for k, v in chosen if v["snapshot_id"] == last]
+    return [v for _, v in chosen], [k for k, _ in chosen]
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+def test_every_event_validates_against_the_schema(snapshot: Snapshot) -> None:
+    validator = jsonschema.Draft202012Validator(load_schema())
+
+    for event in snapshot.events:
+        errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(event)]
+        assert errors == []
+        assert event["cluster"] == "itest"
+        assert event["errors"] == []
+
+
+def test_one_event_per_group_keyed_by_group_id_plus_a_topics_event(snapshot: Snapshot) -> None:
+    p = snapshot.prefix
+    groups = sorted(f"{p}-{s}" for s in ("range", "rr", "kip848"))
+
+    assert sorted(snapshot.keys) == sorted([*groups, "itest"])
+    for key, event in zip(snapshot.keys, snapshot.events, strict=True):
+        assert key == (event["group_id"] if event["event_type"] == "group" else "itest")
+    assert snapshot.topics_event["group_ids"] == groups
+
+
+@pytest.mark.parametrize(("suffix", "assignor"), [("range", "range"), ("rr", "roundrobin")])
+def test_classic_group_matches_what_its_consumers_report(
+    snapshot: Snapshot, suffix: str, assignor: str
+) -> None:
+    event = snapshot.group(suffix)
+    expected = snapshot.expected[f"{snapshot.prefix}-{suffix}"]
+
+    assert event["group_type"] == "classic"
+    assert event["protocol_type"] == "consumer"
+    assert event["state"] == "Stable"
+    assert event["protocol_name"] == assignor
+    assert event["membership_source"] == "describe_groups"
+    assert event["member_count"] == len(expected)
+    assert {m["member_id"] for m in event["members"]} == set(expected)
+    for member in event["members"]:
+        mine = expected[member["member_id"]]
+        assert member["client_id"] == mine["client_id"]
+        assert member["group_instance_id"] == mine["group_instance_id"]
+        assert member["client_host"].endswith("127.0.0.1")
+        assert member["subscribed_topics"] == sorted(snapshot.topics.values())
+        got = sorted((e["topic"], p) for e in member["assignment"] for p in e["partitions"])
+        assert got == mine["assignment"]
+        assert member["assigned_partition_count"] == len(mine["assignment"])
+    assert event["topics"] == sorted(snapshot.topics.values())
+
+
+def test_static_member_is_reported_with_its_instance_id(snapshot: Snapshot) -> None:
+    members = snapshot.group("range")["members"]
+
+    assert sorted((m["client_id"], m["group_instance_id"]) for m in members) == [
+        ("r1", "static-r1"),
+        ("r2", None),
+    ]
+
+
+def test_committed_offsets_and_lag(snapshot: Snapshot) -> None:
+    committed = {
+        (o["topic"], o["partition"]): o for o in snapshot.group("range")["committed_offsets"]
+    }
+
+    for name, counts in PRODUCED.items():
+        for partition, count in enumerate(counts):
+            entry = committed[(snapshot.topics[name], partition)]
+            assert entry["offset"] == max(count - 1, 0)
+            assert entry["end_offset"] == count
+            assert entry["lag"] == (1 if count else 0)
+    assert snapshot.group("rr")["committed_offsets"] == []  # the rr group never committed
+
+
+def test_kip848_group_gets_state_offsets_and_the_consumer_offsets_flag(
+    snapshot: Snapshot,
+) -> None:
+    event = snapshot.group("kip848")
+
+    assert event["group_type"] == "consumer"
+    assert event["protocol_type"] == "consumer"
+    assert event["state"] == "Stable"
+    assert event["membership_source"] == "consumer_offsets"
+    assert event["members"] is None and event["member_count"] is None
+    assert event["protocol_name"] is None
+    offsets = {(o["topic"], o["partition"]): o["offset"] for o in event["committed_offsets"]}
+    for name, counts in PRODUCED.items():
+        for partition, count in enumerate(counts):
+            if count:  # the Java consumer consumed everything, then committed
+                assert offsets[(snapshot.topics[name], partition)] == count
+    assert all(o["lag"] == 0 for o in event["committed_offsets"])
+    for topic in snapshot.topics.values():  # the Java consumer owned them all
+        assert topic in snapshot.java_assignment
+    assert event["topics"] == sorted(snapshot.topics.values())
+
+
+def test_topics_event_has_partition_counts_racks_and_end_offsets(snapshot: Snapshot) -> None:
+    t = snapshot.topics_event
+    by_name = {x["topic"]: x for x in t["topics"]}
+
+    assert sorted(by_name) == sorted(snapshot.topics.values())
+    assert [b["rack"] for b in t["brokers"]] == [None]  # the test broker sets no broker.rack
+    assert t["controller_id"] == t["brokers"][0]["broker_id"]
+    assert t["end_offsets_ts_ms"] >= t["snapshot_ts_ms"]
+    for name, counts in PRODUCED.items():
+        topic = by_name[snapshot.topics[name]]
+        assert topic["error"] is None and topic["is_internal"] is False
+        assert topic["partition_count"] == len(counts)
+        assert len(topic["topic_id"]) == 22
+        assert [p["end_offset"] for p in topic["partitions"]] == counts
+        for p in topic["partitions"]:
+            assert p["replicas"] == p["isr"] == [t["brokers"][0]["broker_id"]]
+            assert p["replica_racks"] == [None]
+
+
+def test_the_collector_created_its_topic(kafka_broker: BrokerInfo, snapshot: Snapshot) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        [meta] = admin.describe_topics([f"{snapshot.prefix}.membership"])
+    finally:
+        admin.close()
+
+    assert meta["error_code"] == 0

@@ -1,0 +1,1018 @@
+"""``streaming.collector``: admin answers -> events, the event schema, configuration, the
+gathering and retry logic against fake clients (no broker here; see
+``tests/integration/test_collector.py`` for the real one)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kafka.errors as kafka_errors
+import pytest
+from kafka import OffsetAndMetadata, TopicPartition
+
+from streaming import collector
+from streaming.collector import (
+    AdminAnswers,
+    Collector,
+    CollectorConfig,
+    CollectorConfigError,
+    Issue,
+    MembershipEvent,
+    build_events,
+    cli_collect,
+    gather_answers,
+    group_topics,
+    load_schema,
+    parse_kafka_option,
+)
+
+pytestmark = pytest.mark.unit
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "events.md"
+UUID_T1 = "7da97f07-23ef-4926-a769-bb72f3f99c5f"
+
+# --------------------------------------------------------------------------- admin answers
+# Shapes as kafka-python 3.0.12 returned them from a Kafka 4.4 broker (captured live).
+
+CLUSTER: dict[str, Any] = {
+    "cluster_id": "cI-bUO6oTYqMKKMlo1H_xg",
+    "controller_id": 1,
+    "brokers": [
+        {"broker_id": 2, "host": "b2", "port": 9092, "rack": "r2", "is_fenced": False},
+        {"broker_id": 1, "host": "b1", "port": 9092, "rack": "r1", "is_fenced": False},
+        {"broker_id": 3, "host": "b3", "port": 9092, "rack": None, "is_fenced": False},
+    ],
+    "authorized_operations": ["DESCRIBE"],
+}
+
+
+def listed(group_id: str, group_type: str | None = "classic", state: str = "Stable") -> Any:
+    entry = {"group_id": group_id, "protocol_type": "consumer", "group_state": state}
+    if group_type is not None:
+        entry["group_type"] = group_type
+    return entry
+
+
+# kafka-python consumer: subscription v0 (topics, user_data only)
+PY_MEMBER: dict[str, Any] = {
+    "member_id": "static-1-6c392f84-ff0c-4629-ac97-2aecbd50fef4",
+    "group_instance_id": "static-1",
+    "client_id": "py-c1",
+    "client_host": "/127.0.0.1",
+    "member_metadata": {"topics": ["t1", "t2"], "user_data": ""},
+    "member_assignment": {
+        "assigned_partitions": [
+            {"topic": "t2", "partitions": [1]},
+            {"topic": "t1", "partitions": [2, 0]},
+        ],
+        "user_data": "",
+    },
+}
+# Java consumer: subscription v3 (owned partitions, generation, rack)
+JAVA_MEMBER: dict[str, Any] = {
+    "member_id": "jc-f545ee56-c709-45d0-831a-da2581bcbcd9",
+    "group_instance_id": None,
+    "client_id": "jc",
+    "client_host": "/10.0.0.7",
+    "member_metadata": {
+        "topics": ["t1", "t2"],
+        "user_data": None,
+        "owned_partitions": [{"topic": "t1", "partitions": [1]}],
+        "generation_id": 4,
+        "rack_id": "r2",
+    },
+    "member_assignment": {
+        "assigned_partitions": [
+            {"topic": "t1", "partitions": [1]},
+            {"topic": "t2", "partitions": [0]},
+        ],
+        "user_data": None,
+    },
+}
+CLASSIC: dict[str, Any] = {
+    "group_id": "g-classic",
+    "group_state": "Stable",
+    "protocol_type": "consumer",
+    "protocol_data": "range",
+    "members": [PY_MEMBER, JAVA_MEMBER],
+    "authorized_operations": None,
+    "error": None,
+}
+NOT_CLASSIC: dict[str, Any] = {
+    "group_id": "g-old-broker",
+    "group_state": "Dead",
+    "protocol_type": "",
+    "protocol_data": "",
+    "members": [],
+    "authorized_operations": None,
+    "error": "[Error 69] GroupIdNotFoundError: Group g-old-broker is not a classic group.",
+}
+
+
+def topic_meta(name: str, partitions: int, *, topic_id: str = UUID_T1) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": p,
+                "leader_id": 1 + p % 3,
+                "leader_epoch": 0,
+                "replica_nodes": [1 + p % 3, 1 + (p + 1) % 3],
+                "isr_nodes": [1 + p % 3],
+                "offline_replicas": [],
+            }
+            for p in reversed(range(partitions))
+        ],
+    }
+
+
+def answers(**overrides: Any) -> AdminAnswers:
+    base: dict[str, Any] = {
+        "snapshot_ts_ms": 1_795_238_759_399,
+        "cluster": CLUSTER,
+        "groups": [
+            listed("g-kip848", "consumer", "Reconciling"),
+            listed("g-classic"),
+        ],
+        "descriptions": {"g-classic": CLASSIC},
+        "committed": {
+            "g-classic": {
+                TopicPartition("t1", 0): OffsetAndMetadata(5, "", 0),
+                TopicPartition("t1", 2): OffsetAndMetadata(-1, None, -1),
+            },
+            "g-kip848": {TopicPartition("t3", 0): OffsetAndMetadata(7, "m", 3)},
+        },
+        "topics": [topic_meta("t1", 3), topic_meta("t2", 2), topic_meta("t3", 1)],
+        "end_offsets": {("t1", 0): 9, ("t1", 1): 4, ("t1", 2): 1, ("t2", 0): 0, ("t3", 0): 10},
+        "end_offsets_ts_ms": 1_795_238_759_426,
+    }
+    base.update(overrides)
+    return AdminAnswers(**base)
+
+
+def events_of(a: AdminAnswers) -> dict[str, dict[str, Any]]:
+    """Group events by group id, plus the topics event under ``"<topics>"``."""
+    out: dict[str, dict[str, Any]] = {}
+    for event in build_events(a, cluster="test", snapshot_id="snap-1"):
+        if event.value["event_type"] == "group":
+            out[event.value["group_id"]] = event.value
+        else:
+            out["<topics>"] = event.value
+    return out
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    schema = load_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def assert_valid(validator: jsonschema.Draft202012Validator, value: Mapping[str, Any]) -> None:
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+
+
+# --------------------------------------------------------------------------- build_events
+
+
+def test_one_group_event_per_group_sorted_then_one_topics_event() -> None:
+    events = build_events(answers(), cluster="test", snapshot_id="snap-1")
+
+    assert [(e.key, e.value["event_type"]) for e in events] == [
+        ("g-classic", "group"),
+        ("g-kip848", "group"),
+        ("test", "topics"),
+    ]
+    for e in events:
+        assert e.value["schema_version"] == 1
+        assert (e.value["cluster"], e.value["snapshot_id"]) == ("test", "snap-1")
+        assert e.value["snapshot_ts_ms"] == 1_795_238_759_399
+        assert e.value["kafka_cluster_id"] == "cI-bUO6oTYqMKKMlo1H_xg"
+        assert list(e.value)[:2] == ["schema_version", "event_type"]
+
+
+def test_classic_group_members_and_assignments() -> None:
+    g = events_of(answers())["g-classic"]
+
+    assert (g["group_type"], g["protocol_type"], g["state"]) == ("classic", "consumer", "Stable")
+    assert g["protocol_name"] == "range"
+    assert g["membership_source"] == "describe_groups"
+    assert g["member_count"] == 2
+    py, java = g["members"]  # the broker's order is kept
+    assert py == {
+        "member_id": "static-1-6c392f84-ff0c-4629-ac97-2aecbd50fef4",
+        "group_instance_id": "static-1",
+        "client_id": "py-c1",
+        "client_host": "/127.0.0.1",
+        "rack_id": None,
+        "subscribed_topics": ["t1", "t2"],
+        "owned_partitions": None,  # subscription v0 has no such field
+        "subscription_generation_id": None,
+        "assignment": [{"topic": "t1", "partitions": [0, 2]}, {"topic": "t2", "partitions": [1]}],
+        "assigned_partition_count": 3,
+    }
+    assert java["group_instance_id"] is None
+    assert java["rack_id"] == "r2"
+    assert java["owned_partitions"] == [{"topic": "t1", "partitions": [1]}]
+    assert java["subscription_generation_id"] == 4
+    assert java["assigned_partition_count"] == 2
+    assert g["topics"] == ["t1", "t2"]
+    assert g["errors"] == []
+
+
+def test_committed_offsets_get_end_offset_and_lag() -> None:
+    g = events_of(answers())["g-classic"]
+
+    assert g["committed_offsets"] == [
+        {
+            "topic": "t1",
+            "partition": 0,
+            "offset": 5,
+            "leader_epoch": 0,
+            "metadata": "",
+            "end_offset": 9,
+            "lag": 4,
+        },
+        # no committed position (-1) and no leader epoch (-1): lag and epoch unknown
+        {
+            "topic": "t1",
+            "partition": 2,
+            "offset": -1,
+            "leader_epoch": None,
+            "metadata": None,
+            "end_offset": 1,
+            "lag": None,
+        },
+    ]
+
+
+def test_kip848_group_gets_list_groups_state_offsets_and_the_consumer_offsets_flag() -> None:
+    g = events_of(answers())["g-kip848"]
+
+    assert g["group_type"] == "consumer"
+    assert g["state"] == "Reconciling"  # from ListGroups
+    assert g["membership_source"] == "consumer_offsets"
+    assert (g["members"], g["member_count"], g["protocol_name"]) == (None, None, None)
+    assert g["topics"] == ["t3"]  # known only through its committed offsets
+    assert g["committed_offsets"][0]["lag"] == 3
+    assert g["errors"] == []
+
+
+def test_broker_without_group_type_kip848_group_recognised_by_describe_error() -> None:
+    a = answers(
+        groups=[listed("g-old-broker", group_type=None, state="Stable")],
+        descriptions={"g-old-broker": NOT_CLASSIC},
+        committed={},
+    )
+    g = events_of(a)["g-old-broker"]
+
+    assert g["group_type"] is None
+    assert g["membership_source"] == "consumer_offsets"
+    assert g["state"] == "Stable"  # ListGroups, not the error's "Dead"
+    assert g["members"] is None
+    assert g["committed_offsets"] is None  # not fetched
+    [error] = g["errors"]
+    assert error["stage"] == "describe_groups"
+    assert "not a classic group" in error["message"]
+    assert error["group_id"] == "g-old-broker"
+
+
+def test_failed_describe_keeps_the_source_and_reports_the_error() -> None:
+    issue = Issue("describe_groups", "GroupAuthorizationFailedError: denied", group_id="g-classic")
+    a = answers(descriptions={}, issues=[issue])
+    g = events_of(a)["g-classic"]
+
+    assert g["membership_source"] == "describe_groups"
+    assert g["members"] is None and g["member_count"] is None
+    assert g["state"] == "Stable"  # from ListGroups
+    assert g["errors"] == [
+        {
+            "stage": "describe_groups",
+            "message": "GroupAuthorizationFailedError: denied",
+            "group_id": "g-classic",
+            "topic": None,
+        }
+    ]
+    assert events_of(a)["<topics>"]["errors"] == []
+
+
+def test_non_consumer_protocol_members_are_opaque() -> None:
+    connect = {
+        **CLASSIC,
+        "group_id": "connect-cluster",
+        "protocol_type": "connect",
+        "protocol_data": "sessioned",
+        "members": [{**JAVA_MEMBER, "member_metadata": "\\x00\\x03garbage"}],
+    }
+    a = answers(
+        groups=[{**listed("connect-cluster"), "protocol_type": "connect"}],
+        descriptions={"connect-cluster": connect},
+        committed={},
+    )
+    g = events_of(a)["connect-cluster"]
+
+    [m] = g["members"]
+    assert m["client_id"] == "jc"
+    assert m["subscribed_topics"] is m["assignment"] is m["owned_partitions"] is None
+    assert g["protocol_name"] == "sessioned"
+    assert g["topics"] == []
+    assert g["errors"] == []
+
+
+def test_undecodable_consumer_subscription_is_an_error_not_a_crash() -> None:
+    broken = {**CLASSIC, "members": [{**PY_MEMBER, "member_metadata": "\\xff\\xff"}]}
+    g = events_of(answers(descriptions={"g-classic": broken}))["g-classic"]
+
+    [m] = g["members"]
+    assert m["subscribed_topics"] is None
+    assert m["assignment"] is not None
+    assert [e["stage"] for e in g["errors"]] == ["decode_member"]
+
+
+def test_group_between_generations_has_no_protocol_and_no_assignment() -> None:
+    rebalancing = {
+        **CLASSIC,
+        "group_state": "PreparingRebalance",
+        "protocol_data": "",
+        "members": [{**PY_MEMBER, "member_assignment": ""}],
+    }
+    g = events_of(answers(descriptions={"g-classic": rebalancing}))["g-classic"]
+
+    assert g["state"] == "PreparingRebalance"
+    assert g["protocol_name"] is None
+    [m] = g["members"]
+    assert m["assignment"] is None and m["assigned_partition_count"] is None
+    assert g["errors"] == []
+
+
+def test_empty_group_has_an_empty_member_list() -> None:
+    empty = {**CLASSIC, "group_state": "Empty", "protocol_data": "", "members": []}
+    g = events_of(answers(descriptions={"g-classic": empty}))["g-classic"]
+
+    assert (g["members"], g["member_count"], g["state"]) == ([], 0, "Empty")
+    assert g["topics"] == ["t1"]  # from its committed offsets
+
+
+def test_topics_event_partitions_racks_end_offsets() -> None:
+    t = events_of(answers())["<topics>"]
+
+    assert t["group_ids"] == ["g-classic", "g-kip848"]
+    assert t["controller_id"] == 1
+    assert [b["broker_id"] for b in t["brokers"]] == [1, 2, 3]
+    assert t["end_offsets_ts_ms"] == 1_795_238_759_426
+    assert [x["topic"] for x in t["topics"]] == ["t1", "t2", "t3"]
+    t1 = t["topics"][0]
+    assert t1["topic_id"] == "fal_ByPvSSanabty8_mcXw"  # Kafka's base64 text form
+    assert t1["partition_count"] == 3 and t1["error"] is None
+    assert [p["partition"] for p in t1["partitions"]] == [0, 1, 2]
+    p2 = t1["partitions"][2]
+    assert p2 == {
+        "partition": 2,
+        "leader_id": 3,
+        "replicas": [3, 1],
+        "isr": [3],
+        "offline_replicas": [],
+        "replica_racks": [None, "r1"],  # broker 3 has no rack
+        "end_offset": 1,
+    }
+    t2 = t["topics"][1]
+    assert [p["end_offset"] for p in t2["partitions"]] == [0, None]  # p1 not answered
+
+
+def test_topics_event_reports_undescribed_and_unknown_topics() -> None:
+    gone = {"error_code": 3, "name": "t1", "topic_id": "0" * 32, "is_internal": False}
+    a = answers(
+        topics=[gone, topic_meta("t3", 1)],
+        issues=[Issue("list_partition_offsets", "NotLeaderForPartitionError", topic="t3")],
+    )
+    t = events_of(a)["<topics>"]
+
+    by_name = {x["topic"]: x for x in t["topics"]}
+    assert by_name["t1"]["error"] == "UnknownTopicOrPartitionError"
+    assert by_name["t1"]["topic_id"] is None  # the zero uuid
+    assert by_name["t1"]["partition_count"] is None and by_name["t1"]["partitions"] == []
+    assert by_name["t2"]["error"] == "not described in this snapshot"
+    assert by_name["t3"]["partition_count"] == 1
+    assert [(e["stage"], e["topic"]) for e in t["errors"]] == [("list_partition_offsets", "t3")]
+
+
+def test_empty_cluster_gives_one_topics_event() -> None:
+    a = AdminAnswers(snapshot_ts_ms=1, cluster=None, groups=[])
+    [event] = build_events(a, cluster="c", snapshot_id="s")
+
+    assert event.key == "c"
+    assert event.value["group_ids"] == [] and event.value["topics"] == []
+    assert event.value["kafka_cluster_id"] is None and event.value["brokers"] == []
+    assert event.value["end_offsets_ts_ms"] is None
+
+
+def test_group_topics_collects_subscriptions_assignments_owned_and_committed() -> None:
+    java_only = {**CLASSIC, "members": [JAVA_MEMBER]}
+    committed = {("t9", 0): (1, "", -1)}
+
+    assert group_topics(java_only, committed) == {"t1", "t2", "t9"}
+    assert group_topics(NOT_CLASSIC, committed) == {"t9"}
+    assert group_topics(None, None) == set()
+
+
+def test_encode_is_compact_utf8_json() -> None:
+    key, value = MembershipEvent("grüppe", {"a": [1, 2], "b": "ü"}).encode()
+
+    assert key == "grüppe".encode()
+    assert value == '{"a":[1,2],"b":"ü"}'.encode()
+
+
+# --------------------------------------------------------------------------- the schema
+
+SCENARIOS = {
+    "full": answers(),
+    "old broker": answers(
+        groups=[listed("g-old-broker", group_type=None)],
+        descriptions={"g-old-broker": NOT_CLASSIC},
+    ),
+    "failures": answers(
+        descriptions={},
+        committed={},
+        topics=[],
+        end_offsets={},
+        end_offsets_ts_ms=None,
+        cluster=None,
+        issues=[
+            Issue("describe_cluster", "ClusterAuthorizationFailedError"),
+            Issue("describe_groups", "CoordinatorNotAvailableError", group_id="g-classic"),
+            Issue("list_group_offsets", "CoordinatorNotAvailableError", group_id="g-kip848"),
+            Issue("describe_topics", "TopicAuthorizationFailedError"),
+        ],
+    ),
+    "empty": AdminAnswers(snapshot_ts_ms=0, cluster=None, groups=[]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_event_validates_against_the_schema(
+    name: str, validator: jsonschema.Draft202012Validator
+) -> None:
+    for event in build_events(SCENARIOS[name], cluster="test", snapshot_id="snap"):
+        assert_valid(validator, json.loads(event.encode()[1]))
+
+
+def _declared(schema: Mapping[str, Any], definition: str) -> tuple[set[str], set[str]]:
+    defs = schema["$defs"]
+    body = defs[definition]
+    props = set(body.get("properties", {}))
+    required = set(body.get("required", ()))
+    for ref in body.get("allOf", ()):
+        inner = defs[ref["$ref"].rsplit("/", 1)[1]]
+        props |= set(inner["properties"])
+        required |= set(inner["required"])
+    return props, required
+
+
+@pytest.mark.parametrize(
+    ("definition", "pick"),
+    [
+        ("group_event", lambda evs: evs["g-classic"]),
+        ("topics_event", lambda evs: evs["<topics>"]),
+        ("member", lambda evs: evs["g-classic"]["members"][1]),
+        ("committed_offset", lambda evs: evs["g-classic"]["committed_offsets"][0]),
+        ("broker", lambda evs: evs["<topics>"]["brokers"][0]),
+        ("topic", lambda evs: evs["<topics>"]["topics"][0]),
+        ("partition", lambda evs: evs["<topics>"]["topics"][0]["partitions"][0]),
+    ],
+)
+def test_events_carry_exactly_the_declared_properties_all_required(
+    definition: str, pick: Any
+) -> None:
+    """The schema is open for readers (additive changes), so closedness is checked here:
+    the collector emits every declared property, and nothing undeclared."""
+    props, required = _declared(load_schema(), definition)
+    emitted = pick(events_of(answers()))
+
+    assert props == required
+    assert set(emitted) == props
+
+
+def test_error_objects_carry_the_declared_properties() -> None:
+    props, required = _declared(load_schema(), "error")
+    [error] = events_of(SCENARIOS["failures"])["g-classic"]["errors"]
+
+    assert set(error) == props
+    assert required == {"stage", "message"}
+
+
+def test_every_schema_property_is_documented() -> None:
+    docs = DOCS.read_text(encoding="utf-8")
+    schema = load_schema()
+    names = {p for body in schema["$defs"].values() for p in body.get("properties", {})}
+
+    undocumented = sorted(n for n in names if f"`{n}`" not in docs)
+    assert undocumented == []
+
+
+def test_docs_examples_validate(validator: jsonschema.Draft202012Validator) -> None:
+    blocks = re.findall(r"```json\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
+    examples = [json.loads(b) for b in blocks]
+
+    assert {e["event_type"] for e in examples} == {"group", "topics"}
+    for example in examples:
+        assert_valid(validator, example)
+
+
+def test_schema_rejects_what_it_should(validator: jsonschema.Draft202012Validator) -> None:
+    good = json.loads(build_events(answers(), cluster="c", snapshot_id="s")[0].encode()[1])
+
+    assert validator.is_valid(good)
+    assert not validator.is_valid({**good, "schema_version": 2})
+    assert not validator.is_valid({**good, "membership_source": "guess"})
+    assert not validator.is_valid({k: v for k, v in good.items() if k != "members"})
+    assert not validator.is_valid({**good, "snapshot_ts_ms": 1.5})
+    assert validator.is_valid({**good, "a_future_additive_field": 1})
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def test_config_defaults() -> None:
+    c = CollectorConfig()
+
+    assert c.bootstrap_servers == ("127.0.0.1:19092",)
+    assert (c.interval_s, c.topic, c.cluster) == (5.0, "rebalance-monitor.membership", "local")
+    assert c.group_pattern.fullmatch("anything")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.interval_s = 1  # type: ignore[misc]
+
+
+def test_config_splits_bootstrap_servers() -> None:
+    c = CollectorConfig(bootstrap_servers="k1:9092, k2:9093")
+
+    assert c.bootstrap_servers == ("k1:9092", "k2:9093")
+    assert c.admin_configs()["bootstrap_servers"] == ["k1:9092", "k2:9093"]
+
+
+# Each row: keyword arguments, and the setting the error message must name.
+INVALID_CONFIGS = [
+    ({"bootstrap_servers": ""}, "bootstrap_servers"),
+    ({"bootstrap_servers": "k1"}, "bootstrap_servers"),  # no port
+    ({"bootstrap_servers": "k1:99999"}, "bootstrap_servers"),  # port out of range
+    ({"bootstrap_servers": ()}, "bootstrap_servers"),
+    ({"interval_s": 0}, "interval_s"),
+    ({"interval_s": -1.0}, "interval_s"),
+    ({"topic": ""}, "topic"),
+    ({"topic": ".."}, "topic"),
+    ({"topic": "has space"}, "topic"),
+    ({"topic": "x" * 250}, "topic"),
+    ({"cluster": " "}, "cluster"),
+    ({"group_filter": "("}, "group_filter"),
+    ({"topic_partitions": 0}, "topic_partitions"),
+    ({"topic_replication_factor": 0}, "topic_replication_factor"),
+    ({"request_timeout_ms": 0}, "request_timeout_ms"),
+    ({"backoff_initial_s": 0}, "backoff_initial_s"),
+    ({"backoff_initial_s": 10, "backoff_max_s": 1}, "backoff_initial_s"),
+    ({"kafka_options": {"acks": "0"}}, "'acks' is not a passthrough option"),
+    ({"kafka_options": {"bootstrap_servers": "x:1"}}, "not a passthrough option"),
+    ({"kafka_options": {"security_protocol": "TLS"}}, "security_protocol must be one of"),
+    ({"kafka_options": {"sasl_mechanism": "plain"}}, "sasl_mechanism must be one of"),
+    ({"kafka_options": {"ssl_check_hostname": "false"}}, "ssl_check_hostname must be true"),
+    ({"kafka_options": {"ssl_cafile": ""}}, "ssl_cafile must be a non-empty string"),
+    ({"kafka_options": {"ssl_context": None}}, "ssl_context must not be None"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "names"), INVALID_CONFIGS)
+def test_config_rejects(kwargs: dict[str, Any], names: str) -> None:
+    with pytest.raises(CollectorConfigError, match=re.escape(names)):
+        CollectorConfig(**kwargs)
+
+
+def test_config_errors_are_value_errors() -> None:
+    with pytest.raises(ValueError):
+        CollectorConfig(interval_s=0)
+
+
+def test_kafka_options_pass_through_and_stay_out_of_repr() -> None:
+    context = object()
+    c = CollectorConfig(
+        kafka_options={
+            "security_protocol": "SASL_SSL",
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": "monitor",
+            "sasl_plain_password": "s3cret",
+            "ssl_check_hostname": False,
+            "ssl_ciphers": "ECDHE",
+            "ssl_context": context,
+        }
+    )
+
+    assert "s3cret" not in repr(c)
+    assert c.redacted_options()["sasl_plain_password"] == "***"
+    assert c.redacted_options()["ssl_context"] == "***"
+    assert c.redacted_options()["sasl_plain_username"] == "monitor"
+    admin = c.admin_configs()
+    assert admin["sasl_plain_password"] == "s3cret"
+    assert admin["ssl_check_hostname"] is False
+    assert admin["ssl_context"] is context
+    assert "ssl_ciphers" not in admin  # KafkaAdminClient rejects unknown configs
+    producer = c.producer_configs()
+    assert producer["ssl_ciphers"] == "ECDHE" and producer["acks"] == "all"
+    with pytest.raises(TypeError):
+        c.kafka_options["security_protocol"] = "PLAINTEXT"  # type: ignore[index]
+
+
+def test_client_configs_are_accepted_by_kafka_python() -> None:
+    from kafka import KafkaAdminClient, KafkaProducer
+
+    c = CollectorConfig(
+        kafka_options={"security_protocol": "SSL", "ssl_cafile": "/ca.pem", "ssl_ciphers": "X"}
+    )
+
+    assert set(c.admin_configs()) <= set(KafkaAdminClient.DEFAULT_CONFIG)
+    assert set(c.producer_configs()) <= set(KafkaProducer.DEFAULT_CONFIG)
+    assert set(KafkaProducer.DEFAULT_CONFIG) >= collector.KAFKA_OPTION_KEYS
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("security_protocol=SASL_SSL", ("security_protocol", "SASL_SSL")),
+        ("security.protocol=SSL", ("security_protocol", "SSL")),
+        ("sasl-mechanism=PLAIN", ("sasl_mechanism", "PLAIN")),
+        ("sasl_plain_password=a=b", ("sasl_plain_password", "a=b")),  # first '=' splits
+        ("ssl_check_hostname=false", ("ssl_check_hostname", False)),
+        ("ssl_check_hostname=Yes", ("ssl_check_hostname", True)),
+    ],
+)
+def test_parse_kafka_option(text: str, expected: tuple[str, Any]) -> None:
+    assert parse_kafka_option(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("security_protocol", "KEY=VALUE"),
+        ("=x", "KEY=VALUE"),
+        ("ssl_context=x", "Python object"),
+        ("ssl_check_hostname=maybe", "true or false"),
+        ("linger_ms=5", "not a passthrough option"),
+    ],
+)
+def test_parse_kafka_option_rejects(text: str, message: str) -> None:
+    with pytest.raises(CollectorConfigError, match=message):
+        parse_kafka_option(text)
+
+
+# --------------------------------------------------------------------------- gathering
+
+
+class FakeAdmin:
+    """Answers like KafkaAdminClient; ``fail`` maps a method name to an exception raised
+    when the call includes the given key (or always, for key ``"*"``)."""
+
+    def __init__(
+        self,
+        *,
+        groups: Sequence[Mapping[str, Any]] = (),
+        descriptions: Mapping[str, Any] | None = None,
+        offsets: Mapping[str, Any] | None = None,
+        topics: Mapping[str, Any] | None = None,
+        fail: Mapping[str, tuple[str, BaseException]] | None = None,
+    ) -> None:
+        self.groups = list(groups)
+        self.descriptions = dict(descriptions or {})
+        self.offsets = dict(offsets or {})
+        self.topics = dict(topics or {})
+        self.fail = dict(fail or {})
+        self.calls: list[tuple[str, Any]] = []
+        self.created: list[Any] = []
+        self.closed = False
+
+    def _maybe_fail(self, method: str, keys: Sequence[Any]) -> None:
+        self.calls.append((method, list(keys)))
+        if method in self.fail:
+            key, exc = self.fail[method]
+            if key == "*" or key in keys:
+                raise exc
+
+    def describe_cluster(self) -> Any:
+        self._maybe_fail("describe_cluster", [])
+        return CLUSTER
+
+    def list_groups(self) -> Any:
+        self._maybe_fail("list_groups", [])
+        return self.groups
+
+    def describe_groups(self, ids: list[str]) -> Any:
+        self._maybe_fail("describe_groups", ids)
+        return {g: self.descriptions[g] for g in ids}
+
+    def list_group_offsets(self, ids: list[str]) -> Any:
+        self._maybe_fail("list_group_offsets", ids)
+        return {g: self.offsets.get(g, {}) for g in ids}
+
+    def describe_topics(self, names: list[str]) -> Any:
+        self._maybe_fail("describe_topics", names)
+        return [self.topics.get(n, {"error_code": 3, "name": n, "partitions": []}) for n in names]
+
+    def list_partition_offsets(self, specs: Mapping[Any, Any]) -> Any:
+        self._maybe_fail("list_partition_offsets", sorted({tp.topic for tp in specs}))
+        return {tp: OffsetAndMetadata(100 + tp.partition, "", -1) for tp in specs}
+
+    def create_topics(self, spec: Mapping[str, Any], raise_errors: bool = True) -> Any:
+        self.created.append(dict(spec))
+        for name in spec:
+            self.topics[name] = topic_meta(name, 1)
+        return {"topics": [{"name": n, "error_code": 0} for n in spec]}
+
+    def wait_for_topics(self, names: list[str], timeout_ms: int = 0) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fake_admin(**overrides: Any) -> FakeAdmin:
+    base: dict[str, Any] = {
+        "groups": [
+            listed("app-1"),
+            listed("app-2"),
+            listed("app-848", "consumer"),
+            listed("app-share", "share"),
+            listed("other"),
+        ],
+        "descriptions": {
+            "app-1": {**CLASSIC, "group_id": "app-1"},
+            "app-2": {**CLASSIC, "group_id": "app-2", "members": []},
+            "other": CLASSIC,
+        },
+        "offsets": {"app-848": {TopicPartition("t3", 0): OffsetAndMetadata(1, "", -1)}},
+        "topics": {"t1": topic_meta("t1", 3), "t2": topic_meta("t2", 2), "t3": topic_meta("t3", 1)},
+    }
+    base.update(overrides)
+    return FakeAdmin(**base)
+
+
+def test_gather_filters_groups_and_asks_each_api_only_what_it_serves() -> None:
+    admin = fake_admin()
+    a = gather_answers(admin, CollectorConfig(group_filter="app-.*"), clock=lambda: 12.5)
+
+    assert a.snapshot_ts_ms == 12_500 and a.end_offsets_ts_ms == 12_500
+    assert [g["group_id"] for g in a.groups] == ["app-1", "app-2", "app-848", "app-share"]
+    calls = dict(admin.calls)
+    assert calls["describe_groups"] == ["app-1", "app-2"]  # classic only
+    assert calls["list_group_offsets"] == ["app-1", "app-2", "app-848"]  # no share group
+    assert calls["describe_topics"] == ["t1", "t2", "t3"]
+    assert a.end_offsets[("t1", 2)] == 102
+    assert a.issues == []
+
+
+def test_gather_falls_back_to_one_group_at_a_time() -> None:
+    denied = kafka_errors.GroupAuthorizationFailedError("app-2")
+    admin = fake_admin(fail={"describe_groups": ("app-2", denied)})
+    a = gather_answers(admin, CollectorConfig(group_filter="app-.*"))
+
+    assert sorted(a.descriptions) == ["app-1"]
+    [issue] = a.issues
+    assert (issue.stage, issue.group_id) == ("describe_groups", "app-2")
+    assert "GroupAuthorizationFailedError" in issue.message
+    describe_calls = [keys for method, keys in admin.calls if method == "describe_groups"]
+    assert describe_calls == [["app-1", "app-2"], ["app-1"], ["app-2"]]
+
+
+def test_gather_records_topic_level_failures() -> None:
+    admin = fake_admin(
+        fail={"list_partition_offsets": ("t2", kafka_errors.NotLeaderForPartitionError("t2"))}
+    )
+    a = gather_answers(admin, CollectorConfig())
+
+    assert ("t1", 0) in a.end_offsets and ("t2", 0) not in a.end_offsets
+    assert [(i.stage, i.topic) for i in a.issues] == [("list_partition_offsets", "t2")]
+
+
+def test_gather_carries_on_without_describe_cluster() -> None:
+    denied = kafka_errors.ClusterAuthorizationFailedError("no DESCRIBE")
+    a = gather_answers(fake_admin(fail={"describe_cluster": ("*", denied)}), CollectorConfig())
+
+    assert a.cluster is None
+    assert [i.stage for i in a.issues] == ["describe_cluster"]
+
+
+@pytest.mark.parametrize(
+    "method", ["list_groups", "describe_groups", "list_group_offsets", "describe_topics"]
+)
+def test_gather_lets_connection_errors_fail_the_snapshot(method: str) -> None:
+    admin = fake_admin(fail={method: ("*", kafka_errors.KafkaConnectionError("refused"))})
+
+    with pytest.raises(kafka_errors.KafkaConnectionError):
+        gather_answers(admin, CollectorConfig())
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+class FakeFuture:
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+    def get(self, timeout: float | None = None) -> None:
+        if self.error:
+            raise self.error
+
+
+class FakeProducer:
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.sent: list[tuple[str, bytes, bytes]] = []
+        self.error = error
+        self.closed = False
+
+    def send(self, topic: str, *, key: bytes, value: bytes) -> FakeFuture:
+        self.sent.append((topic, key, value))
+        return FakeFuture(self.error)
+
+    def flush(self, timeout: float | None = None) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+FAST: dict[str, Any] = {"backoff_initial_s": 0.01, "backoff_max_s": 0.02, "interval_s": 0.01}
+
+
+def test_snapshot_creates_the_topic_and_publishes_keyed_events(
+    validator: jsonschema.Draft202012Validator,
+) -> None:
+    admin, producer = fake_admin(), FakeProducer()
+    config = CollectorConfig(topic="mon", cluster="prod", topic_partitions=3, **FAST)
+    c = Collector(config, admin_factory=lambda _: admin, producer_factory=lambda _: producer)
+
+    report = c.snapshot_once()
+
+    assert admin.created == [{"mon": {"num_partitions": 3, "replication_factor": -1}}]
+    assert report.groups == 5 and report.offsets_only_groups == 2
+    assert report.events_published == 6 == len(producer.sent)
+    assert {t for t, _, _ in producer.sent} == {"mon"}
+    keys = [k.decode() for _, k, _ in producer.sent]
+    assert keys == ["app-1", "app-2", "app-848", "app-share", "other", "prod"]
+    values = [json.loads(v) for _, _, v in producer.sent]
+    assert len({v["snapshot_id"] for v in values}) == 1
+    for value in values:
+        assert_valid(validator, value)
+
+    c.snapshot_once()  # the topic is checked once per connection
+    assert len(admin.created) == 1
+    c.close()
+    assert admin.closed and producer.closed
+
+
+def test_run_retries_with_backoff_until_the_cluster_answers() -> None:
+    attempts: list[int] = []
+    admin = fake_admin()
+
+    def flaky(_: CollectorConfig) -> FakeAdmin:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise kafka_errors.KafkaTimeoutError("Unable to bootstrap")
+        return admin
+
+    c = Collector(
+        CollectorConfig(**FAST), admin_factory=flaky, producer_factory=lambda _: FakeProducer()
+    )
+    stats = c.run(once=True, duration_s=30)
+
+    assert (stats.snapshots, stats.failed_snapshots) == (1, 2)
+    assert "Unable to bootstrap" in (stats.last_error or "")
+    assert stats.events_published == 6
+
+
+def test_run_once_without_duration_tries_once() -> None:
+    def down(_: CollectorConfig) -> Any:
+        raise kafka_errors.KafkaTimeoutError("Unable to bootstrap")
+
+    stats = Collector(CollectorConfig(**FAST), admin_factory=down).run(once=True)
+
+    assert (stats.snapshots, stats.failed_snapshots) == (0, 1)
+
+
+def test_failed_publish_fails_the_snapshot_and_reconnects() -> None:
+    admins: list[FakeAdmin] = []
+    producers = [FakeProducer(kafka_errors.KafkaTimeoutError("no ack")), FakeProducer()]
+
+    def new_admin(_: CollectorConfig) -> FakeAdmin:
+        admins.append(fake_admin())
+        return admins[-1]
+
+    c = Collector(
+        CollectorConfig(**FAST),
+        admin_factory=new_admin,
+        producer_factory=lambda _: producers.pop(0),
+    )
+    stats = c.run(once=True, duration_s=30)
+
+    assert (stats.snapshots, stats.failed_snapshots) == (1, 1)
+    assert len(admins) == 2 and admins[0].closed
+
+
+def test_run_loops_until_stopped() -> None:
+    stop = threading.Event()
+    admin = fake_admin()
+    count = 0
+
+    def producer_factory(_: CollectorConfig) -> FakeProducer:
+        return FakeProducer()
+
+    class Counting(Collector):
+        def snapshot_once(self) -> Any:
+            nonlocal count
+            count += 1
+            if count == 3:
+                stop.set()
+            return super().snapshot_once()
+
+    stats = Counting(
+        CollectorConfig(**FAST), admin_factory=lambda _: admin, producer_factory=producer_factory
+    ).run(stop=stop)
+
+    assert stats.snapshots == 3 and stats.failed_snapshots == 0
+
+
+def test_partial_errors_are_logged_when_new_then_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    stop = threading.Event()
+    denied = kafka_errors.GroupAuthorizationFailedError("denied")
+    admin = fake_admin(fail={"describe_groups": ("app-2", denied)})
+    reports: list[Any] = []
+
+    class Twice(Collector):
+        def snapshot_once(self) -> Any:
+            reports.append(super().snapshot_once())
+            if len(reports) == 2:
+                stop.set()
+            return reports[-1]
+
+    caplog.set_level(logging.DEBUG, logger="streaming.collector")
+    stats = Twice(
+        CollectorConfig(group_filter="app-.*", **FAST),
+        admin_factory=lambda _: admin,
+        producer_factory=lambda _: FakeProducer(),
+    ).run(stop=stop)
+
+    assert stats.errors == 2
+    [message] = reports[0].errors
+    assert message.startswith("describe_groups (app-2): ")
+    assert "GroupAuthorizationFailedError: denied" in message
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if "snapshot error" in r.message]
+    assert logged == [
+        (logging.WARNING, f"snapshot error: {message}"),
+        (logging.DEBUG, f"snapshot error: {message}"),
+    ]
+
+
+def test_run_stops_after_duration() -> None:
+    admin = fake_admin()
+    config = CollectorConfig(backoff_initial_s=0.01, interval_s=0.05)
+    c = Collector(config, admin_factory=lambda _: admin, producer_factory=lambda _: FakeProducer())
+
+    stats = c.run(duration_s=0.3)
+
+    assert 2 <= stats.snapshots <= 7
+
+
+# --------------------------------------------------------------------------- command line
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--interval", "0"], "interval_s"),
+        (["--kafka-option", "linger_ms=1"], "not a passthrough option"),
+        (["--bootstrap-server", "nohost"], "bootstrap_servers"),
+        (["--duration", "-1"], "--duration"),
+        (["--topic", "a b"], "topic"),
+    ],
+)
+def test_cli_rejects_bad_settings_before_connecting(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_collect(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_collect(["--interval", "soon"]) == 2
+    assert cli_collect(["--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--bootstrap-server", "--interval", "--topic", "--cluster", "--once"):
+        assert flag in out
+    assert "--duration" in out and "--kafka-option" in out
+    assert "127.0.0.1:19092" in out
