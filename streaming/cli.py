@@ -1,10 +1,274 @@
-"""The ``rebalance-monitor`` command line (placeholder, filled in by assign_core CLI work)."""
+"""The ``rebalance-monitor`` command line.
+
+::
+
+    rebalance-monitor assign --strategy NAME --input FILE      one assignor, JSON out
+    rebalance-monitor assign --strategy all --input FILE [--format table|json]
+    rebalance-monitor coordinator GROUP [--partitions N]       __consumer_offsets partition
+    rebalance-monitor partition-for KEY --partitions N [--hex] producer partition of a key
+    rebalance-monitor demo                                     the source documents' scenarios
+
+Each subcommand is a pair of functions here: ``_add_<name>`` declares its arguments (argparse
+only, so ``--help`` imports nothing else) and ``_run_<name>`` imports what it needs when it
+runs. A new subcommand adds one pair and one entry in ``_SUBCOMMANDS``. Nothing here imports
+pyspark.
+
+Exit codes: 0 success; 1 the assignor cannot assign this input (Java would throw);
+2 bad input or usage (unreadable file, invalid JSON, invalid scenario, unknown strategy),
+with a one-line message on stderr naming the offending field.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+PROG = "rebalance-monitor"
+
+EXIT_OK = 0
+EXIT_ASSIGNMENT = 1
+EXIT_USAGE = 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    print("rebalance-monitor: no command yet", file=sys.stderr)
-    return 2
+class UsageError(Exception):
+    """Bad input to a subcommand: ``field: message`` on stderr, exit 2."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line on stderr (exit 2), no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# --- assign -----------------------------------------------------------------------------------
+
+
+def _add_assign(sub: Any) -> None:
+    p = sub.add_parser(
+        "assign",
+        help="run an assignor (or all of them) on a scenario JSON file",
+        description=(
+            "Run one assignor on a scenario and print its assignment as JSON, or compare "
+            "every assignor (--strategy all) as a table or JSON. Strategies: range, "
+            "roundrobin, sticky, cooperative-sticky (client side), uniform, server-range "
+            "(server side, KIP-848)."
+        ),
+    )
+    p.add_argument("--strategy", required=True, metavar="NAME", help="strategy name or 'all'")
+    p.add_argument(
+        "--input", required=True, metavar="FILE", help="scenario JSON file, '-' for stdin"
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default=None,
+        help="output of --strategy all (default: table); a single strategy always prints JSON",
+    )
+    p.set_defaults(run=_run_assign)
+
+
+def _read_scenario(path: str) -> Any:
+    import json
+
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except OSError as e:
+        raise UsageError("input", f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError("input", f"{path} is not UTF-8 text: {e.reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(
+            "input", f"invalid JSON in {path} at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
+    except RecursionError:
+        raise UsageError("input", f"JSON in {path} is nested too deeply") from None
+
+
+def _run_assign(args: argparse.Namespace) -> int:
+    import json
+
+    from assign_core.assignors.registry import get_assignor
+    from assign_core.scenario import parse_scenario, result_to_json
+
+    strategy: str = args.strategy
+    if strategy == "all":
+        # validate the input before anything else, like a single strategy does
+        spec = parse_scenario(_read_scenario(args.input))
+        from assign_core.whatif import compare, render_json, render_table
+
+        whatif = compare(spec)
+        print(render_json(whatif) if args.format == "json" else render_table(whatif))
+        return EXIT_OK
+    if args.format == "table":
+        raise UsageError("format", "a table needs --strategy all; one strategy prints JSON")
+    assignor = get_assignor(strategy)  # ScenarioError("strategy") when unknown
+    spec = parse_scenario(_read_scenario(args.input))
+    result = assignor.assign(spec)
+    print(json.dumps(result_to_json(result)))
+    return EXIT_OK
+
+
+# --- coordinator, partition-for ---------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _add_coordinator(sub: Any) -> None:
+    p = sub.add_parser(
+        "coordinator",
+        help="the __consumer_offsets partition (coordinator) of a group id",
+        description=(
+            "Print the __consumer_offsets partition that owns GROUP: "
+            "Utils.abs(GROUP.hashCode()) %% N. Its leader broker is the group coordinator."
+        ),
+    )
+    p.add_argument("group", metavar="GROUP", help="the group id")
+    p.add_argument(
+        "--partitions",
+        type=_positive_int,
+        default=50,
+        metavar="N",
+        help="offsets.topic.num.partitions (default: 50)",
+    )
+    p.set_defaults(run=_run_coordinator)
+
+
+def _run_coordinator(args: argparse.Namespace) -> int:
+    from assign_core.placement import coordinator_partition
+
+    print(coordinator_partition(args.group, args.partitions))
+    return EXIT_OK
+
+
+def _add_partition_for(sub: Any) -> None:
+    p = sub.add_parser(
+        "partition-for",
+        help="the partition the Java producer picks for a record key",
+        description=(
+            "Print toPositive(murmur2(KEY)) %% N, the partition the Java producer's default "
+            "partitioner picks for a record with this key (UTF-8, or hex with --hex)."
+        ),
+    )
+    p.add_argument("key", metavar="KEY", help="the record key")
+    p.add_argument(
+        "--partitions",
+        type=_positive_int,
+        required=True,
+        metavar="N",
+        help="the topic's partitions",
+    )
+    p.add_argument("--hex", action="store_true", help="KEY is hex-encoded bytes")
+    p.set_defaults(run=_run_partition_for)
+
+
+def _run_partition_for(args: argparse.Namespace) -> int:
+    from assign_core.placement import partition_for_key
+
+    key: bytes | str = args.key
+    if args.hex:
+        try:
+            key = bytes.fromhex(args.key)
+        except ValueError:
+            raise UsageError("key", f"not hex: {args.key!r}") from None
+    print(partition_for_key(key, args.partitions))
+    return EXIT_OK
+
+
+# --- demo -------------------------------------------------------------------------------------
+
+
+def _add_demo(sub: Any) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="every assignor on the source documents' scenarios",
+        description=(
+            "A guided what-if comparison of every assignor on the scenarios of the source "
+            "documents (Order + Stock with C1..C3 before and after C3 crashes; four "
+            "partitions with three clients joining one by one)."
+        ),
+    )
+    p.set_defaults(run=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from streaming.demo_static import run
+
+    print(run())
+    return EXIT_OK
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
+    _add_assign,
+    _add_coordinator,
+    _add_partition_for,
+    _add_demo,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            "Watches Kafka consumer-group rebalances: actual vs. expected assignments, "
+            "skew and churn."
+        ),
+    )
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
+    for add in _SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+def _silence_stdout() -> None:
+    import contextlib
+    import os
+
+    # ValueError/OSError: no real file descriptor (e.g. captured output)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (the console script exits with it)."""
+    args = build_parser().parse_args(argv)
+    from assign_core.errors import AssignCoreError, AssignmentError, ScenarioError
+
+    try:
+        code: int = args.run(args)
+    except (UsageError, ScenarioError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except AssignmentError as e:
+        print(f"{PROG}: cannot assign: {e}", file=sys.stderr)
+        return EXIT_ASSIGNMENT
+    except AssignCoreError as e:  # pragma: no cover - no other subclass today
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # e.g. piped into `head`: stop quietly
+        _silence_stdout()
+        return EXIT_OK
+    return code
