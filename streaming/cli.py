@@ -7,6 +7,10 @@
     rebalance-monitor coordinator GROUP [--partitions N]       __consumer_offsets partition
     rebalance-monitor partition-for KEY --partitions N [--hex] producer partition of a key
     rebalance-monitor demo                                     the source documents' scenarios
+    rebalance-monitor kafka start|stop|status                  a local single-node KRaft broker
+    rebalance-monitor collect [--once] ...                     membership snapshots -> topic
+    rebalance-monitor decode --key-hex K [--value-hex V]       one __consumer_offsets record
+    rebalance-monitor simulate SCENARIO | --list               scripted groups, real consumers
 
 Each subcommand is a pair of functions here: ``_add_<name>`` declares its arguments (argparse
 only, so ``--help`` imports nothing else) and ``_run_<name>`` imports what it needs when it
@@ -217,6 +221,40 @@ def _run_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- delegated subcommands -----------------------------------------------------------------
+#
+# These own their argument parsing (``cli_main(argv)`` in their module); the parser here only
+# lists them, and ``main`` hands the rest of the command line over unchanged.
+
+_DELEGATED: dict[str, tuple[str, str, str]] = {
+    "kafka": ("streaming.kafka_local", "cli_main", "start, stop or show a local KRaft broker"),
+    "collect": (
+        "streaming.collector",
+        "cli_collect",
+        "publish admin-API membership snapshots to a topic",
+    ),
+    "decode": ("streaming.codec.cli", "cli_decode", "decode one __consumer_offsets record"),
+    "simulate": (
+        "streaming.simulate.runner",
+        "cli_simulate",
+        "play a scripted membership scenario with real consumers",
+    ),
+}
+
+
+def _add_delegated(sub: Any) -> None:
+    for name, (_, _, help_text) in _DELEGATED.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+
+
+def _run_delegated(name: str, argv: Sequence[str]) -> int:
+    from importlib import import_module
+
+    module_name, function, _ = _DELEGATED[name]
+    code: int = getattr(import_module(module_name), function)(list(argv))
+    return code
+
+
 # --- entry point ------------------------------------------------------------------------------
 
 _SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
@@ -224,6 +262,7 @@ _SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_coordinator,
     _add_partition_for,
     _add_demo,
+    _add_delegated,
 )
 
 
@@ -254,6 +293,9 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _DELEGATED:
+        return _run_delegated(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     from assign_core.errors import AssignCoreError, AssignmentError, ScenarioError
 
