@@ -280,4 +280,29 @@ def test_help_imports_nothing_heavy() -> None:
 def test_subcommands_are_pluggable() -> None:
     parser = cli.build_parser()
     sub: Any = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) == {"assign", "coordinator", "partition-for", "demo"}
+    assert set(sub.choices) == {
+        "assign",
+        "coordinator",
+        "partition-for",
+        "demo",
+        "kafka",
+        "collect",
+        "decode",
+        "simulate",
+    }
+
+
+def test_delegated_subcommands_get_the_rest_of_the_command_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[list[str]] = []
+
+    def fake_cli(argv: list[str]) -> int:
+        seen.append(argv)
+        return 7
+
+    import streaming.kafka_local
+
+    monkeypatch.setattr(streaming.kafka_local, "cli_main", fake_cli)
+    assert cli.main(["kafka", "status", "--port", "1"]) == 7
+    assert seen == [["status", "--port", "1"]]
