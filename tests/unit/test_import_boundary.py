@@ -41,7 +41,9 @@ def test_no_spark_import_statement_in_assign_core() -> None:
         str(p)
         for p in root.rglob("*.py")
         if any(
-            line.lstrip().startswith(("import pyspark", "from pyspark", "import delta", "from delta"))
+            line.lstrip().startswith(
+                ("import pyspark", "from pyspark", "import delta", "from delta")
+            )
             for line in p.read_text().splitlines()
         )
     ]

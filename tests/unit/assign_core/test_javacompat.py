@@ -32,8 +32,19 @@ def test_hashmap_iteration_orders() -> None:
         "consumer2",
         "consumer1",
     ]
-    assert j.string_hash_order([f"t{i}" for i in range(1, 7)]) == ["t4", "t5", "t6", "t1", "t2", "t3"]
-    assert j.string_hash_order(["member1", "member2", "member3"]) == ["member2", "member3", "member1"]
+    assert j.string_hash_order([f"t{i}" for i in range(1, 7)]) == [
+        "t4",
+        "t5",
+        "t6",
+        "t1",
+        "t2",
+        "t3",
+    ]
+    assert j.string_hash_order(["member1", "member2", "member3"]) == [
+        "member2",
+        "member3",
+        "member1",
+    ]
     assert j.hash_order([3, 17, 1], lambda x: x) == [17, 1, 3]
 
 
