@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $@
 
-jars: $(JARS)/oracle/.resolved $(JARS)/broker/.resolved ## resolve the Maven jars into .cache/jars (fast when warm)
+jars: $(JARS)/oracle/.resolved $(JARS)/broker/.resolved $(JARS)/clients/.resolved ## resolve the Maven jars into .cache/jars (fast when warm)
 
 $(JARS)/%/.resolved: jvm/%/pom.xml
 	@echo "resolving $* jars with mvn into $(JARS)/$*"

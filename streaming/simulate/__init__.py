@@ -1,0 +1,56 @@
+"""``rebalance-monitor simulate``: scripted membership changes with real consumer processes.
+
+The workload generator of the project: it plays a scenario (members joining one by one, a
+``kill -9``, a clean LeaveGroup, a partition increase, a regex subscription picking up a new
+topic, a static member restarting, a cooperative rebalance, a KIP-848 group) against a real
+broker, one OS process per member, and shows each step, who is in the group, the assignment
+each member reports and the generation. Every run ends in a
+:class:`~streaming.simulate.scenarios.ScenarioResult` with the scenario's checks evaluated.
+
+Modules, in data-flow order:
+
+- ``scenarios.py``: the declarative scripts, the result model and the checks (pure);
+- ``runner.py``: processes, progress output, cleanup, timeouts, ``cli_simulate``;
+- ``member.py``: a kafka-python member (classic protocol) printing JSON lines;
+- ``java/SimConsumer.java``: a Java member (KIP-848 ``group.protocol=consumer``), same lines.
+
+Exceptions::
+
+    SimulationError              root
+    ├── ScenarioDefinitionError  a scenario script is inconsistent
+    ├── SetupError               no broker, no java/javac/jars, a topic name taken
+    ├── MemberFailedError        a member process exited without being asked to
+    └── StepTimeoutError         a step did not finish in time
+
+Importing this package imports no Kafka client; ``runner`` imports kafka-python when a
+scenario runs.
+"""
+
+from __future__ import annotations
+
+from streaming.simulate.runner import cli_simulate, run_scenario
+from streaming.simulate.scenarios import (
+    SCENARIOS,
+    MemberFailedError,
+    Scenario,
+    ScenarioDefinitionError,
+    ScenarioResult,
+    SetupError,
+    SimulationError,
+    StepTimeoutError,
+    get_scenario,
+)
+
+__all__ = [
+    "SCENARIOS",
+    "MemberFailedError",
+    "Scenario",
+    "ScenarioDefinitionError",
+    "ScenarioResult",
+    "SetupError",
+    "SimulationError",
+    "StepTimeoutError",
+    "cli_simulate",
+    "get_scenario",
+    "run_scenario",
+]

@@ -1,0 +1,1094 @@
+"""Plays a :class:`~streaming.simulate.scenarios.Scenario` with real consumer processes.
+
+One OS process per member: ``python -m streaming.simulate.member`` for classic members,
+``java SimConsumer`` (``java/SimConsumer.java``, compiled on first use into
+``.cache/simulate-classes/<digest>`` against ``.cache/jars/clients``) for KIP-848 members.
+Each member prints JSON lines (see ``member.py``); a reader thread per process feeds them to
+one queue, and the main thread runs the steps while draining it, so progress is shown as it
+happens and every line ends up in the :class:`ScenarioResult`.
+
+Names are unique per run: the group is ``<prefix>-<scenario>`` and a logical topic ``T``
+is ``<prefix>-<scenario>-T``, with ``prefix`` ``sim-<6 hex>`` unless ``--group-prefix``
+says otherwise (``--loop`` adds ``-r<n>`` from the second round on).
+
+Cleanup: members run in their own sessions (a terminal's Ctrl-C reaches only the
+simulator), and every run ends, however it ends, by closing each running member (SIGTERM,
+then SIGKILL after 5 s) and deleting the run's topics (unless ``keep_topics``). The members
+also watch their stdin, whose write end only the simulator holds, so they close themselves
+even if the simulator is killed with SIGKILL. An ``atexit`` hook kills what is left.
+
+Member logs (kafka-python warnings, Java stack traces) go to
+``.local/simulate/<group>/<member>-<n>.log``.
+
+Use::
+
+    from streaming.simulate.runner import run_scenario
+    from streaming.simulate.scenarios import get_scenario
+
+    result = run_scenario(get_scenario("crash"), bootstrap_servers="127.0.0.1:19092")
+    result.final.assignment      # {"C1": {"Order": [0, 1, 2, 3], "Stock": [0, 1, 2]}, ...}
+
+or ``rebalance-monitor simulate crash`` (:func:`cli_simulate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from streaming.simulate.scenarios import (
+    CLASSIC_ASSIGNORS,
+    SCENARIOS,
+    AddPartitions,
+    CloseMember,
+    CreateTopics,
+    GroupSnapshot,
+    KillMember,
+    MemberEvent,
+    MemberFailedError,
+    MemberSpec,
+    MemberView,
+    PartitionKey,
+    Scenario,
+    ScenarioDefinitionError,
+    ScenarioResult,
+    SetGroupConfig,
+    SetupError,
+    SimulationError,
+    StartMember,
+    Step,
+    StepResult,
+    StepTimeoutError,
+    WaitStable,
+    describe_scenarios,
+    evaluate_checks,
+    get_scenario,
+)
+
+__all__ = [
+    "DEFAULT_BOOTSTRAP",
+    "JSON_TYPES",
+    "JVM_OPTIONS",
+    "JsonReporter",
+    "Reporter",
+    "RunNames",
+    "TextReporter",
+    "cli_simulate",
+    "compile_java",
+    "format_assignment",
+    "run_scenario",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
+DEFAULT_LOG_DIR = REPO_ROOT / ".local" / "simulate"
+CLIENT_JARS = REPO_ROOT / ".cache" / "jars" / "clients"
+JAVA_SOURCE = Path(__file__).resolve().with_name("java") / "SimConsumer.java"
+JAVA_CLASSES = REPO_ROOT / ".cache" / "simulate-classes"
+
+#: A Java member is a small client: little heap, C1 only, the serial collector.
+JVM_OPTIONS: tuple[str, ...] = (
+    "-Xmx128m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xshare:auto",
+)
+
+#: A stable group must stay unchanged this long before a WaitStable step ends.
+SETTLE_S = 0.5
+START_TIMEOUT_S = 60.0
+CLOSE_TIMEOUT_S = 20.0
+TERMINATE_GRACE_S = 5.0
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# --------------------------------------------------------------------------- names
+
+
+@dataclass(frozen=True)
+class RunNames:
+    """The real names of one run: group ``<prefix>-<scenario>``, topics ``<group>-<T>``."""
+
+    base: str
+
+    @classmethod
+    def for_run(cls, scenario: str, prefix: str | None = None) -> RunNames:
+        prefix = prefix or f"sim-{secrets.token_hex(3)}"
+        return cls(f"{prefix}-{scenario}")
+
+    @property
+    def group_id(self) -> str:
+        return self.base
+
+    def topic(self, logical: str) -> str:
+        return f"{self.base}-{logical}"
+
+    def logical(self, real: str) -> str:
+        head = f"{self.base}-"
+        return real[len(head) :] if real.startswith(head) else real
+
+    def pattern(self, logical_pattern: str) -> str:
+        """A regex over real names that matches exactly what ``logical_pattern`` fully
+        matches among logical names (kafka-python uses ``re.match``, Java ``matches``)."""
+        return f"^{re.escape(self.base)}-(?:{logical_pattern})$"
+
+
+# --------------------------------------------------------------------------- java
+
+
+def _find(tool: str) -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(Path(java_home, "bin", tool), os.X_OK):
+        return str(Path(java_home, "bin", tool))
+    found = shutil.which(tool)
+    if found is None:
+        raise SetupError(
+            f"{tool} not found on PATH or in $JAVA_HOME: the Java members need a JDK 17+"
+        )
+    return found
+
+
+def _classes_dir() -> Path:
+    return JAVA_CLASSES / hashlib.sha256(JAVA_SOURCE.read_bytes()).hexdigest()[:16]
+
+
+def compiled_java_exists() -> bool:
+    return (_classes_dir() / "SimConsumer.class").exists()
+
+
+def compile_java() -> Path:
+    """Compile ``SimConsumer.java`` once per source version; returns its classes folder."""
+    if not any(CLIENT_JARS.glob("kafka-clients-*.jar")):
+        raise SetupError(
+            f"no kafka-clients jars in {CLIENT_JARS}: run `make setup` (or `make jars`)"
+        )
+    out = _classes_dir()
+    if (out / "SimConsumer.class").exists():
+        return out
+    javac = _find("javac")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    done = subprocess.run(
+        [javac, "-nowarn", "-d", str(tmp), "-cp", f"{CLIENT_JARS}/*", str(JAVA_SOURCE)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SetupError(f"javac failed on {JAVA_SOURCE}:\n{done.stdout}{done.stderr}")
+    try:
+        tmp.rename(out)
+    except OSError:  # another simulator compiled it at the same time
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _ranges(partitions: Sequence[int]) -> str:
+    """``[0, 1, 2, 3, 5]`` -> ``0-3,5``; runs shorter than three stay a list."""
+    out: list[str] = []
+    ps = sorted(partitions)
+    i = 0
+    while i < len(ps):
+        j = i
+        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
+            j += 1
+        if j - i >= 2:
+            out.append(f"{ps[i]}-{ps[j]}")
+        else:
+            out.extend(str(p) for p in ps[i : j + 1])
+        i = j + 1
+    return ",".join(out)
+
+
+def format_assignment(partitions: Sequence[PartitionKey]) -> str:
+    """``Order 0-3 · Stock 0,1`` (``-`` when empty)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in sorted(partitions):
+        by_topic.setdefault(topic, []).append(p)
+    return " · ".join(f"{t} {_ranges(ps)}" for t, ps in by_topic.items()) or "-"
+
+
+# --------------------------------------------------------------------------- reporters
+
+
+class Reporter:
+    """Receives progress as it happens; this base class ignores everything (tests)."""
+
+    def scenario_started(self, scenario: Scenario, names: RunNames, bootstrap: str) -> None:
+        pass
+
+    def step_started(
+        self, index: int, total: int, step: Step, description: str, at_s: float
+    ) -> None:
+        pass
+
+    def member_event(self, event: MemberEvent, at_s: float) -> None:
+        pass
+
+    def step_finished(self, result: StepResult, at_s: float) -> None:
+        pass
+
+    def note(self, text: str, at_s: float) -> None:
+        pass
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        pass
+
+
+class TextReporter(Reporter):
+    """Progress for a person: each step, the members' reports, the group at stable points,
+    the checks."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._out = stream or sys.stdout
+
+    def _say(self, text: str) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self._out.write(text + "\n")
+            self._out.flush()
+
+    def scenario_started(self, scenario: Scenario, names: RunNames, bootstrap: str) -> None:
+        source = f"  [document {scenario.source}]" if scenario.source else ""
+        self._say(f"== {scenario.name}: {scenario.title}{source}")
+        self._say(
+            f"   group {names.group_id} on {bootstrap}, {scenario.group_protocol} protocol, "
+            f"assignor {scenario.assignor}"
+        )
+
+    def step_started(
+        self, index: int, total: int, step: Step, description: str, at_s: float
+    ) -> None:
+        self._say(f"[{at_s:6.1f}s] step {index}/{total}: {description}")
+
+    def member_event(self, event: MemberEvent, at_s: float) -> None:
+        prefix = f"[{at_s:6.1f}s]     {event.name:<9}"
+        if event.event == "assignment":
+            member = event.member_id or "?"
+            short = member if len(member) <= 14 else member[:13] + "…"
+            self._say(
+                f"{prefix} generation {event.generation}, member {short}: "
+                f"{format_assignment(event.partitions)}"
+            )
+        elif event.event in ("revoked", "assigned", "lost"):
+            callback = {"revoked": "Revoked", "assigned": "Assigned", "lost": "Lost"}[event.event]
+            self._say(f"{prefix} onPartitions{callback}({format_assignment(event.partitions)})")
+        elif event.event == "started":
+            self._say(f"{prefix} process started, pid {event.pid}")
+        elif event.event == "closed":
+            self._say(f"{prefix} closed cleanly, pid {event.pid} ({event.message or ''})")
+        elif event.event == "error":
+            self._say(f"{prefix} ERROR {event.message}")
+
+    def step_finished(self, result: StepResult, at_s: float) -> None:
+        snap = result.stable
+        if snap is None:
+            if result.detail:
+                self._say(f"[{at_s:6.1f}s]     -> {result.detail}")
+            return
+        broker = ""
+        if snap.broker_members is not None:
+            broker = f"; the coordinator lists {', '.join(snap.broker_members) or 'nobody'}"
+        reached_s = (snap.reached_ts_ms - result.started_ts_ms) / 1000
+        self._say(
+            f"[{at_s:6.1f}s]     -> stable at generation {snap.generation} "
+            f"({max(0.0, reached_s):.1f} s into the step): {', '.join(snap.names)}{broker}"
+        )
+        width = max(len(n) for n in snap.names)
+        for m in snap.members:
+            self._say(f"{'':>14}{m.name:<{width}}  {format_assignment(m.partitions)}")
+
+    def note(self, text: str, at_s: float) -> None:
+        self._say(f"[{at_s:6.1f}s]     {text}")
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        if result.error:
+            self._say(f"   error: {result.error}")
+        if result.checks:
+            self._say("   checks:")
+        for check in result.checks:
+            mark = "ok  " if check.ok else "FAIL"
+            detail = f"  ({check.detail})" if check.detail else ""
+            self._say(f"     {mark} {check.description}{detail}")
+        verdict = "ok" if result.ok else "FAILED"
+        self._say(f"   {result.scenario}: {verdict} in {result.duration_s:.1f} s")
+        self._say("")
+
+
+#: The ``type`` of each line ``--json`` prints.
+JSON_TYPES = ("scenario", "step", "member", "note", "result")
+
+
+class JsonReporter(Reporter):
+    """Machine-readable progress: one JSON object per line (``type``: ``scenario``,
+    ``step``, ``member``, ``note``, ``result``)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._out = stream or sys.stdout
+        self._scenario = ""
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self._out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+            self._out.flush()
+
+    def scenario_started(self, scenario: Scenario, names: RunNames, bootstrap: str) -> None:
+        self._scenario = scenario.name
+        self._emit(
+            {
+                "type": "scenario",
+                "scenario": scenario.name,
+                "title": scenario.title,
+                "source": scenario.source,
+                "group_id": names.group_id,
+                "bootstrap_servers": bootstrap,
+                "assignor": scenario.assignor,
+            }
+        )
+
+    def member_event(self, event: MemberEvent, at_s: float) -> None:
+        self._emit(
+            {
+                "type": "member",
+                "scenario": self._scenario,
+                "at_s": round(at_s, 3),
+                **event.to_json(),
+            }
+        )
+
+    def step_finished(self, result: StepResult, at_s: float) -> None:
+        self._emit({"type": "step", "scenario": self._scenario, **result.to_json()})
+
+    def note(self, text: str, at_s: float) -> None:
+        self._emit(
+            {"type": "note", "scenario": self._scenario, "at_s": round(at_s, 3), "text": text}
+        )
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        self._emit({"type": "result", **result.to_json()})
+
+
+# --------------------------------------------------------------------------- processes
+
+#: Every member process still running, for the atexit hook.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _kill_leftovers() -> None:
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
+atexit.register(_kill_leftovers)
+
+
+class _Process:
+    """One incarnation of a member: its process, log and latest report."""
+
+    def __init__(
+        self, spec: MemberSpec, incarnation: int, proc: subprocess.Popen[bytes], log_path: Path
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.incarnation = incarnation
+        self.proc = proc
+        self.log_path = log_path
+        self.view: MemberView | None = None
+        self.started = False
+        self.expected_exit = False
+        self.exited = False
+
+    @property
+    def running(self) -> bool:
+        return not self.expected_exit and not self.exited
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return f"(no log at {self.log_path})"
+        tail = [line for line in text[-lines:] if line.strip()]
+        body = "\n".join(tail) if tail else "(empty)"
+        return f"--- last lines of {self.log_path} ---\n{body}"
+
+
+def _read_lines(proc: _Process, sink: queue.Queue[tuple[_Process, bytes | None]]) -> None:
+    stdout = proc.proc.stdout
+    assert stdout is not None
+    for line in iter(stdout.readline, b""):
+        sink.put((proc, line))
+    sink.put((proc, None))
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class _Simulation:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        bootstrap_servers: str,
+        names: RunNames,
+        reporter: Reporter,
+        log_dir: Path,
+        keep_topics: bool,
+        timeout_s: float,
+    ) -> None:
+        self.scenario = scenario
+        self.bootstrap = bootstrap_servers
+        self.names = names
+        self.reporter = reporter
+        self.log_dir = log_dir / names.base
+        self.keep_topics = keep_topics
+        self.timeout_s = timeout_s
+        self.partitions: dict[str, int] = {}
+        self.procs: list[_Process] = []
+        self.events: list[MemberEvent] = []
+        self.steps: list[StepResult] = []
+        self.queue: queue.Queue[tuple[_Process, bytes | None]] = queue.Queue()
+        self.t0 = time.monotonic()
+        self.started_ts_ms = _now_ms()
+        self.deadline = self.t0 + timeout_s
+        self.admin: Any = None
+        self.java_classes: Path | None = None
+        self.incarnations: dict[str, int] = {}
+
+    # --- time and events ---------------------------------------------------------------
+
+    def at_s(self) -> float:
+        return time.monotonic() - self.t0
+
+    def pump(self, timeout_s: float) -> None:
+        """Handle member lines for up to ``timeout_s`` (returns early after the first batch)."""
+        if time.monotonic() > self.deadline:
+            raise StepTimeoutError(
+                f"{self.scenario.name}: the scenario did not finish within {self.timeout_s:g} s"
+            )
+        try:
+            item = self.queue.get(timeout=max(0.0, timeout_s))
+        except queue.Empty:
+            return
+        while True:
+            self._handle(*item)
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def _handle(self, proc: _Process, raw: bytes | None) -> None:
+        if raw is None:
+            proc.exited = True
+            code = proc.proc.wait()
+            with _LIVE_LOCK:
+                _LIVE.discard(proc.proc)
+            if not proc.expected_exit:
+                raise MemberFailedError(
+                    f"{proc.name} (pid {proc.proc.pid}) exited with status {code} without being "
+                    f"asked to\n{proc.log_tail()}"
+                )
+            return
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            return  # not one of ours (a JVM warning on stdout); the log has the rest
+        if not isinstance(line, dict) or "event" not in line:
+            return
+        event = MemberEvent(
+            name=proc.name,
+            event=str(line["event"]),
+            ts_ms=int(line.get("ts_ms", _now_ms())),
+            pid=int(line.get("pid", proc.proc.pid)),
+            member_id=line.get("member_id"),
+            generation=line.get("generation"),
+            partitions=tuple(
+                sorted((self.names.logical(str(t)), int(p)) for t, p in line.get("partitions", []))
+            ),
+            message=(
+                line.get("message")
+                if line["event"] != "closed"
+                else f"{line.get('commits', 0)} offset commits"
+            ),
+        )
+        self.events.append(event)
+        if event.event == "started":
+            proc.started = True
+        elif event.event == "assignment" and event.member_id and event.generation is not None:
+            proc.view = MemberView(
+                name=proc.name,
+                member_id=event.member_id,
+                generation=int(event.generation),
+                partitions=event.partitions,
+                reported_ts_ms=event.ts_ms,
+            )
+        self.reporter.member_event(event, self.at_s())
+
+    # --- steps -------------------------------------------------------------------------
+
+    def run(self) -> ScenarioResult:
+        error: str | None = None
+        committed: int | None = None
+        self.reporter.scenario_started(self.scenario, self.names, self.bootstrap)
+        try:
+            self._setup()
+            # the clock starts once java is compiled and the broker answered
+            self.t0 = time.monotonic()
+            self.started_ts_ms = _now_ms()
+            self.deadline = self.t0 + self.timeout_s
+            total = len(self.scenario.steps)
+            for index, step in enumerate(self.scenario.steps, start=1):
+                self._run_step(index, total, step)
+            committed = self._committed_partitions()
+        except SimulationError as exc:
+            error = f"{exc}\n(member logs: {self.log_dir})" if self.procs else str(exc)
+        finally:
+            self._cleanup()
+        result = ScenarioResult(
+            scenario=self.scenario.name,
+            group_id=self.names.group_id,
+            bootstrap_servers=self.bootstrap,
+            assignor=self.scenario.assignor,
+            group_protocol=self.scenario.group_protocol,
+            topics={t: self.names.topic(t) for t in self.partitions},
+            partitions=dict(self.partitions),
+            started_ts_ms=self.started_ts_ms,
+            duration_s=self.at_s(),
+            steps=tuple(self.steps),
+            events=tuple(self.events),
+            committed_partitions=committed,
+            error=error,
+        )
+        if error is None:
+            result = replace(result, checks=evaluate_checks(self.scenario, result))
+        self.reporter.scenario_finished(result)
+        return result
+
+    def _setup(self) -> None:
+        from kafka import KafkaAdminClient  # type: ignore[import-untyped]
+        from kafka.errors import KafkaError  # type: ignore[import-untyped]
+
+        if self.scenario.needs_java:
+            if not compiled_java_exists():
+                self.reporter.note("compiling java/SimConsumer.java (first use)", 0.0)
+            self.java_classes = compile_java()
+            _find("java")
+        try:
+            self.admin = KafkaAdminClient(
+                bootstrap_servers=self.bootstrap,
+                client_id="rebalance-monitor-simulate",
+                bootstrap_timeout_ms=10_000,
+                request_timeout_ms=15_000,
+            )
+        except KafkaError as exc:
+            raise SetupError(
+                f"cannot reach a broker at {self.bootstrap} ({type(exc).__name__}); start the "
+                f"local one with `rebalance-monitor kafka start` or pass --bootstrap-server"
+            ) from None
+
+    def _run_step(self, index: int, total: int, step: Step) -> None:
+        description = step.describe(self.scenario)
+        started_ms = _now_ms()
+        self.reporter.step_started(index, total, step, description, self.at_s())
+        self.pump(0)
+        detail = ""
+        stable: GroupSnapshot | None = None
+        label: str | None = None
+        if isinstance(step, CreateTopics):
+            detail = self._create_topics(step)
+        elif isinstance(step, SetGroupConfig):
+            detail = self._set_group_config(step)
+        elif isinstance(step, StartMember):
+            detail = self._start(self.scenario.member(step.name))
+        elif isinstance(step, KillMember):
+            detail = self._kill(step.name)
+        elif isinstance(step, CloseMember):
+            detail = self._close(step.name)
+        elif isinstance(step, AddPartitions):
+            detail = self._add_partitions(step)
+        elif isinstance(step, WaitStable):
+            label = step.label
+            stable = self._wait_stable(step)
+        result = StepResult(
+            index=index,
+            kind=step.kind,
+            description=description,
+            started_ts_ms=started_ms,
+            ended_ts_ms=_now_ms(),
+            label=label,
+            stable=stable,
+            detail=detail,
+        )
+        self.steps.append(result)
+        self.reporter.step_finished(result, self.at_s())
+
+    def _create_topics(self, step: CreateTopics) -> str:
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        wanted = {self.names.topic(t): n for t, n in step.topics}
+        try:
+            self.admin.create_topics(
+                {real: {"num_partitions": n} for real, n in wanted.items()},
+                wait_for_metadata=True,
+            )
+        except TopicAlreadyExistsError:
+            found = {
+                t["name"]: len(t["partitions"]) for t in self.admin.describe_topics(list(wanted))
+            }
+            clash = {t: n for t, n in found.items() if wanted.get(t) != n}
+            if clash:
+                raise SetupError(
+                    f"topics already exist with other partition counts: {clash}; use another "
+                    f"--group-prefix"
+                ) from None
+        except KafkaError as exc:
+            raise SetupError(f"CreateTopics failed: {exc}") from None
+        self.partitions.update(dict(step.topics))
+        return "created " + ", ".join(wanted)
+
+    def _set_group_config(self, step: SetGroupConfig) -> str:
+        from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
+        from kafka.errors import KafkaError
+
+        resource = ConfigResource(
+            ConfigResourceType.GROUP, self.names.group_id, configs=dict(step.configs)
+        )
+        try:
+            self.admin.alter_configs([resource], raise_on_unknown=False)
+        except (KafkaError, ValueError) as exc:
+            return f"not applied ({exc}); the broker's defaults apply, the steps may be slower"
+        return "applied"
+
+    def _add_partitions(self, step: AddPartitions) -> str:
+        from kafka.errors import KafkaError
+
+        try:
+            self.admin.create_partitions({self.names.topic(step.topic): step.total})
+        except KafkaError as exc:
+            raise SetupError(f"CreatePartitions failed: {exc}") from None
+        before = self.partitions[step.topic]
+        self.partitions[step.topic] = step.total
+        return f"{step.topic}: {before} -> {step.total} partitions"
+
+    def _command(self, spec: MemberSpec) -> list[str]:
+        subscription = (
+            ["--pattern", self.names.pattern(spec.pattern)]
+            if spec.pattern is not None
+            else ["--topics", ",".join(self.names.topic(t) for t in spec.topics)]
+        )
+        common = [
+            "--bootstrap-server", self.bootstrap,
+            "--group", self.names.group_id,
+            "--name", spec.name,
+            *subscription,
+        ]  # fmt: skip
+        if spec.instance_id is not None:
+            common += ["--instance-id", spec.instance_id]
+        if spec.kind == "python":
+            return [
+                sys.executable, "-m", "streaming.simulate.member", *common,
+                "--assignor", spec.assignor,
+                "--session-timeout-ms", str(spec.session_timeout_ms),
+                "--heartbeat-interval-ms", str(spec.heartbeat_interval_ms),
+            ]  # fmt: skip
+        assert self.java_classes is not None
+        command = [
+            _find("java"), *JVM_OPTIONS,
+            "-cp", f"{self.java_classes}{os.pathsep}{CLIENT_JARS}/*",
+            "SimConsumer", *common,
+            "--group-protocol", spec.group_protocol,
+        ]  # fmt: skip
+        if spec.group_protocol == "consumer":
+            command += ["--remote-assignor", spec.assignor]
+        else:
+            command += ["--assignor", spec.assignor,
+                        "--session-timeout-ms", str(spec.session_timeout_ms)]  # fmt: skip
+        return command
+
+    def _start(self, spec: MemberSpec) -> str:
+        n = self.incarnations.get(spec.name, 0) + 1
+        self.incarnations[spec.name] = n
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / f"{spec.name}-{n}.log"
+        with open(log_path, "wb") as log:
+            popen = subprocess.Popen(
+                self._command(spec),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=REPO_ROOT,
+                start_new_session=True,  # the terminal's Ctrl-C reaches only the simulator
+            )
+        with _LIVE_LOCK:
+            _LIVE.add(popen)
+        proc = _Process(spec, n, popen, log_path)
+        self.procs.append(proc)
+        threading.Thread(
+            target=_read_lines, args=(proc, self.queue), name=f"sim-{spec.name}-{n}", daemon=True
+        ).start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not proc.started:
+            if time.monotonic() > deadline:
+                raise StepTimeoutError(
+                    f"{spec.name} did not start within {START_TIMEOUT_S:g} s\n{proc.log_tail()}"
+                )
+            self.pump(0.1)
+        return f"pid {popen.pid}" + (f", restart #{n - 1}" if n > 1 else "")
+
+    def _running(self, name: str) -> _Process:
+        for proc in reversed(self.procs):
+            if proc.name == name and proc.running:
+                return proc
+        raise SimulationError(f"{name} is not running")
+
+    def _wait_exit(self, proc: _Process, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not proc.exited:
+            if time.monotonic() > deadline:
+                return False
+            self.pump(0.1)
+        return True
+
+    def _kill(self, name: str) -> str:
+        proc = self._running(name)
+        proc.expected_exit = True
+        proc.proc.send_signal(signal.SIGKILL)
+        self._wait_exit(proc, CLOSE_TIMEOUT_S)
+        return f"pid {proc.proc.pid} killed (SIGKILL)"
+
+    def _close(self, name: str) -> str:
+        proc = self._running(name)
+        proc.expected_exit = True
+        t = time.monotonic()
+        proc.proc.send_signal(signal.SIGTERM)
+        if not self._wait_exit(proc, CLOSE_TIMEOUT_S):
+            proc.proc.kill()
+            raise StepTimeoutError(
+                f"{name} did not close within {CLOSE_TIMEOUT_S:g} s\n{proc.log_tail()}"
+            )
+        took = time.monotonic() - t
+        return f"pid {proc.proc.pid} closed in {took:.1f} s, status {proc.proc.returncode}"
+
+    # --- stability ---------------------------------------------------------------------
+
+    def _expected_partitions(self, running: Sequence[_Process]) -> set[PartitionKey]:
+        return {
+            (topic, p)
+            for topic, count in self.partitions.items()
+            if any(proc.spec.subscribes(topic) for proc in running)
+            for p in range(count)
+        }
+
+    def _stable_now(self) -> tuple[tuple[MemberView, ...] | None, str]:
+        """The running members' views if they form a stable group, else why not."""
+        running = sorted((p for p in self.procs if p.running), key=lambda p: p.name)
+        waiting = [p.name for p in running if p.view is None]
+        if waiting:
+            return None, f"no assignment reported yet by {', '.join(waiting)}"
+        views = tuple(p.view for p in running if p.view is not None)
+        generations = {v.generation for v in views}
+        if len(generations) > 1:
+            return None, "generations differ: " + ", ".join(
+                f"{v.name} {v.generation}" for v in views
+            )
+        held: dict[PartitionKey, str] = {}
+        for v in views:
+            for tp in v.partitions:
+                if tp in held:
+                    return None, f"{tp[0]}-{tp[1]} reported by both {held[tp]} and {v.name}"
+                held[tp] = v.name
+        expected = self._expected_partitions(running)
+        missing = expected - set(held)
+        if missing:
+            return None, f"{len(missing)} partitions not assigned yet: " + format_assignment(
+                sorted(missing)
+            )
+        extra = set(held) - expected
+        if extra:
+            return None, "partitions outside the subscriptions: " + format_assignment(sorted(extra))
+        return views, ""
+
+    def _wait_stable(self, step: WaitStable) -> GroupSnapshot:
+        deadline = time.monotonic() + step.timeout_s
+        candidate: tuple[MemberView, ...] | None = None
+        since = 0.0
+        why = ""
+        while True:
+            views, why = self._stable_now()
+            now = time.monotonic()
+            if views is None:
+                candidate = None
+            elif views != candidate:
+                candidate, since = views, now
+            elif now - since >= SETTLE_S:
+                return GroupSnapshot(
+                    generation=views[0].generation,
+                    members=views,
+                    broker_members=self._broker_members(),
+                )
+            if now > deadline:
+                raise StepTimeoutError(
+                    f"{self.scenario.name}: the group was not stable within "
+                    f"{step.timeout_s:g} s ({step.label}): {why or 'still changing'}"
+                )
+            self.pump(0.1)
+
+    def _broker_members(self) -> tuple[str, ...] | None:
+        """The coordinator's member list (client ids) of a classic group."""
+        if self.scenario.group_protocol != "classic":
+            return None  # kafka-python's DescribeGroups does not describe KIP-848 groups
+        from kafka.errors import KafkaError
+
+        try:
+            described = self.admin.describe_groups([self.names.group_id])
+        except KafkaError:
+            return None
+        group = described.get(self.names.group_id) or {}
+        return tuple(sorted(str(m.get("client_id")) for m in group.get("members", [])))
+
+    def _committed_partitions(self) -> int | None:
+        from kafka.errors import KafkaError
+
+        try:
+            offsets = self.admin.list_group_offsets({self.names.group_id: None})
+        except KafkaError:
+            return None
+        return len(offsets.get(self.names.group_id, {}))
+
+    # --- cleanup -----------------------------------------------------------------------
+
+    def _cleanup(self) -> None:
+        """Close every member still running, then delete the run's topics."""
+        alive = [p for p in self.procs if not p.exited]
+        if alive:
+            names = ", ".join(p.name for p in alive)
+            self.reporter.note(f"cleanup: closing {names}", self.at_s())
+        for proc in alive:
+            proc.expected_exit = True
+            with contextlib.suppress(OSError):
+                proc.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + TERMINATE_GRACE_S
+        for proc in alive:
+            try:
+                proc.proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.proc.kill()
+                proc.proc.wait()
+            with _LIVE_LOCK:
+                _LIVE.discard(proc.proc)
+        with contextlib.suppress(queue.Empty, SimulationError):
+            while True:  # the members' last lines ("closed", revocations)
+                self._handle(*self.queue.get(timeout=0.2))
+        for proc in self.procs:
+            if proc.proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.proc.stdin.close()
+        if self.admin is None:
+            return
+        if self.partitions and not self.keep_topics:
+            from kafka.errors import KafkaError
+
+            try:
+                self.admin.delete_topics([self.names.topic(t) for t in self.partitions])
+            except KafkaError as exc:
+                self.reporter.note(f"could not delete the topics: {exc}", self.at_s())
+        with contextlib.suppress(Exception):
+            self.admin.close()
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    bootstrap_servers: str = DEFAULT_BOOTSTRAP,
+    group_prefix: str | None = None,
+    reporter: Reporter | None = None,
+    log_dir: Path | None = None,
+    keep_topics: bool = False,
+    timeout_s: float = 180.0,
+) -> ScenarioResult:
+    """Play ``scenario`` against the broker and return what happened.
+
+    A failure of the run itself (no broker, a member died, a step timed out) ends up in
+    ``result.error``; ``result.ok`` also needs every check to pass. KeyboardInterrupt still
+    stops every member before it propagates.
+    """
+    sim = _Simulation(
+        scenario,
+        bootstrap_servers=bootstrap_servers,
+        names=RunNames.for_run(scenario.name, group_prefix),
+        reporter=reporter or Reporter(),
+        log_dir=log_dir or DEFAULT_LOG_DIR,
+        keep_topics=keep_topics,
+        timeout_s=timeout_s,
+    )
+    return sim.run()
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def build_parser(prog: str = "rebalance-monitor simulate") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Play scripted membership changes with real consumer processes (kafka-python "
+            "members, Java members for KIP-848) against a broker, showing each step, the "
+            "members and the assignment and generation each one reports."
+        ),
+        epilog="Scenarios:\n" + describe_scenarios(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="scenario names, or 'all'")
+    p.add_argument("--list", action="store_true", help="describe the scenarios and exit")
+    p.add_argument(
+        "--bootstrap-server",
+        default=DEFAULT_BOOTSTRAP,
+        metavar="HOST:PORT",
+        help=f"the broker (default: the local one, {DEFAULT_BOOTSTRAP})",
+    )
+    p.add_argument(
+        "--group-prefix",
+        metavar="PREFIX",
+        help="prefix of group and topic names (default: sim-<random>, unique per run)",
+    )
+    p.add_argument(
+        "--assignor",
+        choices=CLASSIC_ASSIGNORS,
+        help="switch the Python members of scenarios that allow it to this assignor",
+    )
+    p.add_argument("--loop", action="store_true", help="repeat the scenarios until interrupted")
+    p.add_argument("--json", action="store_true", help="JSON lines: steps, member reports, results")
+    p.add_argument("--keep-topics", action="store_true", help="do not delete the run's topics")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=180.0,
+        metavar="S",
+        help="give up on a scenario after S seconds (default: 180)",
+    )
+    p.add_argument(
+        "--log-dir",
+        type=Path,
+        default=DEFAULT_LOG_DIR,
+        metavar="DIR",
+        help="where member logs go (default: .local/simulate)",
+    )
+    return p
+
+
+def _selected(args: argparse.Namespace) -> list[Scenario]:
+    names = list(args.scenarios)
+    if names == ["all"]:
+        names = list(SCENARIOS)
+    chosen = [get_scenario(name) for name in names]
+    if args.assignor is None:
+        return chosen
+    out = []
+    for s in chosen:
+        if args.assignor in s.assignor_choices:
+            out.append(s.with_assignor(args.assignor))
+        elif len(chosen) == 1:
+            s.with_assignor(args.assignor)  # raises with the choices
+        else:
+            out.append(s)
+    return out
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the simulator like Ctrl-C does: members are closed on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cli_simulate(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:
+    """``rebalance-monitor simulate``: returns 0 when every scenario passed its checks,
+    1 when one failed, 2 on bad usage, 130 when interrupted."""
+    out = stdout or sys.stdout
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2): return, do not exit
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.list:
+        out.write(describe_scenarios() + "\n")
+        return EXIT_OK
+    if not args.scenarios:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write("simulate: error: name a scenario (or 'all'); --list shows them\n")
+        return EXIT_USAGE
+    try:
+        scenarios = _selected(args)
+    except ScenarioDefinitionError as exc:
+        sys.stderr.write(f"simulate: error: {exc}\n")
+        return EXIT_USAGE
+    reporter: Reporter = JsonReporter(out) if args.json else TextReporter(out)
+    failed = False
+    round_no = 0
+    try:
+        with _sigterm_as_interrupt():
+            while True:
+                round_no += 1
+                prefix = args.group_prefix
+                if prefix and round_no > 1:
+                    prefix = f"{prefix}-r{round_no}"
+                for scenario in scenarios:
+                    result = run_scenario(
+                        scenario,
+                        bootstrap_servers=args.bootstrap_server,
+                        group_prefix=prefix,
+                        reporter=reporter,
+                        log_dir=args.log_dir,
+                        keep_topics=args.keep_topics,
+                        timeout_s=args.timeout,
+                    )
+                    failed = failed or not result.ok
+                if not args.loop:
+                    break
+                time.sleep(1.0)
+    except KeyboardInterrupt:
+        sys.stderr.write("simulate: interrupted; every member was stopped\n")
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if failed else EXIT_OK
