@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 JARS := .cache/jars
-MVN := mvn -B -q
+MVN := mvn -B -q -s jvm/settings.xml
 
 .PHONY: help setup jars test test-unit test-oracle check fmt bench demo clean
 
@@ -21,12 +21,20 @@ $(VENV)/.installed: pyproject.toml
 	@$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $@
 
-jars: $(JARS)/oracle/.resolved $(JARS)/broker/.resolved $(JARS)/clients/.resolved ## resolve the Maven jars into .cache/jars (fast when warm)
+jars: $(JARS)/oracle/.resolved $(JARS)/broker/.resolved $(JARS)/clients/.resolved $(JARS)/spark/.resolved ## resolve the Maven jars into .cache/jars (fast when warm)
 
 $(JARS)/%/.resolved: jvm/%/pom.xml
 	@echo "resolving $* jars with mvn into $(JARS)/$*"
 	@rm -rf $(JARS)/$* && mkdir -p $(JARS)/$*
 	@$(MVN) -f $< dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/$*
+	@touch $@
+
+# Spark's extra jars (Kafka source, Delta) minus what the pyspark wheel already ships.
+$(JARS)/spark/.resolved: jvm/spark/pom.xml jvm/prune_spark_jars.py $(VENV)/.installed
+	@echo "resolving spark jars with mvn into $(JARS)/spark"
+	@rm -rf $(JARS)/spark && mkdir -p $(JARS)/spark
+	@$(MVN) -f $< dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/spark
+	@$(BIN)/python jvm/prune_spark_jars.py $(JARS)/spark
 	@touch $@
 
 test: setup ## run every test tier (unit, oracle, ...)

@@ -1,4 +1,4 @@
-"""Integration fixtures: one real KRaft broker for the whole test session.
+"""Shared fixtures: one real KRaft broker for the whole test session (integration, Spark).
 
 The broker is started through :func:`streaming.kafka_local.start`, the same code path as
 ``rebalance-monitor kafka start``, in a fresh folder under pytest's temporary directory and

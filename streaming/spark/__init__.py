@@ -1,0 +1,1 @@
+"""The only package that imports pyspark: session, sources, decoding and state adapters."""

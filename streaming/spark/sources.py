@@ -1,0 +1,70 @@
+"""The job's two Kafka sources: ``__consumer_offsets`` and the collector's membership topic.
+
+``__consumer_offsets`` is an internal topic. Spark's default, admin-based Kafka offset reader
+lists partitions through ``describeTopics`` and drops internal topics (it filters
+``TopicDescription.isInternal()``), so a plain ``subscribe`` to it finds no partition and
+silently reads nothing. The consumer-based reader
+(``spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true``, set by
+:mod:`streaming.spark.session`) subscribes through a KafkaConsumer, which Kafka allows for
+internal topics when they are named explicitly. :func:`check_offset_fetching` refuses to
+build the source without it. ``tests/spark/test_sources.py`` proves both halves against the
+real broker.
+
+The topic is compacted and cleaned, so offsets can vanish between two batches:
+``failOnDataLoss=false`` keeps the query running (the gap is counted by the job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+DEFAULT_MEMBERSHIP_TOPIC = "rebalance-monitor.membership"
+OFFSET_FETCHING_CONF = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+
+
+class SourceConfigError(ValueError):
+    """The Kafka source cannot be built as configured."""
+
+
+def check_offset_fetching(spark: SparkSession) -> None:
+    if (spark.conf.get(OFFSET_FETCHING_CONF, "false") or "false").lower() != "true":
+        raise SourceConfigError(
+            f"{OFFSET_FETCHING_CONF} must be true to read {CONSUMER_OFFSETS}: Spark's "
+            "admin-based offset reader drops internal topics and would read nothing"
+        )
+
+
+def kafka_stream(
+    spark: SparkSession,
+    *,
+    bootstrap_servers: str,
+    topic: str,
+    starting_offsets: str = "earliest",
+    kafka_options: Mapping[str, str] | None = None,
+    max_offsets_per_trigger: int | None = None,
+) -> DataFrame:
+    """A streaming DataFrame over one topic (key, value, topic, partition, offset, timestamp).
+
+    ``kafka_options`` are Kafka client settings without the ``kafka.`` prefix (security
+    settings such as ``security.protocol``, ``sasl.jaas.config``...).
+    """
+    if topic == CONSUMER_OFFSETS:
+        check_offset_fetching(spark)
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", starting_offsets)
+        .option("failOnDataLoss", "false")
+        .option("includeHeaders", "false")
+    )
+    for key, value in (kafka_options or {}).items():
+        reader = reader.option(key if key.startswith("kafka.") else f"kafka.{key}", value)
+    if max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+    return reader.load()
