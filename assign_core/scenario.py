@@ -100,7 +100,9 @@ def parse_scenario(obj: Any) -> GroupSpec:
         if name not in topics:
             raise ScenarioError(field, "topic is not listed in 'topics'")
         if not isinstance(per_partition, list) or len(per_partition) != topics[name]:
-            raise ScenarioError(field, f"expected a list of {topics[name]} rack lists, one per partition")
+            raise ScenarioError(
+                field, f"expected a list of {topics[name]} rack lists, one per partition"
+            )
         entries = []
         for p, rack_list in enumerate(per_partition):
             if not isinstance(rack_list, list) or not all(isinstance(r, str) for r in rack_list):
@@ -131,7 +133,9 @@ def parse_scenario(obj: Any) -> GroupSpec:
         instance = _str(m.get("group_instance_id"), f"{base}.group_instance_id", nullable=True)
         if instance is not None:
             if instance in instances:
-                raise ScenarioError(f"{base}.group_instance_id", f"duplicate instance id {instance!r}")
+                raise ScenarioError(
+                    f"{base}.group_instance_id", f"duplicate instance id {instance!r}"
+                )
             instances.add(instance)
         subs = m.get("topics", [])
         if not isinstance(subs, list) or not all(isinstance(t, str) for t in subs):
@@ -156,8 +160,12 @@ def parse_scenario(obj: Any) -> GroupSpec:
         if len(set(owned)) != len(owned):
             raise ScenarioError(f"{base}.owned_partitions", "a partition is listed twice")
         generation = m.get("generation")
-        if generation is not None and (not _is_int(generation) or not -1 <= generation <= INT32_MAX):
-            raise ScenarioError(f"{base}.generation", f"expected an int32 >= -1 or null, got {generation!r}")
+        if generation is not None and (
+            not _is_int(generation) or not -1 <= generation <= INT32_MAX
+        ):
+            raise ScenarioError(
+                f"{base}.generation", f"expected an int32 >= -1 or null, got {generation!r}"
+            )
         if generation == -1:
             generation = None
         rack = _str(m.get("rack"), f"{base}.rack", nullable=True)

@@ -26,9 +26,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from assign_core.assignors import get_assignor  # noqa: E402
-from assign_core.scenario import parse_scenario, result_to_json  # noqa: E402
-from tests.oracle.javaoracle import JavaOracle  # noqa: E402
+from assign_core.assignors import get_assignor
+from assign_core.scenario import parse_scenario, result_to_json
+from tests.oracle.javaoracle import JavaOracle
 
 Scenario = dict[str, Any]
 
@@ -74,9 +74,9 @@ def client_group(
     return build
 
 
-def server_group(topics: int, members: int, per_member: int, *, hetero: bool = False) -> Callable[
-    [float], Scenario
-]:
+def server_group(
+    topics: int, members: int, per_member: int, *, hetero: bool = False
+) -> Callable[[float], Scenario]:
     def build(scale: float) -> Scenario:
         m = max(2, round(members * scale))
         total = m * per_member
@@ -90,7 +90,11 @@ def server_group(topics: int, members: int, per_member: int, *, hetero: bool = F
         for i in range(m):
             subs = topic_names if not hetero else topic_names[: topics // 2 + (i % (topics // 2))]
             out["members"].append(
-                {"member_id": _uuid_for(10_000_000 + i), "topics": list(subs), "owned_partitions": []}
+                {
+                    "member_id": _uuid_for(10_000_000 + i),
+                    "topics": list(subs),
+                    "owned_partitions": [],
+                }
             )
         return out
 
@@ -100,21 +104,69 @@ def server_group(topics: int, members: int, per_member: int, *, hetero: bool = F
 CASES = [
     Case("sticky uniform 1M x 2000, round 1", "sticky", client_group(500, 2000, 2000)),
     Case("sticky uniform 1M x 2000, round 2", "sticky", client_group(500, 2000, 2000), True),
-    Case("sticky non-equal 1M x 2000, round 1", "sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True)),
-    Case("sticky non-equal 1M x 2000, round 2", "sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True), True),
-    Case("coop-sticky uniform 1M x 2000, round 1", "cooperative-sticky", client_group(500, 2000, 2000)),
-    Case("coop-sticky uniform 1M x 2000, round 2", "cooperative-sticky", client_group(500, 2000, 2000), True),
-    Case("coop-sticky non-equal 1M x 2000, round 1", "cooperative-sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True)),
-    Case("coop-sticky non-equal 1M x 2000, round 2", "cooperative-sticky", client_group(500, 2000, 2000, last_member_first_topic_only=True), True),
+    Case(
+        "sticky non-equal 1M x 2000, round 1",
+        "sticky",
+        client_group(500, 2000, 2000, last_member_first_topic_only=True),
+    ),
+    Case(
+        "sticky non-equal 1M x 2000, round 2",
+        "sticky",
+        client_group(500, 2000, 2000, last_member_first_topic_only=True),
+        True,
+    ),
+    Case(
+        "coop-sticky uniform 1M x 2000, round 1",
+        "cooperative-sticky",
+        client_group(500, 2000, 2000),
+    ),
+    Case(
+        "coop-sticky uniform 1M x 2000, round 2",
+        "cooperative-sticky",
+        client_group(500, 2000, 2000),
+        True,
+    ),
+    Case(
+        "coop-sticky non-equal 1M x 2000, round 1",
+        "cooperative-sticky",
+        client_group(500, 2000, 2000, last_member_first_topic_only=True),
+    ),
+    Case(
+        "coop-sticky non-equal 1M x 2000, round 2",
+        "cooperative-sticky",
+        client_group(500, 2000, 2000, last_member_first_topic_only=True),
+        True,
+    ),
     Case("range 100k x 1000", "range", client_group(100, 1000, 1000)),
-    Case("range non-equal 100k x 1000", "range", client_group(100, 1000, 1000, last_member_first_topic_only=True)),
+    Case(
+        "range non-equal 100k x 1000",
+        "range",
+        client_group(100, 1000, 1000, last_member_first_topic_only=True),
+    ),
     Case("roundrobin 100k x 1000", "roundrobin", client_group(100, 1000, 1000)),
-    Case("roundrobin non-equal 100k x 1000", "roundrobin", client_group(100, 1000, 1000, last_member_first_topic_only=True)),
+    Case(
+        "roundrobin non-equal 100k x 1000",
+        "roundrobin",
+        client_group(100, 1000, 1000, last_member_first_topic_only=True),
+    ),
     Case("uniform homogeneous 10k members x 50", "uniform", server_group(100, 10_000, 50)),
-    Case("uniform homogeneous 10k x 50, incremental", "uniform", server_group(100, 10_000, 50), True),
-    Case("uniform heterogeneous 10k members x 50", "uniform", server_group(100, 10_000, 50, hetero=True)),
-    Case("uniform heterogeneous 10k x 50, incremental", "uniform", server_group(100, 10_000, 50, hetero=True), True),
-    Case("server-range homogeneous 10k members x 50", "server-range", server_group(100, 10_000, 50)),
+    Case(
+        "uniform homogeneous 10k x 50, incremental", "uniform", server_group(100, 10_000, 50), True
+    ),
+    Case(
+        "uniform heterogeneous 10k members x 50",
+        "uniform",
+        server_group(100, 10_000, 50, hetero=True),
+    ),
+    Case(
+        "uniform heterogeneous 10k x 50, incremental",
+        "uniform",
+        server_group(100, 10_000, 50, hetero=True),
+        True,
+    ),
+    Case(
+        "server-range homogeneous 10k members x 50", "server-range", server_group(100, 10_000, 50)
+    ),
 ]
 
 
@@ -142,11 +194,22 @@ def time_python(strategy: str, scenario: Scenario, runs: int) -> tuple[float, di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, default=1.0, help="scale topics/members (default 1.0 = Kafka's sizes)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="scale topics/members (default 1.0 = Kafka's sizes)",
+    )
     parser.add_argument("--cases", default="", help="only cases whose name contains this text")
-    parser.add_argument("--py-runs", type=int, default=1, help="Python runs per case (best is kept)")
-    parser.add_argument("--java-runs", type=int, default=5, help="Java runs per case (best is kept)")
+    parser.add_argument(
+        "--py-runs", type=int, default=1, help="Python runs per case (best is kept)"
+    )
+    parser.add_argument(
+        "--java-runs", type=int, default=5, help="Java runs per case (best is kept)"
+    )
     args = parser.parse_args(argv)
 
     cases = [c for c in CASES if args.cases in c.name]
@@ -175,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
-    print(f"\n| case | partitions | members | Python s | Java s | Python/Java | same result |")
+    print("\n| case | partitions | members | Python s | Java s | Python/Java | same result |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for name, partitions, members, py_s, java_s, same in rows:
         print(

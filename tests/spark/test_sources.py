@@ -97,7 +97,9 @@ def test_the_default_offset_reader_silently_reads_nothing(
     spark.conf.set(OFFSET_FETCHING_CONF, "false")
     try:
         with pytest.raises(SourceConfigError):
-            kafka_stream(spark, bootstrap_servers=kafka_broker.bootstrap_servers, topic=CONSUMER_OFFSETS)
+            kafka_stream(
+                spark, bootstrap_servers=kafka_broker.bootstrap_servers, topic=CONSUMER_OFFSETS
+            )
         rows = (
             spark.read.format("kafka")
             .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
