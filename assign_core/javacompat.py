@@ -205,3 +205,71 @@ def string_hash_order(keys: Iterable[str], capacity: int = 16) -> list[str]:
     """Iteration order of a ``HashMap<String, ?>`` filled with ``keys`` in order."""
     return hash_order(keys, string_hash, capacity)
 
+
+def compute_if_absent_order(calls: Iterable[K], hash_fn: _HashFn[K]) -> list[K]:
+    """Iteration order of a default ``new HashMap<>()`` filled by ``computeIfAbsent(key, ..)``.
+
+    ``calls`` are the keys of every call in order, repeated keys included. Unlike ``put``,
+    ``computeIfAbsent`` links a new key at the *head* of its bucket, and it grows the table
+    at the start of a call (when the size already exceeds the threshold), not after the
+    insertion that crossed it: a map that got its 13th key on its last call still has 16
+    buckets. Keys sharing a bucket therefore iterate newest first.
+    """
+    cap = 0
+    size = 0
+    seen: dict[K, int] = {}
+    for key in calls:
+        if cap == 0:
+            cap = 16
+        elif size > cap * 3 // 4 and cap < MAX_CAPACITY:
+            cap *= 2
+        if key not in seen:
+            seen[key] = size
+            size += 1
+    mask = cap - 1
+    return sorted(seen, key=lambda k: (spread(hash_fn(k)) & mask, -seen[k]))
+
+
+def string_hashes(strings: list[str] | tuple[str, ...]) -> list[int]:
+    """``String.hashCode()`` of many strings at once (same results as :func:`string_hash`).
+
+    ASCII strings of one length are hashed together: each character position becomes one
+    big integer with a 64-bit lane per string, so the polynomial ``sum(c[i] * 31**(L-1-i))``
+    runs as ``L`` big-integer multiply-adds (lane sums stay below 2**64). Other strings go
+    through :func:`string_hash`.
+    """
+    n = len(strings)
+    if n >= 8 and "".join(strings).isascii() and len(set(map(len, strings))) == 1:
+        return _same_length_ascii_hashes(strings, len(strings[0]))
+    out = [0] * n
+    by_length: dict[int, list[int]] = {}
+    for i, s in enumerate(strings):
+        if s.isascii() and 0 < len(s) < 1 << 20:
+            by_length.setdefault(len(s), []).append(i)
+        else:
+            out[i] = string_hash(s)
+    for length, indices in by_length.items():
+        if len(indices) < 8:
+            for i in indices:
+                out[i] = string_hash(strings[i])
+            continue
+        group = _same_length_ascii_hashes([strings[i] for i in indices], length)
+        for i, h in zip(indices, group, strict=True):
+            out[i] = h
+    return out
+
+
+def _same_length_ascii_hashes(strings: list[str] | tuple[str, ...], length: int) -> list[int]:
+    n = len(strings)
+    if length == 0 or length >= 1 << 20:
+        return [string_hash(s) for s in strings]
+    blob = "".join(strings).encode("ascii")
+    lanes = bytearray(8 * n)
+    acc = 0
+    for pos in range(length):
+        lanes[0::8] = blob[pos::length]
+        acc += int.from_bytes(lanes, "little") * pow(31, length - 1 - pos, 1 << 32)
+    low32 = int.from_bytes(b"\xff\xff\xff\xff\x00\x00\x00\x00" * n, "little")
+    raw = (acc & low32).to_bytes(8 * n, "little")
+    signed: list[int] = memoryview(raw).cast("i")[0::2].tolist()
+    return signed

@@ -1,0 +1,685 @@
+"""The coordinator's ``uniform`` assignor (KIP-848), bit-identical to kafka-group-coordinator 4.4.
+
+Worked example (Kafka's ``testFirstAssignmentTwoMembersTwoTopicsNoMemberRacks``): topics
+T1 (3 partitions) and T3 (2), members A and B subscribed to both, nothing assigned yet::
+
+    A: T3-0 T3-1             (4.0 gave A {T1:[0], T3:[0,1]}: see below)
+    B: T1-0 T1-1 T1-2
+
+Two builders, chosen by the group's subscription type:
+
+* homogeneous (every member subscribes the same topics): the partitions to hand out are
+  listed per topic in ``HashSet<Uuid>`` order, then every member in ``memberIds()`` order
+  keeps what it owns up to its quota (``T / M``, ``+1`` for the first ``T % M``
+  members), revokes the rest, and members under quota are filled from that list in order.
+  Since 4.x a member that cannot fill its ``+1`` quota from what it owns gives the extra
+  partition up to a later member when enough members remain (``memberCount - index >
+  remaining extras``); in the example A (first, quota 3, owns nothing) gives it up, B keeps
+  quota 3 and takes T1 after A took T3.
+* heterogeneous: revoke unsubscribed topics, assign the unassigned partitions topic by topic
+  (most partitions per subscriber first) round-robin over the least loaded subscribers, then
+  move partitions from the most to the least loaded subscribers until balanced (at most 16
+  passes over the topics).
+
+Racks are ignored. The lists follow the iteration order of the Java result: the member's
+``HashMap<Uuid, Set<Integer>>`` (``computeIfAbsent`` prepends to a bin and resizes on the next
+call) and each ``HashSet<Integer>``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import chain, compress, repeat
+from operator import add, and_, eq, ge, getitem, lshift, ne, or_, rshift
+from operator import sub as sub_
+
+from assign_core.assignors._server_common import (
+    IntSetLog,
+    MapModel,
+    MemberMap,
+    OldTopic,
+    OwnedFlat,
+    ServerGroup,
+    TopicPartitionLists,
+    TopicTable,
+    float_capacity,
+    grown_capacity,
+    hashset_copy_capacity,
+    int_set_order,
+    old_view,
+)
+from assign_core.errors import AssignmentError
+from assign_core.javacompat import table_size_for
+from assign_core.model import AssignmentResult, GroupSpec, Side, TopicPartition
+
+_MAX_ITERATION_COUNT = 16
+#: A map that never held this many keys has no bin that ``computeIfAbsent`` treeifies.
+_CIA_LIMIT = 8
+
+
+#: The target of a member that owned nothing: ``new HashMap<>(0)`` filled by
+#: ``computeIfAbsent`` from consecutive pieces (topic, partitions) of the list of
+#: partitions to hand out.
+_Fresh = list[tuple[int, Sequence[int]]]
+
+#: Per member (by position in ``memberIds()`` order): ``None`` while the target assignment
+#: is still the (immutable) current one, else its mutable copy.
+_State = MemberMap | _Fresh | None
+
+
+class UniformAssignor:
+    """``org.apache.kafka.coordinator.group.assignor.UniformAssignor`` (4.4.0)."""
+
+    name: str = "uniform"
+    side: Side = "server"
+
+    def assign(self, spec: GroupSpec) -> AssignmentResult:
+        empty: dict[str, list[TopicPartition]] = {m.member_id: [] for m in spec.members}
+        if not spec.members:
+            return AssignmentResult(self.name, empty)
+        g = ServerGroup(spec)
+        olds = _Olds(g)
+        if g.homogeneous:
+            states = _homogeneous(g, olds)
+            if states is None:  # Map.of(): no member in the result
+                return AssignmentResult(self.name, empty)
+            return AssignmentResult(self.name, _materialize(g, olds, states))
+        h = _heterogeneous(g, olds)
+        if h is None:
+            return AssignmentResult(self.name, empty)
+        return AssignmentResult(self.name, h.materialize())
+
+
+class _Olds:
+    """Members' current assignments in iteration order, computed once."""
+
+    __slots__ = ("_g", "_views")
+
+    def __init__(self, g: ServerGroup) -> None:
+        self._g = g
+        self._views: dict[int, list[OldTopic]] = {}
+
+    def __call__(self, i: int) -> list[OldTopic]:
+        view = self._views.get(i)
+        if view is None:
+            view = self._views[i] = old_view(self._g.current[i], self._g.topics)
+        return view
+
+    def copy(self, i: int) -> MemberMap:
+        """``deepCopyAssignment`` of member ``i``'s current assignment."""
+        copy = MemberMap(self._g.topics, table_size_for(len(self(i))))
+        for o in self(i):
+            copy.map.put(o.topic)
+            copy.sets[o.topic] = IntSetLog(hashset_copy_capacity(len(o.partitions)), o.partitions)
+        return copy
+
+
+def _materialize(
+    g: ServerGroup, olds: _Olds, states: Sequence[_State]
+) -> dict[str, list[TopicPartition]]:
+    members = g.spec.members
+    lists = TopicPartitionLists(g.topics)
+    current = g.current
+    by_member: list[list[TopicPartition]] = [[] for _ in members]
+    caps: dict[int, int] = {}
+    for pos, i in enumerate(g.order):
+        state = states[pos]
+        if state is None:
+            owned = current[i]
+            if isinstance(owned, tuple):
+                by_member[i] = owned[3]
+            elif isinstance(owned, OwnedFlat):
+                by_member[i] = owned.tps
+            elif owned:
+                by_member[i] = [tp for o in olds(i) for tp in o.tps]
+        elif isinstance(state, list):
+            if len(state) == 1 and isinstance(state[0][1], range):
+                # new HashSet<>() receiving one ascending run: rotated at a block boundary
+                t, seq = state[0]
+                start = seq.start
+                stop = seq.stop
+                n = stop - start
+                cap = caps.get(n)
+                if cap is None:
+                    cap = caps[n] = grown_capacity(16, n)
+                tps = lists.get(t)
+                if start // cap == (stop - 1) // cap:
+                    by_member[i] = tps[start:stop]
+                else:
+                    wrap = (start // cap + 1) * cap
+                    by_member[i] = tps[wrap:stop] + tps[start:wrap]
+            else:
+                by_member[i] = _fresh_list(g.topics, state, lists)
+        else:
+            out: list[TopicPartition] = []
+            for t, ordered in state.order():
+                out += lists.of(t, ordered)
+            by_member[i] = out
+    return dict(zip([m.member_id for m in members], by_member, strict=True))
+
+
+def _fresh_list(
+    topics: TopicTable, pieces: _Fresh, lists: TopicPartitionLists
+) -> list[TopicPartition]:
+    model = MapModel(topics, 1)
+    added: dict[int, list[int]] = {}
+    for t, seq in pieces:
+        model.compute_if_absent(t)
+        if len(seq) > 1:
+            model.compute_if_absent(t)  # the lazy resize of the following calls
+        added.setdefault(t, []).extend(seq)
+    out: list[TopicPartition] = []
+    for t in model.order():
+        out += lists.of(t, int_set_order(16, added[t]))
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Homogeneous
+
+
+def _homogeneous(g: ServerGroup, olds: _Olds) -> list[_State] | None:
+    topics = g.topics
+    members = g.spec.members
+    first = g.order[0]
+    subscribed_order = topics.hash_order(
+        g.subscription(first), hashset_copy_capacity(len(members[first].topics))
+    )
+    if not subscribed_order:
+        return None
+    subscribed = set(subscribed_order)
+    current = g.current
+
+    # the partitions to hand out, as chunks (topic, partitions in order)
+    chunks: list[tuple[int, Sequence[int]]] = []
+    total = 0
+    for t in subscribed_order:
+        free = g.free_partitions(t)
+        if free:
+            chunks.append((t, free))
+        total += topics.counts[t]
+
+    n_members = len(g.order)
+    min_quota, extra = divmod(total, n_members)
+    states: list[_State] = [None] * n_members
+    unfilled: list[tuple[int, int]] = []
+    for pos, i in enumerate(g.order):
+        quota = min_quota
+        has_extra = extra > 0
+        if has_extra:
+            quota += 1
+        owned = current[i]
+        if isinstance(owned, tuple) and owned[0] in subscribed:
+            n = owned[2] - owned[1] + 1
+            if n <= quota:
+                quota -= n
+                owned = []
+        if owned:
+            state: MemberMap | None = None
+            for o in olds(i):
+                t = o.topic
+                if t not in subscribed:
+                    if state is None:
+                        state = olds.copy(i)
+                    state.remove_topic(t)
+                    continue
+                n = len(o.partitions)
+                if n <= quota:
+                    quota -= n
+                    continue
+                revoked = o.partitions[quota:]
+                quota = 0
+                if state is None:
+                    state = olds.copy(i)
+                for p in revoked:
+                    state.remove_partition(t, p)
+                chunks.append((t, revoked))
+            states[pos] = state
+        if quota > 0 and has_extra and n_members - pos > extra:
+            quota -= 1
+            has_extra = False
+        if quota > 0:
+            unfilled.append((pos, quota))
+        if has_extra:
+            extra -= 1
+
+    exact = g.double_owned  # duplicates in the chunks: track set membership
+    ci = 0
+    off = 0
+    n_chunks = len(chunks)
+    for pos, quota in unfilled:
+        state = states[pos]
+        if state is None:
+            i = g.order[pos]
+            if current[i] or exact:
+                state = states[pos] = olds.copy(i)
+            else:
+                fresh: _Fresh = []
+                states[pos] = fresh
+                while quota > 0 and ci < n_chunks:
+                    t, seq = chunks[ci]
+                    take = min(quota, len(seq) - off)
+                    fresh.append((t, seq[off : off + take]))
+                    quota -= take
+                    off += take
+                    if off == len(seq):
+                        ci += 1
+                        off = 0
+                continue
+        while quota > 0 and ci < n_chunks:
+            t, seq = chunks[ci]
+            take = min(quota, len(seq) - off)
+            if state.map.compute_if_absent(t):
+                state.sets[t] = IntSetLog(16)
+            if take > 1:
+                state.map.compute_if_absent(t)  # the lazy resize of the following calls
+            state.sets[t].add_all(seq[off : off + take])
+            quota -= take
+            off += take
+            if off == len(seq):
+                ci += 1
+                off = 0
+    if ci < n_chunks:
+        raise AssignmentError("Partitions were left unassigned")
+    return states
+
+
+# ------------------------------------------------------------------------------------------
+# Heterogeneous
+
+
+class _Balancer:
+    """``MemberAssignmentBalancer``: round-robins over the least and the most loaded."""
+
+    __slots__ = (
+        "least_count",
+        "least_end",
+        "most_count",
+        "most_end",
+        "most_start",
+        "next_least",
+        "next_most",
+        "sizes",
+        "sorted",
+    )
+
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+        self.sorted: list[int] = []
+        self.least_end = 0
+        self.least_count = -1
+        self.next_least = 0
+        self.most_start = 0
+        self.most_end = 0
+        self.most_count = 1
+        self.next_most = -1
+
+    def initialize(self, members: list[int]) -> int:
+        sizes = self.sizes
+        self.sorted = s = sorted(members, key=lambda m: (sizes[m], m))
+        n = len(s)
+        self.least_end = 0
+        self.least_count = sizes[s[0]] - 1
+        self.next_least = 0
+        self.most_start = n
+        self.most_end = n
+        self.most_count = sizes[s[-1]] + 1
+        self.next_most = n - 1
+        return sizes[s[-1]] - sizes[s[0]]
+
+    def next_least_loaded(self) -> int:
+        s = self.sorted
+        if self.next_least >= self.least_end:
+            self.least_count += 1
+            sizes = self.sizes
+            while self.least_end < len(s) and sizes[s[self.least_end]] == self.least_count:
+                self.least_end += 1
+            self.next_least = 0
+        m = s[self.next_least]
+        self.next_least += 1
+        return m
+
+    def next_most_loaded(self) -> int:
+        s = self.sorted
+        sizes = self.sizes
+        if self.next_most < self.most_start:
+            if self.most_end <= self.most_start and self.most_start > 0:
+                self.most_count = sizes[s[self.most_start - 1]]
+            else:
+                self.most_count -= 1
+            while self.most_start > 0 and sizes[s[self.most_start - 1]] == self.most_count:
+                self.most_start -= 1
+            self.next_most = self.most_end - 1
+        if self.next_most < 0:
+            return -1
+        m = s[self.next_most]
+        self.next_most -= 1
+        return m
+
+    def exclude_most_loaded(self) -> None:
+        s = self.sorted
+        i = self.next_most + 1
+        j = self.most_end - 1
+        s[i], s[j] = s[j], s[i]
+        self.most_end -= 1
+
+    def is_balanced(self) -> bool:
+        return self.most_count - self.least_count <= 1
+
+
+_SHIFT = 32
+_LOW = (1 << _SHIFT) - 1
+
+
+class _Hetero:
+    """``UniformHeterogeneousAssignmentBuilder`` with every member's target assignment kept as
+    the list of its changes (``topic << 32 | partition`` added, ``~`` that removed), replayed
+    on the Java collections' model at the end."""
+
+    def __init__(self, g: ServerGroup, olds: _Olds) -> None:
+        self.g = g
+        self.olds = olds
+        self.topics: TopicTable = g.topics
+        n = len(g.order)
+        self.sizes = [0] * n
+        self.subscribers: dict[int, list[int]] = {}
+        for pos, i in enumerate(g.order):
+            for t in g.subscription(i):
+                self.subscribers.setdefault(t, []).append(pos)
+        # None: the target is still the (immutable) current assignment
+        self.events: list[list[int] | None] = [None] * n
+        # unsubscribed topics removed from the copy, in the current map's order
+        self.dropped: dict[int, list[int]] = {}
+        self.owners: dict[int, list[int]] = {}
+
+    def topic_key(self, t: int) -> tuple[float, int, tuple[int, int]]:
+        s = len(self.subscribers[t])
+        return (-(self.topics.counts[t] / s), s, self.topics.cmp_keys[t])
+
+    def _drop(self, pos: int, t: int) -> None:
+        if self.events[pos] is None:
+            self.events[pos] = []
+        self.dropped.setdefault(pos, []).append(t)
+
+    def revoke(self) -> None:
+        """``maybeRevokePartitions``: sizes and owners from the subscribed topics of the
+        current assignments (a later member overwrites an earlier one's ownership)."""
+        g = self.g
+        counts = self.topics.counts
+        sizes = self.sizes
+        owner_of: dict[int, int] = {}  # topic << 32 | partition -> member position
+        subscribed_sets: dict[int, set[int]] = {}
+        for pos, i in enumerate(g.order):
+            owned = g.current[i]
+            if not owned:
+                continue
+            sub = g.subscription(i)
+            subscribed = subscribed_sets.get(id(sub))
+            if subscribed is None:
+                subscribed = subscribed_sets[id(sub)] = set(sub)
+            if isinstance(owned, tuple):
+                t, lo, hi, _ = owned
+                if t in subscribed:
+                    sizes[pos] += hi - lo + 1
+                    base = t << _SHIFT
+                    owner_of.update(zip(range(base + lo, base + hi + 1), repeat(pos)))
+                else:
+                    self._drop(pos, t)
+                continue
+            if isinstance(owned, OwnedFlat) and subscribed.issuperset(owned.topics):
+                st = owned.starts
+                group_sizes = list(map(sub_, st[1:], st[:-1]))
+                limits = chain.from_iterable(
+                    map(repeat, [counts[t] for t in owned.topics], group_sizes)
+                )
+                if any(map(ge, owned.parts, limits)):
+                    raise _beyond(self.topics, owned.topics, owned.parts)
+                bases = chain.from_iterable(
+                    map(repeat, [t << _SHIFT for t in owned.topics], group_sizes)
+                )
+                owner_of.update(zip(map(add, owned.parts, bases), repeat(pos)))
+                sizes[pos] += len(owned.parts)
+                continue
+            for o in self.olds(i):
+                t = o.topic
+                if t in subscribed:
+                    if max(o.partitions) >= counts[t]:
+                        raise _beyond(self.topics, [t], o.partitions)
+                    sizes[pos] += len(o.partitions)
+                    base = t << _SHIFT
+                    owner_of.update(zip(map(add, o.partitions, repeat(base)), repeat(pos)))
+                else:
+                    self._drop(pos, t)
+        for t in self.subscribers:
+            base = t << _SHIFT
+            self.owners[t] = list(map(owner_of.get, range(base, base + counts[t]), repeat(-1)))
+
+    def assign_remaining(self) -> None:
+        unassigned: dict[int, list[int]] = {}
+        for t, owners in self.owners.items():
+            if -1 in owners:
+                unassigned[t] = list(compress(range(len(owners)), map(eq, owners, repeat(-1))))
+        sizes = self.sizes
+        events = self.events
+        balancer = _Balancer(sizes)
+        for t in sorted(unassigned, key=self.topic_key):
+            balancer.initialize(self.subscribers[t])
+            # nextLeastLoadedMember, inlined
+            ordered = balancer.sorted
+            n = len(ordered)
+            least_end = balancer.least_end
+            least_count = balancer.least_count
+            next_least = balancer.next_least
+            owners = self.owners[t]
+            base = t << _SHIFT
+            for p in unassigned[t]:
+                if next_least >= least_end:
+                    least_count += 1
+                    while least_end < n and sizes[ordered[least_end]] == least_count:
+                        least_end += 1
+                    next_least = 0
+                m = ordered[next_least]
+                next_least += 1
+                ev = events[m]
+                if ev is None:
+                    ev = events[m] = []
+                ev.append(base | p)
+                owners[p] = m
+                sizes[m] += 1
+
+    def move(self, t: int, p: int, pos: int) -> None:
+        """``assignPartition``."""
+        key = t << _SHIFT | p
+        owners = self.owners[t]
+        old = owners[p]
+        if old != -1:
+            ev = self.events[old]
+            if ev is None:
+                ev = self.events[old] = []
+            ev.append(~key)
+            self.sizes[old] -= 1
+        ev = self.events[pos]
+        if ev is None:
+            ev = self.events[pos] = []
+        ev.append(key)
+        owners[p] = pos
+        self.sizes[pos] += 1
+
+    def balance(self) -> None:
+        topic_ids = [t for t, subs in self.subscribers.items() if len(subs) >= 2]
+        if not topic_ids:
+            return
+        ordered = sorted(topic_ids, key=self.topic_key)
+        last = -1
+        balancer = _Balancer(self.sizes)
+        for _ in range(_MAX_ITERATION_COUNT):
+            for index, t in enumerate(ordered):
+                if index == last:
+                    return
+                moved = self.balance_topic(t, balancer)
+                if moved > 0 or last == -1:
+                    last = index
+
+    def balance_topic(self, t: int, balancer: _Balancer) -> int:
+        if balancer.initialize(self.subscribers[t]) <= 1:
+            return 0
+        owners = self.owners[t]
+        # partitions by (owner, partition); each owner's range [start, end)
+        partitions = sorted(range(len(owners)), key=owners.__getitem__)
+        by_owner = list(map(owners.__getitem__, partitions))
+        if by_owner:
+            firsts = [0, *compress(range(1, len(by_owner)), map(ne, by_owner, by_owner[1:]))]
+            heads = list(map(by_owner.__getitem__, firsts))
+            start = dict(zip(heads, firsts, strict=True))
+            end = dict(zip(heads, [*firsts[1:], len(by_owner)], strict=True))
+        else:
+            start = {}
+            end = {}
+        moved = 0
+        while not balancer.is_balanced():
+            while True:
+                most = balancer.next_most_loaded()
+                if most == -1 or (most in end and end[most] - start[most] > 0):
+                    break
+                balancer.exclude_most_loaded()
+            if most == -1:
+                break
+            p = partitions[end[most] - 1]
+            end[most] -= 1
+            least = balancer.next_least_loaded()
+            if balancer.is_balanced():
+                break
+            self.move(t, p, least)
+            moved += 1
+        return moved
+
+    # -- the result ---------------------------------------------------------------------------
+
+    def materialize(self) -> dict[str, list[TopicPartition]]:
+        g = self.g
+        members = g.spec.members
+        lists = TopicPartitionLists(self.topics)
+        tables = {t: lists.get(t) for t in self.subscribers}
+        by_member: list[list[TopicPartition]] = [[] for _ in members]
+        for pos, i in enumerate(g.order):
+            ev = self.events[pos]
+            owned = g.current[i]
+            if ev is None:
+                if isinstance(owned, tuple):
+                    by_member[i] = owned[3]
+                elif isinstance(owned, OwnedFlat):
+                    by_member[i] = owned.tps
+                elif owned:
+                    by_member[i] = [tp for o in self.olds(i) for tp in o.tps]
+                continue
+            if not owned and ev and min(ev) >= 0:
+                fresh = self._fresh(ev, tables)
+                if fresh is not None:
+                    by_member[i] = fresh
+                    continue
+            by_member[i] = self._replay(pos, i, ev, lists)
+        return dict(zip([m.member_id for m in members], by_member, strict=True))
+
+    def _estimate_capacity(self, t: int) -> int:
+        """``new HashSet<>((int) (ceil(P / S) / 0.75f + 1))``."""
+        subs = len(self.subscribers[t])
+        return table_size_for(float_capacity((self.topics.counts[t] + subs - 1) // subs))
+
+    def _fresh(
+        self, ev: list[int], tables: dict[int, list[TopicPartition]]
+    ) -> list[TopicPartition] | None:
+        """A member that owned nothing and only received partitions: its map got
+        ``computeIfAbsent`` for every partition (a new key goes first in its bin, the table
+        grows on the call after the one that crossed the threshold), its sets ``add``s."""
+        n = len(ev)
+        ts = list(map(rshift, ev, repeat(_SHIFT)))
+        first = dict(zip(reversed(ts), range(n - 1, -1, -1)))  # topic -> first call
+        inserted = sorted(first, key=first.__getitem__)
+        z = len(inserted)
+        if z >= _CIA_LIMIT:
+            return None
+        cap = 1  # new HashMap<>(0)
+        for j, t in enumerate(inserted):
+            if j and j > cap * 3 // 4:
+                cap *= 2
+            after = first[inserted[j + 1]] if j + 1 < z else n
+            if after > first[t] + 1 and j + 1 > cap * 3 // 4:
+                cap *= 2  # a later call on an existing key resized
+        spreads = self.topics.spreads
+        seq = {t: j for j, t in enumerate(inserted)}
+        rank = {
+            t: r
+            for r, t in enumerate(sorted(inserted, key=lambda t: (spreads[t] & (cap - 1), -seq[t])))
+        }
+        ps = list(map(and_, ev, repeat(_LOW)))
+        if max(ps) >= 65536:
+            return None
+        counts = Counter(ts)
+        mask: dict[int, int] = {}
+        for t, c in counts.items():
+            pending = self._estimate_capacity(t)
+            if c >= 9:
+                group = [p for p, t2 in zip(ps, ts, strict=True) if t2 == t]
+                if not _safe_adds(group, pending):
+                    return None
+            mask[t] = grown_capacity(pending, c) - 1
+        keys = list(
+            map(
+                or_,
+                map(lshift, map(rank.__getitem__, ts), repeat(_SHIFT)),
+                map(and_, ps, map(mask.__getitem__, ts)),
+            )
+        )
+        order = sorted(range(n), key=keys.__getitem__)
+        return list(
+            map(
+                getitem,
+                map(tables.__getitem__, map(ts.__getitem__, order)),
+                map(ps.__getitem__, order),
+            )
+        )
+
+    def _replay(
+        self, pos: int, i: int, ev: list[int], lists: TopicPartitionLists
+    ) -> list[TopicPartition]:
+        state = self.olds.copy(i)
+        for t in self.dropped.get(pos, ()):
+            state.remove_topic(t)
+        for e in ev:
+            if e >= 0:
+                t = e >> _SHIFT
+                if state.map.compute_if_absent(t):
+                    state.sets[t] = IntSetLog(self._estimate_capacity(t))
+                state.sets[t].add(e & _LOW)
+            else:
+                e = ~e
+                state.remove_partition(e >> _SHIFT, e & _LOW)
+        out: list[TopicPartition] = []
+        for t, ordered in state.order():
+            out += lists.of(t, ordered)
+        return out
+
+
+def _beyond(topics: TopicTable, ts: list[int], parts: list[int]) -> AssignmentError:
+    names = ", ".join(topics.names[t] for t in ts)
+    return AssignmentError(
+        f"a current assignment of {names} names a partition beyond the topic's partitions "
+        f"(max {max(parts)}; Java: ArrayIndexOutOfBoundsException)"
+    )
+
+
+def _safe_adds(partitions: list[int], pending: int) -> bool:
+    return int_set_order(pending, partitions) == sorted(
+        partitions, key=(grown_capacity(pending, len(partitions)) - 1).__and__
+    )
+
+
+def _heterogeneous(g: ServerGroup, olds: _Olds) -> _Hetero | None:
+    h = _Hetero(g, olds)
+    if not h.subscribers:
+        return None
+    h.revoke()
+    h.assign_remaining()
+    h.balance()
+    return h
