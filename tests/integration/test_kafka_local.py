@@ -21,7 +21,7 @@ from streaming.kafka_local import (
     JarsMissingError,
     PortInUseError,
 )
-from tests.integration.conftest import free_ports
+from tests.conftest import free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

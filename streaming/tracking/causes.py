@@ -1,0 +1,235 @@
+"""Why a group rebalanced: numbered rules over the facts the records give.
+
+The reducer turns the previous and the new generation (classic) or target epoch (KIP-848)
+into :class:`CauseFacts`; :func:`classify` picks the first matching rule of :data:`RULES`
+and lists every fact as a *factor*. Departed members are judged first, by
+:func:`judge_departure` (rules D1-D3). The rules and their limits are explained in
+``docs/tracking.md``; the correctness table is ``tests/unit/streaming/tracking/test_causes.py``.
+
+Departure rules (``f`` = ``TrackerConfig.crash_session_fraction``, ``s`` = the member's
+session timeout; *last alive* = the newest sign of life: the generation's start
+(CompletingRebalance, all members had joined), a commit of one of its partitions, a record
+about it; *removed* = when the coordinator dropped it, known between ``removed_after`` and
+``removed_by``):
+
+D1. graceful: ``removed_by - last_alive < f * s``. A session timeout cannot remove a member
+    that showed life less than ``s`` (minus a heartbeat interval, at most ``s / 3``) before:
+    it sent LeaveGroup (or an admin removed it).
+D2. crash: the member committed regularly (median interval ``< f * s``) and was silent for
+    ``>= f * s`` before it was removed (``removed_after`` if known, else ``removed_by``):
+    its heartbeats stopped and the coordinator waited for the session timeout.
+D3. undetermined: neither (no commits to judge by, or an irregular committer).
+
+Cause rules, first match wins:
+
+ 1. unknown               first observation: the previous generation was not seen
+ 2. static_rejoin         same generation, a static member replaced under a new member id
+                          (the coordinator wrote the group without a rebalance)
+ 3. unknown               same generation, anything else
+ 4. crash                 a member left by D2
+ 5. graceful_leave        a member left by D1
+ 6. leave                 a member left, D3
+ 7. join                  a member joined
+ 8. subscription_change   a remaining member subscribes other topics (or another regex)
+ 9. partition_count_change  a subscribed topic's partition count changed
+10. static_rejoin         only static members came back under new member ids
+11. cooperative_followup  the previous cooperative round held partitions back (revoked,
+                          not yet reassigned): the revoking members rejoined
+12. unknown               nothing visible changed (a leader rejoin after a metadata change
+                          the tracker cannot see, ``enforceRebalance``, a poll timeout ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from streaming.tracking.events import Cause, Departure, DepartureKind, StaticRejoin
+
+__all__ = [
+    "RULES",
+    "CauseFacts",
+    "CauseVerdict",
+    "DepartureEvidence",
+    "Rule",
+    "classify",
+    "judge_departure",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DepartureEvidence:
+    """What is known about a member that is gone (all times ms)."""
+
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int | None
+    last_alive_ts_ms: int | None
+    removed_after_ts_ms: int | None
+    removed_by_ts_ms: int | None
+    commit_interval_ms: int | None
+
+
+def judge_departure(ev: DepartureEvidence, crash_fraction: float) -> Departure:
+    """Rules D1-D3 (module docstring)."""
+    kind: DepartureKind = "undetermined"
+    rule = "D3"
+    silence: int | None = None
+    alive = ev.last_alive_ts_ms
+    session = ev.session_timeout_ms
+    removed = ev.removed_after_ts_ms if ev.removed_after_ts_ms is not None else ev.removed_by_ts_ms
+    if alive is not None and removed is not None:
+        silence = max(0, removed - alive)
+    if alive is not None and session is not None and session > 0:
+        threshold = crash_fraction * session
+        if ev.removed_by_ts_ms is not None and ev.removed_by_ts_ms - alive < threshold:
+            kind, rule = "graceful", "D1"
+        elif (
+            ev.commit_interval_ms is not None
+            and ev.commit_interval_ms < threshold
+            and silence is not None
+            and silence >= threshold
+        ):
+            kind, rule = "crash", "D2"
+    return Departure(
+        member_id=ev.member_id,
+        group_instance_id=ev.group_instance_id,
+        kind=kind,
+        rule=rule,
+        last_alive_ts_ms=alive,
+        removed_after_ts_ms=ev.removed_after_ts_ms,
+        removed_by_ts_ms=ev.removed_by_ts_ms,
+        silence_ms=silence,
+        session_timeout_ms=session,
+        commit_interval_ms=ev.commit_interval_ms,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CauseFacts:
+    """What changed between two generations (members compared by identity: the static
+    ``group_instance_id``, else the member id)."""
+
+    first_observation: bool = False
+    same_generation: bool = False
+    joined: tuple[str, ...] = ()
+    departures: tuple[Departure, ...] = ()
+    static_rejoins: tuple[StaticRejoin, ...] = ()
+    subscription_changed: tuple[str, ...] = ()
+    partition_counts_changed: tuple[str, ...] = ()
+    followup: bool = False
+    metadata_changed: bool = False
+    """KIP-848: the subscribed-topic metadata hash changed (counts or racks)."""
+
+    def kinds(self) -> set[str]:
+        return {d.kind for d in self.departures}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    number: int
+    cause: Cause
+    when: str
+    test: Callable[[CauseFacts], bool]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(1, "unknown", "first observation of the group", lambda f: f.first_observation),
+    Rule(
+        2,
+        "static_rejoin",
+        "same generation: static member replaced",
+        lambda f: f.same_generation and bool(f.static_rejoins),
+    ),
+    Rule(3, "unknown", "same generation, other change", lambda f: f.same_generation),
+    Rule(4, "crash", "a member left after a session timeout", lambda f: "crash" in f.kinds()),
+    Rule(5, "graceful_leave", "a member left gracefully", lambda f: "graceful" in f.kinds()),
+    Rule(6, "leave", "a member left (how is undetermined)", lambda f: bool(f.departures)),
+    Rule(7, "join", "a member joined", lambda f: bool(f.joined)),
+    Rule(
+        8,
+        "subscription_change",
+        "a member's subscription changed",
+        lambda f: bool(f.subscription_changed),
+    ),
+    Rule(
+        9,
+        "partition_count_change",
+        "a subscribed topic's partition count changed",
+        lambda f: bool(f.partition_counts_changed),
+    ),
+    Rule(
+        10,
+        "static_rejoin",
+        "only static members came back under new member ids",
+        lambda f: bool(f.static_rejoins),
+    ),
+    Rule(
+        11,
+        "cooperative_followup",
+        "follow-up of a cooperative round that held partitions back",
+        lambda f: f.followup,
+    ),
+    Rule(12, "unknown", "nothing visible changed", lambda f: True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CauseVerdict:
+    cause: Cause
+    rule: int
+    detail: str
+    factors: tuple[str, ...]
+
+
+def _factors(f: CauseFacts) -> tuple[str, ...]:
+    out: list[str] = []
+    if f.first_observation:
+        out.append("first_observation")
+    for kind in ("crash", "graceful", "undetermined"):
+        if kind in f.kinds():
+            out.append(f"left:{kind}")
+    if f.joined:
+        out.append("joined")
+    if f.static_rejoins:
+        out.append("static_rejoin")
+    if f.subscription_changed:
+        out.append("subscription_change")
+    if f.partition_counts_changed:
+        out.append("partition_count_change")
+    if f.metadata_changed:
+        out.append("metadata_changed")
+    if f.followup:
+        out.append("cooperative_followup")
+    return tuple(out)
+
+
+def _detail(rule: Rule, f: CauseFacts) -> str:
+    text = f"rule {rule.number}: {rule.when}"
+    if rule.number in (4, 5, 6):
+        wanted = {4: "crash", 5: "graceful", 6: "undetermined"}[rule.number]
+        names = [d for d in f.departures if d.kind == wanted] or list(f.departures)
+        parts = []
+        for d in names:
+            desc = d.group_instance_id or d.member_id
+            if d.silence_ms is not None and d.session_timeout_ms is not None:
+                desc += f" (silent {d.silence_ms} ms, session {d.session_timeout_ms} ms, {d.rule})"
+            parts.append(desc)
+        text += ": " + ", ".join(parts)
+    elif rule.number == 7:
+        text += ": " + ", ".join(f.joined)
+    elif rule.number == 8:
+        text += ": " + ", ".join(f.subscription_changed)
+    elif rule.number == 9:
+        text += ": " + ", ".join(f.partition_counts_changed)
+    elif rule.number in (2, 10):
+        text += ": " + ", ".join(r.group_instance_id for r in f.static_rejoins)
+    return text
+
+
+def classify(facts: CauseFacts) -> CauseVerdict:
+    """The first rule of :data:`RULES` that matches ``facts``."""
+    for rule in RULES:
+        if rule.test(facts):
+            return CauseVerdict(rule.cause, rule.number, _detail(rule, facts), _factors(facts))
+    raise AssertionError("rule 12 matches everything")  # pragma: no cover

@@ -1,0 +1,95 @@
+"""The tracker's tunables: one frozen, validated object, built once at the edge.
+
+Every field has a default that suits a cluster with Kafka's default timeouts; the Spark job
+builds one :class:`TrackerConfig` from its own configuration and passes it to every
+:func:`~streaming.tracking.reducer.apply` call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assign_core.assignors.registry import SERVER_STRATEGIES, STRATEGIES
+from streaming.tracking.errors import TrackerConfigError
+
+__all__ = ["DEFAULT_CONFIG", "TrackerConfig"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrackerConfig:
+    """How the tracker judges causes, what it compares, and how much history it keeps.
+
+    * ``classic_strategies`` / ``consumer_strategies``: the assignors run for every
+      rebalance of a classic group / a KIP-848 consumer group (the group's own strategy is
+      always run first when ``assign_core`` implements it).
+    * ``crash_session_fraction``: a departed member is a *crash* only if it was silent for at
+      least this fraction of its session timeout, and a *graceful leave* if it showed life
+      less than this fraction before it was gone (``docs/tracking.md``, rules D1-D3). 2/3
+      allows for a heartbeat interval of up to a third of the session timeout (Kafka's
+      recommendation).
+    * ``consumer_session_timeout_ms``: KIP-848 session timeout (broker/group config
+      ``group.consumer.session.timeout.ms``; not in the records).
+    * ``default_server_assignor``: KIP-848 assignor when no member names one (the first of
+      the broker's ``group.consumer.assignors``).
+    * ``*_history``: bounds of the per-partition and per-group histories in the state.
+    * ``reconcile_timeout_ms``: a KIP-848 rebalance whose members have not all reached the
+      target epoch this long after the target was written is emitted as ``timed_out``.
+    * ``emit_lag_on_commit``: also emit a lag row for every offset commit (not only for
+      every collector snapshot).
+    * ``max_expected_members`` / ``max_expected_partitions``: bigger groups skip the
+      expected assignments (an error text says so), bounding the time one rebalance costs.
+    """
+
+    classic_strategies: tuple[str, ...] = STRATEGIES
+    consumer_strategies: tuple[str, ...] = SERVER_STRATEGIES
+    crash_session_fraction: float = 2 / 3
+    consumer_session_timeout_ms: int = 45_000
+    default_server_assignor: str = "uniform"
+    commit_history: int = 8
+    end_offset_history: int = 16
+    topic_count_history: int = 4
+    snapshot_history: int = 16
+    reconcile_timeout_ms: int = 300_000
+    emit_lag_on_commit: bool = True
+    max_expected_members: int = 5_000
+    max_expected_partitions: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name, strategies, allowed in (
+            ("classic_strategies", self.classic_strategies, STRATEGIES),
+            ("consumer_strategies", self.consumer_strategies, STRATEGIES),
+        ):
+            if not isinstance(strategies, tuple):
+                raise TrackerConfigError(f"{name}: expected a tuple of strategy names")
+            for s in strategies:
+                if s not in allowed:
+                    raise TrackerConfigError(
+                        f"{name}: unknown strategy {s!r}; known: {', '.join(allowed)}"
+                    )
+            if len(set(strategies)) != len(strategies):
+                raise TrackerConfigError(f"{name}: a strategy is listed twice")
+        if not 0.0 < self.crash_session_fraction <= 1.0:
+            raise TrackerConfigError("crash_session_fraction: expected a number in (0, 1]")
+        if self.default_server_assignor not in ("uniform", "range"):
+            raise TrackerConfigError("default_server_assignor: expected 'uniform' or 'range'")
+        for name in (
+            "consumer_session_timeout_ms",
+            "reconcile_timeout_ms",
+            "max_expected_members",
+            "max_expected_partitions",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise TrackerConfigError(f"{name}: expected a positive integer, got {value!r}")
+        for name, low in (
+            ("commit_history", 2),
+            ("end_offset_history", 2),
+            ("topic_count_history", 1),
+            ("snapshot_history", 2),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 1024:
+                raise TrackerConfigError(f"{name}: expected an integer in [{low}, 1024]")
+
+
+DEFAULT_CONFIG = TrackerConfig()

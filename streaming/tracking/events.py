@@ -1,0 +1,511 @@
+"""What the tracker emits: frozen rows, one class per sink table, units in the names.
+
+=====================  ====================================================================
+class                  one per
+=====================  ====================================================================
+RebalanceEvent         rebalance (classic generation, KIP-848 target-assignment epoch), and
+                       static-member replacement without a new generation
+MemberAssignmentRow    generation x member x partition of the actual assignment
+GroupMetricsRow        rebalance x (``actual`` and every strategy): skew, churn, divergence
+OffsetCommitRow        offset commit or offset tombstone in ``__consumer_offsets``
+PartitionLagRow        committed partition x (commit or collector snapshot): lag in records
+                       and in seconds
+GroupDeleted           group tombstone (so metric series of the group can be removed)
+GroupStatus            ``apply`` call that changed the group: a snapshot for gauges
+=====================  ====================================================================
+
+Every row has ``event_id``: a stable key built from the group and the log position (or
+time) that produced it, so sinks can be idempotent per micro-batch (re-applying the same
+records yields the same ids; ``GroupStatus.event_id`` is the group's upsert key). Ids are
+``<kind>/<cluster>/<group>/...`` with cluster and group percent-encoded.
+
+:func:`to_row` turns any event into a JSON-ready dict (``TopicPartition`` ->
+``{"topic", "partition"}``, tuples -> lists, plus ``"kind"``); :func:`from_row` is its
+inverse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar, Literal, TypeVar, Union
+from urllib.parse import quote
+
+from assign_core.model import TopicPartition
+
+__all__ = [
+    "EVENT_TYPES",
+    "Cause",
+    "ChurnFigures",
+    "Completion",
+    "Departure",
+    "DepartureKind",
+    "ExpectedAssignment",
+    "GroupDeleted",
+    "GroupMetricsRow",
+    "GroupProtocol",
+    "GroupStatus",
+    "LagMethod",
+    "MemberAssignmentRow",
+    "MemberInfo",
+    "OffsetCommitRow",
+    "PartitionLagRow",
+    "RebalanceEvent",
+    "RebalanceProtocol",
+    "SkewFigures",
+    "StaticRejoin",
+    "TrackerEvent",
+    "WithheldPartition",
+    "event_id",
+    "from_row",
+    "quoted",
+    "to_row",
+]
+
+Cause = Literal[
+    "join",
+    "graceful_leave",
+    "crash",
+    "leave",
+    "subscription_change",
+    "partition_count_change",
+    "static_rejoin",
+    "cooperative_followup",
+    "unknown",
+]
+DepartureKind = Literal["graceful", "crash", "undetermined"]
+GroupProtocol = Literal["classic", "consumer"]
+RebalanceProtocol = Literal["eager", "cooperative"]
+Completion = Literal["completed", "superseded", "timed_out", "deleted"]
+LagMethod = Literal["caught_up", "interpolated", "extrapolated", "lower_bound", "unknown"]
+
+
+@lru_cache(maxsize=4096)
+def quoted(text: str) -> str:
+    """``text`` percent-encoded for an id (``/`` included); cached: names repeat."""
+    return quote(text, safe="")
+
+
+def event_id(kind: str, cluster: str, group_id: str, *parts: object) -> str:
+    """``kind/cluster/group/part/...`` with cluster, group and string parts percent-encoded."""
+    tail = "/".join(quoted(p) if isinstance(p, str) else str(p) for p in parts)
+    head = f"{kind}/{quoted(cluster)}/{quoted(group_id)}"
+    return f"{head}/{tail}" if tail else head
+
+
+# -- parts of a rebalance event ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MemberInfo:
+    """A member of one generation: who it is, what it subscribes, what it was assigned."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    rack: str | None
+    topics: tuple[str, ...]
+    partitions: tuple[TopicPartition, ...]
+    session_timeout_ms: int | None
+    rebalance_timeout_ms: int | None
+
+    @property
+    def identity(self) -> str:
+        """The static ``group_instance_id``, else the member id (as ``assign_core`` churn)."""
+        return self.group_instance_id or self.member_id
+
+
+@dataclass(frozen=True, slots=True)
+class Departure:
+    """A member that is gone after the rebalance, and how it went (rules D1-D3).
+
+    ``last_alive_ts_ms``: the latest sign of life (generation start, its commits, its
+    records); ``removed_after_ts_ms``/``removed_by_ts_ms``: bounds of the time it was
+    removed; ``silence_ms``: removal estimate - last sign of life; ``commit_interval_ms``:
+    its usual commit interval (median), if it committed.
+    """
+
+    member_id: str
+    group_instance_id: str | None
+    kind: DepartureKind
+    rule: str
+    last_alive_ts_ms: int | None
+    removed_after_ts_ms: int | None
+    removed_by_ts_ms: int | None
+    silence_ms: int | None
+    session_timeout_ms: int | None
+    commit_interval_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StaticRejoin:
+    """A static member that came back under a new member id."""
+
+    group_instance_id: str
+    old_member_id: str
+    new_member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkewFigures:
+    """Partition-count skew of an assignment (``assign_core.metrics.skew``)."""
+
+    members: int
+    partitions: int
+    min_partitions: int
+    max_partitions: int
+    spread_partitions: int
+    mean_partitions: float
+    imbalance_ratio: float
+    cv: float
+
+
+@dataclass(frozen=True, slots=True)
+class ChurnFigures:
+    """What changed hands relative to the previous generation (``assign_core.metrics.churn``,
+    members matched by identity so a static member's new member id is not a move)."""
+
+    owned_before_partitions: int
+    moved_partitions: int
+    revoked_partitions: int
+    assigned_partitions: int
+    moved_fraction: float
+    moved: tuple[TopicPartition, ...]
+    joined: tuple[str, ...]
+    left: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WithheldPartition:
+    """A partition cooperative-sticky holds back for the follow-up rebalance."""
+
+    topic: str
+    partition: int
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedAssignment:
+    """One strategy's answer for the membership the leader (or coordinator) saw.
+
+    ``own``: the group's own strategy, fed the exact assignor inputs; other strategies get
+    the members' actual previous partitions as owned partitions. ``error``: why there is no
+    answer (the assignor raised, is not implemented, or the group is too big).
+    ``divergent``: the per-member partition sets differ from the actual assignment.
+    """
+
+    strategy: str
+    side: str
+    own: bool
+    assignment: Mapping[str, tuple[TopicPartition, ...]] | None
+    withheld: tuple[WithheldPartition, ...]
+    error: str | None
+    divergent: bool | None
+    divergent_members: tuple[str, ...]
+    skew: SkewFigures | None
+    churn: ChurnFigures | None
+
+
+# -- the rows -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceEvent:
+    """One rebalance of one group (see ``docs/tracking.md`` for every field's source).
+
+    Generations are the classic generation or the KIP-848 target-assignment epoch.
+    ``is_rebalance`` is False for a static member replaced within a generation.
+    Times: ``started_ts_ms`` (rebalance start when known), ``completed_ts_ms`` (classic:
+    the GroupMetadata write, after which the group is Stable; KIP-848: the last member
+    reaching the target epoch), ``duration_ms`` (start to completion, a lower bound when
+    the start comes from a collector snapshot), ``duration_max_ms`` (upper bound),
+    ``assignment_duration_ms`` (classic: CompletingRebalance to Stable; KIP-848: epoch
+    bump to target assignment).
+    """
+
+    kind: ClassVar[str] = "rebalance"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    group_protocol: GroupProtocol
+    protocol_type: str | None
+    strategy: str | None
+    rebalance_protocol: RebalanceProtocol
+    is_rebalance: bool
+    generation_before: int | None
+    generation_after: int
+    leader_before: str | None
+    leader_after: str | None
+    members_before: tuple[MemberInfo, ...]
+    members_after: tuple[MemberInfo, ...]
+    joined: tuple[str, ...]
+    left: tuple[str, ...]
+    static_rejoins: tuple[StaticRejoin, ...]
+    departures: tuple[Departure, ...]
+    cause: Cause
+    cause_rule: int
+    cause_detail: str
+    cause_factors: tuple[str, ...]
+    started_ts_ms: int | None
+    completed_ts_ms: int
+    duration_ms: int | None
+    duration_max_ms: int | None
+    duration_source: str | None
+    assignment_duration_ms: int | None
+    completion: Completion
+    actual: Mapping[str, tuple[TopicPartition, ...]]
+    actual_skew: SkewFigures
+    churn: ChurnFigures
+    paused_partitions: tuple[TopicPartition, ...]
+    topic_partition_counts: Mapping[str, int]
+    topic_partition_count_sources: Mapping[str, str]
+    expected: tuple[ExpectedAssignment, ...]
+    divergent: Mapping[str, bool]
+    own_strategy_divergent: bool | None
+    source_partition: int
+    source_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAssignmentRow:
+    """One partition of one member's actual assignment in one generation."""
+
+    kind: ClassVar[str] = "member_assignment"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    rebalance_event_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    client_id: str | None
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetricsRow:
+    """Skew, churn and divergence of one rebalance for ``actual`` or one strategy."""
+
+    kind: ClassVar[str] = "group_metrics"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    rebalance_event_id: str
+    generation: int
+    strategy: str
+    is_actual: bool
+    is_own_strategy: bool
+    error: str | None
+    member_count: int
+    partition_count: int
+    min_partitions: int
+    max_partitions: int
+    spread_partitions: int
+    imbalance_ratio: float
+    cv: float
+    moved_partitions: int
+    revoked_partitions: int
+    assigned_partitions: int
+    moved_fraction: float
+    divergent: bool | None
+    divergent_member_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRow:
+    """A committed offset (or, ``deleted``, its tombstone) read from ``__consumer_offsets``."""
+
+    kind: ClassVar[str] = "offset_commit"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    topic: str
+    partition: int
+    offset: int | None
+    leader_epoch: int | None
+    metadata: str | None
+    commit_ts_ms: int | None
+    expire_ts_ms: int | None
+    deleted: bool
+    source_partition: int
+    source_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLagRow:
+    """Lag of one committed partition at ``measured_ts_ms``.
+
+    ``lag_records = max(0, end_offset - committed_offset)`` with the latest end offset the
+    collector reported (read at ``end_offset_ts_ms``); ``lag_seconds``: how long ago the
+    end offset passed the committed offset, interpolated in the end-offset history
+    (``lag_seconds_method`` says how; ``docs/tracking.md``). ``trigger``: ``commit`` or
+    ``snapshot``.
+    """
+
+    kind: ClassVar[str] = "partition_lag"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    topic: str
+    partition: int
+    committed_offset: int
+    end_offset: int | None
+    end_offset_ts_ms: int | None
+    lag_records: int | None
+    lag_seconds: float | None
+    lag_seconds_method: LagMethod
+    measured_ts_ms: int
+    trigger: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted:
+    """The group's tombstone: remove its series. ``reason``: ``deleted`` (DeleteGroups or
+    expiry), ``converted`` (classic <-> consumer conversion: the group continues under the
+    other protocol), or ``recreated`` (a new group restarted the generations)."""
+
+    kind: ClassVar[str] = "group_deleted"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    group_protocol: GroupProtocol
+    last_generation: int | None
+    reason: str
+    source_partition: int
+    source_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStatus:
+    """The group as of the end of one ``apply`` call (gauges). ``event_id`` is the group's
+    upsert key; ``as_of_ts_ms`` orders the versions."""
+
+    kind: ClassVar[str] = "group_status"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    as_of_ts_ms: int
+    group_protocol: str | None
+    protocol_type: str | None
+    strategy: str | None
+    state: str
+    state_source: str
+    generation: int | None
+    group_epoch: int | None
+    member_count: int
+    rebalance_protocol: str | None
+    last_rebalance_ts_ms: int | None
+    last_cause: str | None
+    committed_partitions: int
+    total_lag_records: int | None
+    max_lag_seconds: float | None
+    collector_seen_ts_ms: int | None
+    skipped_records: int
+
+
+TrackerEvent = (
+    RebalanceEvent
+    | MemberAssignmentRow
+    | GroupMetricsRow
+    | OffsetCommitRow
+    | PartitionLagRow
+    | GroupDeleted
+    | GroupStatus
+)
+
+EVENT_TYPES: dict[str, type[Any]] = {
+    cls.kind: cls
+    for cls in (
+        RebalanceEvent,
+        MemberAssignmentRow,
+        GroupMetricsRow,
+        OffsetCommitRow,
+        PartitionLagRow,
+        GroupDeleted,
+        GroupStatus,
+    )
+}
+
+
+# -- rows <-> dicts ---------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, TopicPartition):
+        return {"topic": value.topic, "partition": value.partition}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def to_row(event: Any) -> dict[str, Any]:
+    """A JSON-ready dict of a row or of any part of one; rows get their ``kind``."""
+    row: dict[str, Any] = _plain(event)
+    kind = getattr(type(event), "kind", None)
+    if isinstance(kind, str):
+        row = {"kind": kind, **row}
+    return row
+
+
+T = TypeVar("T")
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = typing.get_type_hints(cls)
+        _HINTS[cls] = hints
+    return hints
+
+
+def _build(tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is TopicPartition:
+        return TopicPartition(value["topic"], value["partition"])
+    if origin in (Union, types.UnionType):
+        if value is None:
+            return None
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _build(args[0], value) if len(args) == 1 else value
+    if origin is tuple:
+        (item, *_rest) = typing.get_args(tp)
+        return tuple(_build(item, v) for v in value)
+    if origin in (Mapping, dict) or tp is Mapping:
+        _k, item = typing.get_args(tp)
+        return {k: _build(item, v) for k, v in value.items()}
+    if origin is Literal or tp in (int, str, bool, Any):
+        return value
+    if tp is float:
+        return float(value)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return from_row(tp, value)
+    return value
+
+
+def from_row(cls: type[T], row: Mapping[str, Any]) -> T:
+    """The inverse of :func:`to_row` for ``cls`` (a row class or one of its parts)."""
+    hints = _hints(cls)
+    kwargs = {
+        f.name: _build(hints[f.name], row[f.name])
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.init
+    }
+    return cls(**kwargs)

@@ -1,0 +1,319 @@
+"""Expected assignments: rebuild the assignor's input, run the strategies, compare.
+
+Classic groups (:func:`classic_specs`): the ``GroupSpec`` the leader saw is rebuilt from the
+GroupMetadata record written for the generation: members in record order (the
+coordinator's member-map order, which is also the order of the leader's JoinGroup
+response), each member's subscribed topics, group instance id and rack (subscription v3),
+and, for the group's own strategy, exactly the owned partitions and generation the assignor
+reads (``docs/tracking.md``):
+
+* ``sticky``: the StickyAssignor user data (previous assignment and generation; none when
+  the user data is null or empty);
+* ``cooperative-sticky``: the subscription's owned partitions and, if the subscription's
+  generation id is >= 0, that generation; else the user data's int32 (-1 if unparsable);
+  absent when the user data is null (as ``CooperativeStickyAssignor.memberData``);
+* other strategies: owned partitions are unused.
+
+Every other strategy is run *what if*: members own their actual assignment of the previous
+generation (matched by identity, so a static member keeps its partitions under a new member
+id), at the previous generation.
+
+KIP-848 groups (:func:`consumer_spec`): members in the order they were first seen, subscribed
+topic names plus resolved regex topics, owned = their target assignment before this epoch (a
+new static member inherits its predecessor's), topic ids from the partition metadata or the
+collector.
+
+Partition counts come from the caller (collector metadata as of the rebalance, raised to
+what the assignment proves); topics with no known count are left out, as the Java leader
+drops subscribed topics without metadata.
+
+:func:`run_strategies` runs the group's own strategy first, then the others, and never
+raises: a strategy that fails (``AssignmentError`` where Java throws, or any error of an
+assignor) gives an :class:`~streaming.tracking.events.ExpectedAssignment` with ``error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from assign_core.assignors.registry import SERVER_STRATEGIES, STRATEGIES, get_assignor
+from assign_core.metrics.churn import churn
+from assign_core.metrics.skew import skew
+from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.scenario import default_topic_id
+from streaming.codec.model import (
+    CooperativeStickyUserData,
+    GroupMetadata,
+    StickyUserData,
+    Subscription,
+    TopicPartitions,
+)
+from streaming.tracking.events import (
+    ChurnFigures,
+    ExpectedAssignment,
+    SkewFigures,
+    WithheldPartition,
+)
+
+__all__ = [
+    "KIP848_ASSIGNORS",
+    "churn_figures",
+    "classic_specs",
+    "consumer_spec",
+    "failures",
+    "flatten",
+    "owned_for_strategy",
+    "run_strategies",
+    "skew_figures",
+]
+
+#: KIP-848 ``ServerAssignor`` names -> ``assign_core`` strategy names.
+KIP848_ASSIGNORS = {"uniform": "uniform", "range": "server-range"}
+
+Assignment = Mapping[str, Sequence[TopicPartition]]
+
+
+def flatten(entries: Sequence[TopicPartitions]) -> tuple[TopicPartition, ...]:
+    """Consumer-protocol ``[{topic, partitions}]`` -> partitions, in wire order."""
+    return tuple(TopicPartition(e.topic, p) for e in entries for p in e.partitions)
+
+
+def owned_for_strategy(
+    strategy: str | None, subscription: Subscription | None
+) -> tuple[tuple[TopicPartition, ...], int | None]:
+    """What the group's own sticky-family assignor reads as (owned partitions, generation)."""
+    if subscription is None:
+        return (), None
+    data = subscription.assignor_data
+    if strategy == "sticky":
+        if isinstance(data, StickyUserData):
+            return flatten(data.previous_assignment), data.generation
+        return (), None
+    if strategy == "cooperative-sticky":
+        owned = flatten(subscription.owned_partitions)
+        if subscription.generation_id >= 0:
+            return owned, subscription.generation_id
+        if subscription.user_data is None:
+            return owned, None
+        if isinstance(data, CooperativeStickyUserData):
+            return owned, data.generation
+        return owned, -1
+    return (), None
+
+
+def _topic_args(
+    topics: Mapping[str, int],
+    racks: Mapping[str, tuple[tuple[str, ...], ...] | None],
+    topic_ids: Mapping[str, str | None],
+    members: Sequence[Member],
+) -> tuple[dict[str, tuple[tuple[str, ...], ...]], dict[str, str]]:
+    partition_racks: dict[str, tuple[tuple[str, ...], ...]] = {}
+    if any(m.rack for m in members):
+        for t, n in topics.items():
+            per_p = racks.get(t)
+            if per_p:
+                padded = tuple(per_p[p] if p < len(per_p) else () for p in range(n))
+                partition_racks[t] = padded
+    ids: dict[str, str] = {}
+    used: set[str] = set()
+    for t in topics:
+        tid = topic_ids.get(t) or default_topic_id(t)
+        if tid in used:  # never two topics with one id (assignors index by id)
+            tid = default_topic_id(t)
+        used.add(tid)
+        ids[t] = tid
+    return partition_racks, ids
+
+
+def classic_specs(
+    record: GroupMetadata,
+    *,
+    topics: Mapping[str, int],
+    racks: Mapping[str, tuple[tuple[str, ...], ...] | None],
+    topic_ids: Mapping[str, str | None],
+    previous: Mapping[str, tuple[TopicPartition, ...]],
+    previous_generation: int | None,
+) -> tuple[GroupSpec, GroupSpec]:
+    """(own spec, what-if spec) of a classic generation; ``previous`` maps identity ->
+    partitions of the previous generation."""
+    own_members: list[Member] = []
+    whatif_members: list[Member] = []
+    for m in record.members:
+        sub = m.subscription
+        subscribed = tuple(dict.fromkeys(sub.topics)) if sub is not None else ()
+        rack = sub.rack_id if sub is not None and sub.rack_id else None
+        owned, generation = owned_for_strategy(record.protocol, sub)
+        own_members.append(
+            Member(
+                member_id=m.member_id,
+                topics=subscribed,
+                group_instance_id=m.group_instance_id,
+                owned_partitions=tuple(dict.fromkeys(owned)),
+                generation=generation,
+                rack=rack,
+            )
+        )
+        before = previous.get(m.group_instance_id or m.member_id, ())
+        whatif_members.append(
+            Member(
+                member_id=m.member_id,
+                topics=subscribed,
+                group_instance_id=m.group_instance_id,
+                owned_partitions=before,
+                generation=previous_generation if before else None,
+                rack=rack,
+            )
+        )
+    partition_racks, ids = _topic_args(topics, racks, topic_ids, whatif_members)
+    own = GroupSpec(
+        topics=dict(topics),
+        members=tuple(own_members),
+        partition_racks=partition_racks,
+        topic_ids=ids,
+    )
+    whatif = GroupSpec(
+        topics=dict(topics),
+        members=tuple(whatif_members),
+        partition_racks=partition_racks,
+        topic_ids=ids,
+    )
+    return own, whatif
+
+
+def consumer_spec(
+    members: Sequence[Member],
+    *,
+    topics: Mapping[str, int],
+    racks: Mapping[str, tuple[tuple[str, ...], ...] | None],
+    topic_ids: Mapping[str, str | None],
+) -> GroupSpec:
+    """The KIP-848 assignor input (module docstring); ``members`` already carry owned
+    partitions."""
+    partition_racks, ids = _topic_args(topics, racks, topic_ids, members)
+    return GroupSpec(
+        topics=dict(topics),
+        members=tuple(members),
+        partition_racks=partition_racks,
+        topic_ids=ids,
+    )
+
+
+def skew_figures(assignment: Assignment) -> SkewFigures:
+    s = skew(assignment)
+    return SkewFigures(
+        members=s.members,
+        partitions=s.partitions,
+        min_partitions=s.min_partitions,
+        max_partitions=s.max_partitions,
+        spread_partitions=s.spread_partitions,
+        mean_partitions=s.mean_partitions,
+        imbalance_ratio=s.imbalance_ratio,
+        cv=s.cv,
+    )
+
+
+def churn_figures(
+    before: Assignment, after: Assignment, identities: Mapping[str, str]
+) -> ChurnFigures:
+    c = churn(before, after, identities=identities)
+    return ChurnFigures(
+        owned_before_partitions=c.owned_before_partitions,
+        moved_partitions=c.moved_partitions,
+        revoked_partitions=c.revoked_partitions,
+        assigned_partitions=c.assigned_partitions,
+        moved_fraction=c.moved_fraction,
+        moved=c.moved,
+        joined=c.joined,
+        left=c.left,
+    )
+
+
+def _divergence(
+    actual: Assignment, expected: Assignment, member_ids: Sequence[str]
+) -> tuple[str, ...]:
+    return tuple(m for m in member_ids if set(actual.get(m, ())) != set(expected.get(m, ())))
+
+
+def _failure(strategy: str, own: bool, error: str) -> ExpectedAssignment:
+    return ExpectedAssignment(
+        strategy=strategy,
+        side="server" if strategy in SERVER_STRATEGIES else "client",
+        own=own,
+        assignment=None,
+        withheld=(),
+        error=error,
+        divergent=None,
+        divergent_members=(),
+        skew=None,
+        churn=None,
+    )
+
+
+def failures(
+    own: str | None, strategies: Sequence[str], error: str
+) -> tuple[ExpectedAssignment, ...]:
+    """One failed :class:`ExpectedAssignment` per strategy (own first), all with ``error``."""
+    names = ([own] if own is not None else []) + [s for s in strategies if s != own]
+    return tuple(_failure(name, name == own, error) for name in names)
+
+
+def run_strategies(
+    *,
+    own: str | None,
+    own_spec: GroupSpec | None,
+    whatif_spec: GroupSpec,
+    strategies: Sequence[str],
+    actual: Assignment,
+    before: Assignment,
+    identities: Mapping[str, str],
+    max_members: int,
+    max_partitions: int,
+) -> tuple[ExpectedAssignment, ...]:
+    """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``)."""
+    names: list[str] = []
+    if own is not None:
+        names.append(own)
+    names.extend(s for s in strategies if s != own)
+    member_ids = [m.member_id for m in whatif_spec.members]
+    too_big = None
+    total = sum(whatif_spec.topics.values())
+    if len(member_ids) > max_members or total > max_partitions:
+        too_big = (
+            f"skipped: {len(member_ids)} members, {total} partitions exceed the limits "
+            f"({max_members} members, {max_partitions} partitions)"
+        )
+    out: list[ExpectedAssignment] = []
+    for name in names:
+        is_own = name == own
+        if name not in STRATEGIES:
+            out.append(_failure(name, is_own, f"strategy {name!r} is not implemented"))
+            continue
+        if too_big is not None:
+            out.append(_failure(name, is_own, too_big))
+            continue
+        spec = own_spec if is_own and own_spec is not None else whatif_spec
+        try:
+            result = get_assignor(name).assign(spec)
+        except Exception as e:  # an assignor bug must not stop the tracker
+            out.append(_failure(name, is_own, f"{type(e).__name__}: {e}"))
+            continue
+        assignment = {m: tuple(tps) for m, tps in result.assignment.items()}
+        diverging = _divergence(actual, assignment, member_ids)
+        out.append(
+            ExpectedAssignment(
+                strategy=name,
+                side="server" if name in SERVER_STRATEGIES else "client",
+                own=is_own,
+                assignment=assignment,
+                withheld=tuple(
+                    WithheldPartition(tp.topic, tp.partition, m)
+                    for tp, m in result.withheld.items()
+                ),
+                error=None,
+                divergent=bool(diverging),
+                divergent_members=diverging,
+                skew=skew_figures(assignment),
+                churn=churn_figures(before, assignment, identities),
+            )
+        )
+    return tuple(out)

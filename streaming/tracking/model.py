@@ -1,0 +1,295 @@
+"""The tracker's input: one typed envelope per observation, and the collector's events.
+
+An :class:`Observation` is one Kafka record the Spark job read, from one of two sources:
+
+* ``offsets``: a record of ``__consumer_offsets``, decoded by :mod:`streaming.codec`
+  (``payload`` is a codec :data:`~streaming.codec.model.Record`);
+* ``membership``: a record of the collector's membership topic, parsed by
+  :func:`streaming.tracking.membership.parse_membership_event` (``payload`` is a
+  :class:`GroupSnapshot`, a :class:`TopicsSnapshot` or an :class:`UnsupportedEvent`).
+
+``partition``/``offset`` locate the record in its topic (they make re-applied records
+recognisable); ``timestamp_ms`` is the Kafka record timestamp (for ``__consumer_offsets``
+the broker's append time). The collector's events are frozen dataclasses mirroring
+``docs/events.md`` field by field (schema version 1); lists are tuples, partitions are
+:class:`~assign_core.model.TopicPartition`.
+
+Routing (what the Spark adapter keys observations by): :func:`routing_keys` gives the group
+ids an observation belongs to: the record's group for ``__consumer_offsets`` records and
+``group`` events, and every group of the snapshot (``group_ids``) for a ``topics`` event,
+which is fanned out to each of them (see ``docs/tracking.md``, *Topic metadata*).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from assign_core.model import TopicPartition
+from streaming.codec.model import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupPartitionMetadata,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    GroupMetadata,
+    GroupMetadataTombstone,
+    MemberKey,
+    OffsetCommit,
+    OffsetCommitTombstone,
+    Record,
+    RegularExpressionKey,
+    Tombstone,
+    Unknown,
+)
+from streaming.tracking.errors import ObservationError
+
+__all__ = [
+    "KIP848_RECORDS",
+    "KIP848_TOMBSTONE_TYPES",
+    "CollectorIssue",
+    "GroupSnapshot",
+    "MembershipPayload",
+    "Observation",
+    "Payload",
+    "SnapshotBroker",
+    "SnapshotMember",
+    "SnapshotOffset",
+    "SnapshotPartition",
+    "SnapshotTopic",
+    "Source",
+    "TopicsSnapshot",
+    "UnsupportedEvent",
+    "group_id_of",
+    "routing_keys",
+]
+
+Source = Literal["offsets", "membership"]
+
+
+# -- the collector's events (docs/events.md, schema version 1) ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorIssue:
+    """An admin call that failed (the events' ``errors`` entries)."""
+
+    stage: str
+    message: str
+    group_id: str | None
+    topic: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotMember:
+    """A classic-protocol member as DescribeGroups reported it."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed_topics: tuple[str, ...] | None
+    owned_partitions: tuple[TopicPartition, ...] | None
+    subscription_generation_id: int | None
+    assignment: tuple[TopicPartition, ...] | None
+    assigned_partition_count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotOffset:
+    """A committed offset as OffsetFetch reported it, with the snapshot's end offset."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int | None
+    metadata: str | None
+    end_offset: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """A ``group`` event: one group as one collector snapshot saw it."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    errors: tuple[CollectorIssue, ...]
+    group_id: str
+    group_type: str | None
+    protocol_type: str | None
+    state: str | None
+    protocol_name: str | None
+    membership_source: str
+    member_count: int | None
+    members: tuple[SnapshotMember, ...] | None
+    topics: tuple[str, ...]
+    committed_offsets: tuple[SnapshotOffset, ...] | None
+    schema_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotBroker:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    is_fenced: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotPartition:
+    partition: int
+    leader_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    replica_racks: tuple[str | None, ...]
+    end_offset: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTopic:
+    topic: str
+    topic_id: str | None
+    is_internal: bool | None
+    partition_count: int | None
+    error: str | None
+    partitions: tuple[SnapshotPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsSnapshot:
+    """A ``topics`` event: the topics the snapshot's groups touch, with end offsets."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    errors: tuple[CollectorIssue, ...]
+    group_ids: tuple[str, ...]
+    controller_id: int | None
+    brokers: tuple[SnapshotBroker, ...]
+    end_offsets_ts_ms: int | None
+    topics: tuple[SnapshotTopic, ...]
+    schema_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class UnsupportedEvent:
+    """A membership event the tracker skips: unknown ``schema_version`` or ``event_type``."""
+
+    schema_version: int | None
+    event_type: str | None
+    reason: str
+
+
+MembershipPayload = GroupSnapshot | TopicsSnapshot | UnsupportedEvent
+Payload = Record | MembershipPayload
+
+_RECORD_TYPES: tuple[type, ...] = get_args(Record)
+
+#: The records of a KIP-848 consumer group (types 3-8, 16), tombstones aside.
+KIP848_RECORDS: tuple[type, ...] = (
+    ConsumerGroupMetadata,
+    ConsumerGroupPartitionMetadata,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupTargetAssignmentMetadata,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupRegularExpression,
+)
+#: Tombstone record types of a KIP-848 consumer group.
+KIP848_TOMBSTONE_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
+_MEMBERSHIP_TYPES: tuple[type, ...] = (GroupSnapshot, TopicsSnapshot, UnsupportedEvent)
+
+
+# -- the envelope ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One record read by the job: where it was read, when, and what it says."""
+
+    source: Source
+    partition: int
+    offset: int
+    timestamp_ms: int
+    payload: Payload
+
+    def __post_init__(self) -> None:
+        if self.source == "offsets":
+            if not isinstance(self.payload, _RECORD_TYPES):
+                raise ObservationError(
+                    f"an 'offsets' observation carries a codec record, "
+                    f"got {type(self.payload).__name__}"
+                )
+        elif self.source == "membership":
+            if not isinstance(self.payload, _MEMBERSHIP_TYPES):
+                raise ObservationError(
+                    f"a 'membership' observation carries a parsed membership event, "
+                    f"got {type(self.payload).__name__}"
+                )
+        else:
+            raise ObservationError(
+                f"source: expected 'offsets' or 'membership', got {self.source!r}"
+            )
+
+    @property
+    def logical_ts_ms(self) -> int:
+        """The time the observation describes: the snapshot time of a collector event (taken
+        before it was published), else the record timestamp."""
+        p = self.payload
+        if isinstance(p, GroupSnapshot | TopicsSnapshot):
+            return p.snapshot_ts_ms
+        return self.timestamp_ms
+
+
+def group_id_of(payload: Payload) -> str | None:
+    """The group a record or group event is about; None for ``topics`` events, unknown
+    records and unsupported events."""
+    if isinstance(
+        payload,
+        OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone,
+    ):
+        return payload.group_id
+    if isinstance(payload, Tombstone):
+        key = payload.key
+        return key.group_id
+    if isinstance(payload, GroupSnapshot):
+        return payload.group_id
+    if isinstance(payload, Unknown | TopicsSnapshot | UnsupportedEvent):
+        return None
+    group_id: str = payload.group_id
+    return group_id
+
+
+def routing_keys(payload: Payload) -> tuple[str, ...]:
+    """The group ids whose state an observation must reach (see the module docstring)."""
+    if isinstance(payload, TopicsSnapshot):
+        return payload.group_ids
+    group_id = group_id_of(payload)
+    return () if group_id is None else (group_id,)
+
+
+def member_id_of(payload: Payload) -> str | None:
+    """The member a KIP-848 member record (or its tombstone) is about."""
+    if isinstance(payload, Tombstone):
+        key = payload.key
+        if isinstance(key, MemberKey):
+            return key.member_id
+        return None
+    member_id = getattr(payload, "member_id", None)
+    return member_id if isinstance(member_id, str) else None
+
+
+def regex_of(payload: Payload) -> str | None:
+    """The regular expression of a type-16 tombstone."""
+    if isinstance(payload, Tombstone) and isinstance(payload.key, RegularExpressionKey):
+        return payload.key.regular_expression
+    return None

@@ -1,0 +1,487 @@
+"""The per-group reducer: ``apply(state, observations, now_ms) -> (state, events)``.
+
+Pure: the input state is not modified (a cheap copy is worked on), no clock, no I/O. One
+call per group per micro-batch; the Spark adapter only converts rows to observations and
+the state to and from its JSON form.
+
+Order. Observations of one source partition are applied in offset order; the two sources
+are merged by the time they describe (record timestamp for ``__consumer_offsets``,
+``snapshot_ts_ms`` for collector events), so a snapshot taken before a rebalance is seen
+before it even if it was read later in the batch. An observation at or below the last
+applied offset of its source partition is a duplicate and skipped: re-applying records
+emits nothing twice.
+
+Dispatch:
+
+==================================  ========================================================
+payload                             handler
+==================================  ========================================================
+GroupMetadata / tombstone           :mod:`~streaming.tracking.classic`
+KIP-848 records 3-8, 16 / tombstones  :mod:`~streaming.tracking.consumer`
+OffsetCommit / tombstone            committed offset + OffsetCommitRow (+ PartitionLagRow)
+GroupSnapshot (collector)           state history, member sightings, committed offsets
+                                    the log has not shown yet
+TopicsSnapshot (collector)          partition counts, racks, topic ids and end offsets of
+                                    the topics the group touches; PartitionLagRow per
+                                    committed partition
+share / streams records, Unknown    skipped, counted
+==================================  ========================================================
+
+After the observations, a KIP-848 rebalance that has waited for reconciliation longer than
+``reconcile_timeout_ms`` (measured against ``now_ms``) is emitted as ``timed_out``, and if
+anything changed a :class:`~streaming.tracking.events.GroupStatus` closes the event list.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+
+from assign_core.model import TopicPartition
+from streaming.codec.model import (
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupPartitionMetadata,
+    ConsumerGroupRegularExpression,
+    GroupMetadata,
+    GroupMetadataTombstone,
+    OffsetCommit,
+    OffsetCommitTombstone,
+    Tombstone,
+    Unknown,
+)
+from streaming.tracking.classic import apply_group_metadata, apply_group_tombstone
+from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
+from streaming.tracking.consumer import apply_consumer_record, flush_timeout
+from streaming.tracking.context import Context
+from streaming.tracking.errors import ObservationError
+from streaming.tracking.events import (
+    GroupStatus,
+    OffsetCommitRow,
+    PartitionLagRow,
+    TrackerEvent,
+    event_id,
+)
+from streaming.tracking.lag import add_point, lag_records, lag_seconds
+from streaming.tracking.model import (
+    KIP848_RECORDS,
+    KIP848_TOMBSTONE_TYPES,
+    GroupSnapshot,
+    Observation,
+    TopicsSnapshot,
+    UnsupportedEvent,
+    group_id_of,
+)
+from streaming.tracking.state import CommitEntry, GroupState, TopicMeta
+
+__all__ = ["apply", "interest_of", "ordered"]
+
+_SOURCE_RANK = {"offsets": 0, "membership": 1}
+
+
+def ordered(observations: Iterable[Observation]) -> list[Observation]:
+    """Offset order within each source partition, merged by :attr:`logical_ts_ms`."""
+    streams: dict[tuple[str, int], list[Observation]] = {}
+    for o in observations:
+        streams.setdefault((o.source, o.partition), []).append(o)
+    if len(streams) == 1:
+        (only,) = streams.values()
+        return sorted(only, key=lambda o: o.offset)
+    runs: list[Iterator[tuple[int, int, int, int, Observation]]] = []
+    for (source, partition), obs in sorted(streams.items()):
+        obs.sort(key=lambda o: o.offset)
+        rank = _SOURCE_RANK[source]
+        runs.append(iter([(o.logical_ts_ms, rank, partition, o.offset, o) for o in obs]))
+    return [item[4] for item in heapq.merge(*runs, key=lambda t: t[:4])]
+
+
+def interest_of(state: GroupState, observations: Iterable[Observation]) -> set[str]:
+    """The topics the group touches: subscriptions, assignments, commits, what the
+    collector listed, and the same in this batch's observations."""
+    topics: set[str] = set(state.collector.topics)
+    topics.update(tp.topic for tp in state.commits)
+    if state.classic is not None:
+        for m in state.classic.members:
+            topics.update(m.topics)
+            topics.update(tp.topic for tp in m.partitions)
+    cg = state.consumer
+    if cg is not None:
+        for cm in cg.members.values():
+            topics.update(cm.topics)
+        for ts in cg.regex_topics.values():
+            topics.update(ts)
+        topics.update(cg.partition_metadata)
+        for mi in cg.last_members:
+            topics.update(mi.topics)
+    for o in observations:
+        p = o.payload
+        if isinstance(p, OffsetCommit | OffsetCommitTombstone):
+            topics.add(p.topic)
+        elif isinstance(p, GroupMetadata):
+            for mm in p.members:
+                if mm.subscription is not None:
+                    topics.update(mm.subscription.topics)
+                if mm.assignment is not None:
+                    topics.update(e.topic for e in mm.assignment.assigned_partitions)
+        elif isinstance(p, GroupSnapshot):
+            topics.update(p.topics)
+        elif isinstance(p, ConsumerGroupMemberMetadata):
+            topics.update(p.subscribed_topic_names)
+        elif isinstance(p, ConsumerGroupPartitionMetadata):
+            topics.update(t.topic_name for t in p.topics)
+        elif isinstance(p, ConsumerGroupRegularExpression):
+            topics.update(p.topics)
+    return topics
+
+
+def apply(
+    state: GroupState,
+    observations: Iterable[Observation],
+    now_ms: int,
+    *,
+    config: TrackerConfig = DEFAULT_CONFIG,
+) -> tuple[GroupState, list[TrackerEvent]]:
+    """Apply one batch of observations of one group (module docstring)."""
+    batch = ordered(observations)
+    work = state.copy()
+    ctx = Context(
+        state=work, config=config, now_ms=now_ms, interest=interest_of(work, batch), upcoming=batch
+    )
+    for i, obs in enumerate(batch):
+        ctx.index = i
+        key = f"{obs.source}:{obs.partition}"
+        last = work.positions.get(key)
+        if last is not None and obs.offset <= last:
+            ctx.skip("duplicate")
+            continue
+        work.positions[key] = obs.offset
+        _dispatch(ctx, obs)
+    flush_timeout(ctx)
+    if ctx.changed:
+        ctx.emit(_status(work, now_ms))
+    return work, ctx.events
+
+
+def _dispatch(ctx: Context, obs: Observation) -> None:
+    p = obs.payload
+    gid = group_id_of(p)
+    if gid is not None and gid != ctx.state.group_id:
+        raise ObservationError(
+            f"an observation of group {gid!r} was applied to group {ctx.state.group_id!r}"
+        )
+    if obs.source == "offsets":
+        ts = obs.timestamp_ms
+        if ctx.state.last_record_ts_ms is None or ts > ctx.state.last_record_ts_ms:
+            ctx.state.last_record_ts_ms = ts
+    if isinstance(p, OffsetCommit):
+        _commit(ctx, obs, p)
+    elif isinstance(p, OffsetCommitTombstone):
+        _commit_deleted(ctx, obs, p)
+    elif isinstance(p, GroupMetadata):
+        apply_group_metadata(ctx, obs, p)
+    elif isinstance(p, GroupMetadataTombstone):
+        apply_group_tombstone(ctx, obs, p)
+    elif isinstance(p, KIP848_RECORDS) or (
+        isinstance(p, Tombstone) and p.record_type in KIP848_TOMBSTONE_TYPES
+    ):
+        apply_consumer_record(ctx, obs, p)  # type: ignore[arg-type]
+    elif isinstance(p, GroupSnapshot):
+        _group_snapshot(ctx, p)
+    elif isinstance(p, TopicsSnapshot):
+        _topics_snapshot(ctx, p)
+    elif isinstance(p, UnsupportedEvent):
+        ctx.skip("unsupported_event")
+    elif isinstance(p, Unknown):
+        ctx.skip("unknown_record")
+    else:  # share and streams groups
+        if ctx.state.kind is None:
+            ctx.state.kind = "share" if 10 <= p.record_type <= 15 else "streams"
+        ctx.skip("unsupported_group_type")
+
+
+# -- offsets and lag ---------------------------------------------------------------------------
+
+
+def _lag_row(
+    ctx: Context, tp: TopicPartition, committed: int, measured_ts_ms: int, trigger: str
+) -> PartitionLagRow:
+    state = ctx.state
+    history = state.end_offsets.get(tp, ())
+    end = history[-1][1] if history else None
+    end_ts = history[-1][0] if history else None
+    seconds, method = lag_seconds(history, committed, measured_ts_ms)
+    return PartitionLagRow(
+        event_id=event_id(
+            "lag", state.cluster, state.group_id, tp.topic, tp.partition, measured_ts_ms, trigger
+        ),
+        cluster=state.cluster,
+        group_id=state.group_id,
+        event_ts_ms=measured_ts_ms,
+        topic=tp.topic,
+        partition=tp.partition,
+        committed_offset=committed,
+        end_offset=end,
+        end_offset_ts_ms=end_ts,
+        lag_records=lag_records(end, committed),
+        lag_seconds=seconds,
+        lag_seconds_method=method,
+        measured_ts_ms=measured_ts_ms,
+        trigger=trigger,
+    )
+
+
+def _commit(ctx: Context, obs: Observation, rec: OffsetCommit) -> None:
+    state = ctx.state
+    tp = TopicPartition(rec.topic, rec.partition)
+    old = state.commits.get(tp)
+    history = old.history if old is not None and old.source == "log" else ()
+    history = (*history, (rec.commit_ts_ms, rec.offset))[-ctx.config.commit_history :]
+    state.commits[tp] = CommitEntry(
+        offset=rec.offset,
+        commit_ts_ms=rec.commit_ts_ms,
+        record_ts_ms=obs.timestamp_ms,
+        leader_epoch=rec.leader_epoch,
+        history=history,
+        source="log",
+    )
+    ctx.interest.add(rec.topic)
+    ctx.changed = True
+    ctx.emit(
+        OffsetCommitRow(
+            event_id=event_id(
+                "commit", state.cluster, state.group_id, f"{obs.partition}:{obs.offset}"
+            ),
+            cluster=state.cluster,
+            group_id=state.group_id,
+            event_ts_ms=obs.timestamp_ms,
+            topic=rec.topic,
+            partition=rec.partition,
+            offset=rec.offset,
+            leader_epoch=None if rec.leader_epoch < 0 else rec.leader_epoch,
+            metadata=rec.metadata,
+            commit_ts_ms=rec.commit_ts_ms,
+            expire_ts_ms=None if rec.expire_ts_ms < 0 else rec.expire_ts_ms,
+            deleted=False,
+            source_partition=obs.partition,
+            source_offset=obs.offset,
+        )
+    )
+    if ctx.config.emit_lag_on_commit and tp in state.end_offsets:
+        ctx.emit(_lag_row(ctx, tp, rec.offset, obs.timestamp_ms, "commit"))
+
+
+def _commit_deleted(ctx: Context, obs: Observation, rec: OffsetCommitTombstone) -> None:
+    state = ctx.state
+    tp = TopicPartition(rec.topic, rec.partition)
+    if state.commits.pop(tp, None) is None:
+        ctx.skip("unknown_offset_tombstone")
+    state.end_offsets.pop(tp, None)
+    ctx.changed = True
+    ctx.emit(
+        OffsetCommitRow(
+            event_id=event_id(
+                "commit", state.cluster, state.group_id, f"{obs.partition}:{obs.offset}"
+            ),
+            cluster=state.cluster,
+            group_id=state.group_id,
+            event_ts_ms=obs.timestamp_ms,
+            topic=rec.topic,
+            partition=rec.partition,
+            offset=None,
+            leader_epoch=None,
+            metadata=None,
+            commit_ts_ms=None,
+            expire_ts_ms=None,
+            deleted=True,
+            source_partition=obs.partition,
+            source_offset=obs.offset,
+        )
+    )
+
+
+# -- collector events --------------------------------------------------------------------------
+
+
+def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
+    state, config = ctx.state, ctx.config
+    col = state.collector
+    ts = ev.snapshot_ts_ms
+    newest = col.last_ts_ms is None or ts >= col.last_ts_ms
+    if ev.state is not None:
+        states = [s for s in col.states if s[0] != ts]
+        states.append((ts, ev.state))
+        states.sort()
+        col.states = tuple(states[-config.snapshot_history :])
+    if newest:
+        col.last_ts_ms = ts
+        col.state = ev.state
+        col.protocol_type = ev.protocol_type
+        col.protocol_name = ev.protocol_name
+        col.group_type = ev.group_type
+        col.membership_source = ev.membership_source
+        col.topics = tuple(sorted(set(ev.topics)))
+    if ev.members is not None:
+        listed = {m.member_id for m in ev.members}
+        current: set[str] = set(listed)
+        if state.classic is not None:
+            current.update(m.member_id for m in state.classic.members)
+        seen = {k: v for k, v in col.member_seen.items() if k in current}
+        for member_id in listed:
+            if seen.get(member_id, -1) < ts:
+                seen[member_id] = ts
+        col.member_seen = seen
+    if state.kind is None and ev.group_type in ("classic", "consumer"):
+        state.kind = ev.group_type
+    # OffsetFetch answers fill in partitions the log has not shown a commit for, unless the
+    # log was read past the snapshot (then the log knows better: deleted, or never committed)
+    log_is_newer = state.last_record_ts_ms is not None and state.last_record_ts_ms >= ts
+    for o in () if log_is_newer else ev.committed_offsets or ():
+        tp = TopicPartition(o.topic, o.partition)
+        if tp not in state.commits and o.offset >= 0:
+            state.commits[tp] = CommitEntry(
+                offset=o.offset,
+                commit_ts_ms=ts,
+                record_ts_ms=ts,
+                leader_epoch=-1 if o.leader_epoch is None else o.leader_epoch,
+                history=(),
+                source="snapshot",
+            )
+    ctx.interest.update(ev.topics)
+    ctx.changed = True
+
+
+def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
+    state, config = ctx.state, ctx.config
+    interest = ctx.interest
+    ts = ev.snapshot_ts_ms
+    measured = ev.end_offsets_ts_ms if ev.end_offsets_ts_ms is not None else ts
+    for t in list(state.topics):
+        if t not in interest:
+            del state.topics[t]
+    for tp in [tp for tp in state.end_offsets if tp.topic not in interest]:
+        del state.end_offsets[tp]
+    rows: list[PartitionLagRow] = []
+    for topic in ev.topics:
+        name = topic.topic
+        if name not in interest or topic.error is not None:
+            continue
+        old = state.topics.get(name)
+        counts = old.counts if old is not None else ()
+        if topic.partition_count is not None and (
+            not counts or (counts[-1][1] != topic.partition_count and ts > counts[-1][0])
+        ):
+            counts = (*counts, (ts, topic.partition_count))[-config.topic_count_history :]
+        racks: tuple[tuple[str, ...], ...] | None = None
+        if any(r is not None for p in topic.partitions for r in p.replica_racks):
+            by_p = {
+                p.partition: tuple(r for r in p.replica_racks if r is not None)
+                for p in topic.partitions
+            }
+            n = max(by_p) + 1
+            racks = tuple(by_p.get(i, ()) for i in range(n))
+        elif old is not None and old.racks is not None and not topic.partitions:
+            racks = old.racks
+        state.topics[name] = TopicMeta(
+            topic_id=topic.topic_id or (old.topic_id if old is not None else None),
+            counts=counts,
+            racks=racks,
+        )
+        for p in topic.partitions:
+            if p.end_offset is None:
+                continue
+            tp = TopicPartition(name, p.partition)
+            history = state.end_offsets.get(tp, ())
+            newest = not history or measured >= history[-1][0]
+            state.end_offsets[tp] = add_point(
+                history, measured, p.end_offset, config.end_offset_history
+            )
+            entry = state.commits.get(tp)
+            if entry is not None and newest:
+                rows.append(_lag_row(ctx, tp, entry.offset, measured, "snapshot"))
+    if state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms:
+        state.end_offsets_ts_ms = measured
+    ctx.emit(*rows)
+    ctx.changed = True
+
+
+# -- status ------------------------------------------------------------------------------------
+
+
+def _status(state: GroupState, now_ms: int) -> GroupStatus:
+    col = state.collector
+    cg = state.consumer
+    classic = state.classic
+    generation: int | None = None
+    group_epoch: int | None = None
+    members = 0
+    strategy: str | None = None
+    protocol_type: str | None = col.protocol_type
+    rebalance_protocol: str | None = None
+    derived: str
+    if cg is not None:
+        current = [m for m in cg.members.values() if m.has_metadata]
+        members = len(current)
+        generation = cg.assignment_epoch
+        group_epoch = cg.group_epoch
+        protocol_type = "consumer"
+        rebalance_protocol = "cooperative"
+        named = [m.server_assignor for m in current if m.server_assignor]
+        strategy = named[0] if named else None
+        if not current:
+            derived = "Empty"
+        elif (cg.group_epoch or 0) > (cg.assignment_epoch or 0):
+            derived = "Assigning"
+        elif any(
+            m.member_epoch != cg.assignment_epoch or m.state != 0 or m.pending_revocation
+            for m in current
+        ):
+            derived = "Reconciling"
+        else:
+            derived = "Stable"
+    elif classic is not None:
+        members = len(classic.members)
+        generation = classic.generation
+        strategy = classic.protocol
+        protocol_type = classic.protocol_type or protocol_type
+        rebalance_protocol = classic.rebalance_protocol
+        derived = "Stable" if classic.members else "Empty"
+    else:
+        derived = "Empty" if state.commits else "Unknown"
+    use_collector = col.state is not None and (
+        state.last_record_ts_ms is None
+        or (col.last_ts_ms is not None and col.last_ts_ms >= state.last_record_ts_ms)
+    )
+    total: int | None = None
+    worst: float | None = None
+    for tp, entry in state.commits.items():
+        history = state.end_offsets.get(tp)
+        if not history:
+            continue
+        lag = lag_records(history[-1][1], entry.offset)
+        if lag is not None:
+            total = (total or 0) + lag
+        seconds, _method = lag_seconds(history, entry.offset, history[-1][0])
+        if seconds is not None and (worst is None or seconds > worst):
+            worst = seconds
+    return GroupStatus(
+        event_id=event_id("status", state.cluster, state.group_id),
+        cluster=state.cluster,
+        group_id=state.group_id,
+        event_ts_ms=now_ms,
+        as_of_ts_ms=now_ms,
+        group_protocol=state.kind,
+        protocol_type=protocol_type,
+        strategy=strategy,
+        state=col.state if use_collector and col.state is not None else derived,
+        state_source="collector" if use_collector else "records",
+        generation=generation,
+        group_epoch=group_epoch,
+        member_count=members,
+        rebalance_protocol=rebalance_protocol,
+        last_rebalance_ts_ms=state.last_rebalance_ts_ms,
+        last_cause=state.last_cause,
+        committed_partitions=len(state.commits),
+        total_lag_records=total,
+        max_lag_seconds=worst,
+        collector_seen_ts_ms=col.last_ts_ms,
+        skipped_records=sum(state.counters.values()),
+    )

@@ -1,0 +1,143 @@
+"""The cause rules (1-12) and departure rules (D1-D3) of ``causes.py``: correctness tables.
+
+Every row names the rule it proves. ``f`` = 2/3 (the default crash fraction), session 45 s,
+so the threshold is 30 s.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from streaming.tracking.causes import (
+    RULES,
+    CauseFacts,
+    DepartureEvidence,
+    classify,
+    judge_departure,
+)
+from streaming.tracking.events import Departure, StaticRejoin
+
+pytestmark = pytest.mark.unit
+
+S = 1000
+F = 2 / 3
+
+
+def ev(
+    alive: int | None,
+    removed_by: int | None,
+    *,
+    removed_after: int | None = None,
+    interval: int | None = None,
+    session: int | None = 45 * S,
+) -> DepartureEvidence:
+    return DepartureEvidence("m-1", None, session, alive, removed_after, removed_by, interval)
+
+
+DEPARTURE_TABLE = [
+    # rule, evidence, kind
+    # D1 committed 1 s before the group re-formed: a LeaveGroup, not a timeout
+    ("D1", ev(100 * S, 101 * S), "graceful"),
+    # D1 just under the threshold (29.9 s)
+    ("D1", ev(100 * S, 129_900), "graceful"),
+    # D1 wins even for a regular committer: a timeout cannot be that fast
+    ("D1", ev(100 * S, 110 * S, interval=5 * S), "graceful"),
+    # D2 regular 5 s commits, silent 46 s before it was removed: crash
+    ("D2", ev(100 * S, 146 * S, interval=5 * S), "crash"),
+    # D2 the collector's last sighting bounds the removal from below (silence 45 s)
+    ("D2", ev(100 * S, 146 * S, removed_after=145 * S, interval=5 * S), "crash"),
+    # D3 the removal is known only to lie between 110 s (last sighting) and 146 s: the
+    #    silence proven (10 s) is too short for a timeout, too long ago for D1
+    ("D3", ev(100 * S, 146 * S, removed_after=110 * S, interval=5 * S), "undetermined"),
+    # D3 no commits to judge by: a long generation then gone
+    ("D3", ev(100 * S, 700 * S), "undetermined"),
+    # D3 commits less often than the threshold: silence proves nothing
+    ("D3", ev(100 * S, 700 * S, interval=60 * S), "undetermined"),
+    # D3 no session timeout known
+    ("D3", ev(100 * S, 101 * S, session=None), "undetermined"),
+    # D3 no sign of life known
+    ("D3", ev(None, 101 * S), "undetermined"),
+]
+
+
+@pytest.mark.parametrize(("rule", "evidence", "kind"), DEPARTURE_TABLE)
+def test_departure_table(rule: str, evidence: DepartureEvidence, kind: str) -> None:
+    d = judge_departure(evidence, F)
+    assert (d.rule, d.kind) == (rule, kind)
+
+
+def dep(kind: str, member: str = "m") -> Departure:
+    return Departure(member, None, kind, "D?", 0, None, 0, 0, 45 * S, None)  # type: ignore[arg-type]
+
+
+R = StaticRejoin("s1", "s1-old", "s1-new")
+
+CAUSE_TABLE = [
+    # rule, facts, cause
+    # 1 nothing known before: a baseline, even if members "joined"
+    (1, CauseFacts(first_observation=True, joined=("a",)), "unknown"),
+    # 2 same generation, static member swapped its member id
+    (2, CauseFacts(same_generation=True, static_rejoins=(R,)), "static_rejoin"),
+    # 3 same generation with anything else (should not happen)
+    (3, CauseFacts(same_generation=True, joined=("x",)), "unknown"),
+    # 4 a crash wins over every other change
+    (4, CauseFacts(departures=(dep("graceful"), dep("crash")), joined=("b",)), "crash"),
+    # 5 graceful leave (with a join in the same generation)
+    (5, CauseFacts(departures=(dep("graceful"),), joined=("b",)), "graceful_leave"),
+    # 6 a member left, how is undetermined
+    (6, CauseFacts(departures=(dep("undetermined"),)), "leave"),
+    # 7 joins only (also with a subscription change of another member)
+    (7, CauseFacts(joined=("b",), subscription_changed=("a",)), "join"),
+    # 8 same members, a subscription changed (also with a partition count change)
+    (
+        8,
+        CauseFacts(subscription_changed=("a",), partition_counts_changed=("t",)),
+        "subscription_change",
+    ),
+    # 9 same members and subscriptions, a topic grew
+    (9, CauseFacts(partition_counts_changed=("t",), followup=True), "partition_count_change"),
+    # 10 a static member came back (in a new generation), nothing else
+    (10, CauseFacts(static_rejoins=(R,)), "static_rejoin"),
+    # 11 cooperative follow-up round
+    (11, CauseFacts(followup=True), "cooperative_followup"),
+    # 12 nothing visible changed
+    (12, CauseFacts(), "unknown"),
+    (12, CauseFacts(metadata_changed=True), "unknown"),
+]
+
+
+@pytest.mark.parametrize(("rule", "facts", "cause"), CAUSE_TABLE)
+def test_cause_table(rule: int, facts: CauseFacts, cause: str) -> None:
+    verdict = classify(facts)
+    assert (verdict.rule, verdict.cause) == (rule, cause)
+    assert verdict.detail.startswith(f"rule {rule}:")
+
+
+def test_rules_are_numbered_in_order_and_all_covered() -> None:
+    assert [r.number for r in RULES] == list(range(1, len(RULES) + 1))
+    assert {row[0] for row in CAUSE_TABLE} == {r.number for r in RULES}
+    assert {row[0] for row in DEPARTURE_TABLE} == {"D1", "D2", "D3"}
+
+
+def test_factors_list_every_fact() -> None:
+    v = classify(
+        CauseFacts(
+            departures=(dep("crash"), dep("undetermined")),
+            joined=("b",),
+            static_rejoins=(R,),
+            subscription_changed=("a",),
+            partition_counts_changed=("t",),
+            followup=True,
+            metadata_changed=True,
+        )
+    )
+    assert v.factors == (
+        "left:crash",
+        "left:undetermined",
+        "joined",
+        "static_rejoin",
+        "subscription_change",
+        "partition_count_change",
+        "metadata_changed",
+        "cooperative_followup",
+    )

@@ -1,0 +1,136 @@
+"""Rebuilding the assignor input from GroupMetadata, and running the strategies safely."""
+
+from __future__ import annotations
+
+import pytest
+
+from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
+from streaming.codec.model import CooperativeStickyUserData, StickyUserData, TopicPartitions
+from streaming.tracking.expected import classic_specs, owned_for_strategy, run_strategies
+from tests.unit.streaming.tracking.factories import group_metadata, member, subscription, tps
+
+pytestmark = pytest.mark.unit
+
+OWNED = tps("t", 0, 1)
+UD = StickyUserData(1, (TopicPartitions("t", (2, 3)),), 7)
+
+UD_OWNED = tps("t", 2, 3)
+NINE = CooperativeStickyUserData(9, True)
+MINUS_1 = b"\xff\xff\xff\xff"
+FRESH = CooperativeStickyUserData(-1, True)
+SHORT = CooperativeStickyUserData(-1, False)
+V0 = StickyUserData(0, (TopicPartitions("t", (1,)),), None)
+UNREADABLE = StickyUserData(-1, (), -1)
+
+OWNED_TABLE = [
+    # strategy, subscription, (owned, generation)
+    # sticky: the user data, never the subscription's owned partitions
+    ("sticky", subscription(["t"], owned=OWNED, generation=9, assignor_data=UD), (UD_OWNED, 7)),
+    # sticky: a v0 user data has no generation
+    ("sticky", subscription(["t"], assignor_data=V0), (tps("t", 1), None)),
+    # sticky: unreadable user data (Java: nothing, generation -1)
+    ("sticky", subscription(["t"], assignor_data=UNREADABLE), ((), -1)),
+    # sticky: no user data (never assigned)
+    ("sticky", subscription(["t"], owned=OWNED), ((), None)),
+    # cooperative-sticky: the subscription's generation id wins over the user data
+    ("cooperative-sticky", subscription(["t"], owned=OWNED, generation=4, user_data=b"\0\0\0\x09",
+                                        assignor_data=NINE), (OWNED, 4)),
+    # cooperative-sticky: no generation id, user data null -> absent
+    ("cooperative-sticky", subscription(["t"], owned=OWNED), (OWNED, None)),
+    # cooperative-sticky: no generation id, the user data's int32 (-1 for a fresh member)
+    ("cooperative-sticky", subscription(["t"], user_data=MINUS_1, assignor_data=FRESH), ((), -1)),
+    # cooperative-sticky: unparsable user data -> -1
+    ("cooperative-sticky", subscription(["t"], user_data=b"", assignor_data=SHORT), ((), -1)),
+    # range / roundrobin: owned partitions unused
+    ("range", subscription(["t"], owned=OWNED, generation=3), ((), None)),
+    ("sticky", None, ((), None)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("strategy", "sub", "result"), OWNED_TABLE)
+def test_owned_for_strategy_table(
+    strategy: str, sub: object, result: tuple[tuple[TopicPartition, ...], int | None]
+) -> None:
+    assert owned_for_strategy(strategy, sub) == result  # type: ignore[arg-type]
+
+
+def test_classic_specs_own_and_whatif() -> None:
+    rec = group_metadata(
+        8,
+        [
+            member("b-1", ["t", "u"], tps("t", 0), rack="r1", instance="static-b",
+                   user_data=b"x", assignor_data=UD),
+            member("a-1", ["t"], tps("t", 1)),
+        ],
+        protocol="sticky",
+    )  # fmt: skip
+    own, whatif = classic_specs(
+        rec,
+        topics={"t": 4},
+        racks={"t": (("r1",), ("r2",), ("r1",))},
+        topic_ids={"t": None},
+        previous={"static-b": tps("t", 0, 2)},
+        previous_generation=7,
+    )
+    # members in record order, instance ids and racks kept
+    assert [m.member_id for m in own.members] == ["b-1", "a-1"]
+    b = own.members[0]
+    assert (b.group_instance_id, b.rack, b.topics) == ("static-b", "r1", ("t", "u"))
+    # own (sticky): the user data; what-if: the actual previous partitions, by identity
+    assert (b.owned_partitions, b.generation) == (tps("t", 2, 3), 7)
+    wb, wa = whatif.members
+    assert (wb.owned_partitions, wb.generation) == (tps("t", 0, 2), 7)
+    assert (wa.owned_partitions, wa.generation) == ((), None)
+    # racks padded to the partition count; a topic id derived when unknown
+    assert own.partition_racks["t"] == (("r1",), ("r2",), ("r1",), ())
+    assert len(own.topic_ids["t"]) == 22
+
+
+class Boom:
+    name = "range"
+    side = "client"
+
+    def assign(self, spec: GroupSpec) -> AssignmentResult:
+        raise RuntimeError("bug in an assignor")
+
+
+def test_a_failing_assignor_is_an_error_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streaming.tracking.expected as expected
+    from assign_core.assignors.registry import get_assignor
+
+    monkeypatch.setattr(
+        expected, "get_assignor", lambda name: Boom() if name == "range" else get_assignor(name)
+    )
+    spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
+    rows = run_strategies(
+        own="range",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=("range", "roundrobin"),
+        actual={"a": tps("t", 0, 1)},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=10,
+    )
+    assert [(r.strategy, r.own, r.error) for r in rows] == [
+        ("range", True, "RuntimeError: bug in an assignor"),
+        ("roundrobin", False, None),
+    ]
+    assert rows[1].divergent is False
+
+
+def test_groups_over_the_limits_skip_the_assignors() -> None:
+    spec = GroupSpec(topics={"t": 50}, members=(Member("a", ("t",)),))
+    (row,) = run_strategies(
+        own="range",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=10,
+    )
+    assert row.error is not None and row.error.startswith("skipped")
