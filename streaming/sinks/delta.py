@@ -1,0 +1,142 @@
+"""The Delta sink: six tables under one base path, written once per micro-batch.
+
+:class:`DeltaSink` keeps each table of :mod:`streaming.sinks.tables` at
+``<base_path>/<table>``, partitioned by ``date``. :meth:`DeltaSink.ensure_tables` creates the
+missing ones (and refuses a table whose columns differ); :meth:`DeltaSink.write_batch`
+appends one micro-batch's rows from ``foreachBatch``.
+
+Idempotency: every append carries ``txnAppId=<app_id>`` and ``txnVersion=<batch_id>``. Delta
+records the pair in the table's log in the same commit as the data, and skips a later append
+whose version is not above the recorded one for that app id. A micro-batch that Spark
+re-runs after a crash (same checkpoint, same batch id) is therefore written at most once
+per table, and a table the crash kept from being written is written on the re-run: no row
+is lost or duplicated. Tables are independent Delta logs, so each remembers its own last
+version.
+
+**A new checkpoint needs a new app id.** Batch ids restart at 0 with a fresh checkpoint; with
+the old app id, Delta would silently skip every batch up to the old last version. Derive
+the app id from the checkpoint (e.g. ``rebalance-monitor:<checkpoint path>`` or a UUID kept
+next to it) and change it whenever the checkpoint is deleted or moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from streaming.sinks import TableSchemaError, UnknownTableError
+from streaming.sinks import tables as t
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = ["DeltaSink"]
+
+
+def _shape(schema: StructType) -> list[tuple[str, str]]:
+    """Column names and types, without nullability or comments (what must match)."""
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+class DeltaSink:
+    """Appends tracker rows and bad records to the six Delta tables (module docstring).
+
+    ``app_id`` must be unique per streaming checkpoint (see the module docstring).
+    """
+
+    def __init__(self, spark: SparkSession, base_path: str, app_id: str) -> None:
+        if not app_id:
+            raise ValueError("app_id must not be empty")
+        self.spark = spark
+        self.base_path = base_path.rstrip("/")
+        self.app_id = app_id
+
+    def path(self, table: str) -> str:
+        """Where ``table`` lives."""
+        if table not in t.SCHEMAS:
+            raise UnknownTableError(table)
+        return f"{self.base_path}/{table}"
+
+    def ensure_tables(self) -> None:
+        """Create every missing table (partitioned by ``date``, columns commented); raise
+        :class:`TableSchemaError` if an existing one has other columns or partitioning."""
+        from delta.tables import DeltaTable
+
+        for table in t.TABLE_NAMES:
+            path = self.path(table)
+            expected = t.schema(table)
+            if DeltaTable.isDeltaTable(self.spark, path):
+                self._check(table, path, expected)
+                continue
+            (
+                DeltaTable.createIfNotExists(self.spark)
+                .location(path)
+                .addColumns(expected)
+                .partitionedBy(t.PARTITION_COLUMN)
+                .comment(f"rebalance-monitor {table} (docs/tables.md)")
+                .execute()
+            )
+
+    def _check(self, table: str, path: str, expected: StructType) -> None:
+        from delta.tables import DeltaTable
+
+        actual = self.spark.read.format("delta").load(path).schema
+        if _shape(actual) != _shape(expected):
+            raise TableSchemaError(
+                f"{path}: columns {_shape(actual)} differ from the {table} schema "
+                f"{_shape(expected)} (docs/tables.md)"
+            )
+        detail = DeltaTable.forPath(self.spark, path).detail().collect()[0]
+        if list(detail["partitionColumns"]) != [t.PARTITION_COLUMN]:
+            raise TableSchemaError(
+                f"{path}: partitioned by {list(detail['partitionColumns'])}, "
+                f"expected [{t.PARTITION_COLUMN!r}]"
+            )
+
+    def write_batch(
+        self,
+        batch_id: int,
+        rows_by_table: Mapping[str, DataFrame | Sequence[Sequence[Any]]],
+    ) -> dict[str, int | None]:
+        """Append one micro-batch: for each table, a DataFrame in the table's schema or
+        Spark rows from :func:`tables.to_spark_row`/:func:`tables.rows_by_table`/
+        :func:`tables.bad_record_row`. Tables given no rows are not touched. Returns the
+        tables appended to, with the number of rows given (``None`` for a DataFrame, which
+        is not counted); a replayed batch returns the same but Delta writes nothing."""
+        from pyspark.sql import DataFrame
+
+        if batch_id < 0:
+            raise ValueError("batch_id must be >= 0")
+        written: dict[str, int | None] = {}
+        for table, rows in rows_by_table.items():
+            path = self.path(table)
+            count: int | None
+            if isinstance(rows, DataFrame):
+                frame, count = rows.select(*t.schema(table).fieldNames()), None
+            else:
+                if not rows:
+                    continue
+                frame = self.spark.createDataFrame(list(rows), schema=t.schema(table))
+                count = len(rows)
+            self._append(frame, path, batch_id)
+            written[table] = count
+        return written
+
+    def write_bad_records(
+        self, batch_id: int, rows: DataFrame | Sequence[Sequence[Any]]
+    ) -> int | None:
+        """Append quarantined records (:func:`tables.bad_record_row` rows or a DataFrame in
+        the ``bad_records`` schema) with the same ``txnAppId``/``txnVersion``. Each table is
+        its own Delta log, so calling this and :meth:`write_batch` (for the other tables)
+        with the same batch id is fine; a replay writes nothing."""
+        return self.write_batch(batch_id, {t.BAD_RECORDS: rows}).get(t.BAD_RECORDS, 0)
+
+    def _append(self, frame: DataFrame, path: str, batch_id: int) -> None:
+        (
+            frame.write.format("delta")
+            .mode("append")
+            .option("txnAppId", self.app_id)
+            .option("txnVersion", str(batch_id))
+            .save(path)
+        )

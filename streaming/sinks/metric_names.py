@@ -1,0 +1,245 @@
+"""Every Prometheus metric of rebalance-monitor: name, type, help text, labels, buckets.
+
+The one module that defines them (``docs/tables.md`` lists them). Names follow the
+existing Kafka exporters (danielqsj/kafka_exporter, kafka-lag-exporter, KMinion): group
+metrics start with ``kafka_consumergroup_`` and carry ``cluster`` and ``group`` (plus
+``topic``/``partition`` per partition, ``strategy`` per assignor, ``member`` per member);
+the job's own health starts with ``rebalance_monitor_``. Base units only (seconds, not
+milliseconds; ratios, not percent), counters end with ``_total``.
+
+``kafka_consumergroup_state`` is a state set, as KMinion and kafka-lag-exporter expose
+states: one series per state of :data:`GROUP_STATES` (plus the current one if Kafka reports
+another), ``1`` for the current state and ``0`` for the others, so ``== 1`` selects it and
+alerts can name states rather than numeric codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ALL_METRICS",
+    "ASSIGNMENT_DIVERGENT",
+    "ASSIGNMENT_IMBALANCE_RATIO",
+    "ASSIGNMENT_SKEW_PARTITIONS",
+    "BAD_RECORDS",
+    "BATCHES",
+    "BATCH_DURATION_SECONDS",
+    "BATCH_INPUT_ROWS",
+    "GENERATION",
+    "GROUP_LABELS",
+    "GROUP_STATES",
+    "INPUT_ROWS",
+    "LAG",
+    "LAG_SECONDS",
+    "LAST_BATCH_TIMESTAMP_SECONDS",
+    "LAST_REBALANCE_TIMESTAMP_SECONDS",
+    "MEMBERS",
+    "MEMBER_ASSIGNED_PARTITIONS",
+    "PARTITIONS_MOVED",
+    "PARTITIONS_REVOKED",
+    "PARTITION_LABELS",
+    "REBALANCES",
+    "REBALANCE_DURATION_SECONDS",
+    "STATE",
+    "MetricSpec",
+    "MetricType",
+]
+
+MetricType = Literal["counter", "gauge", "histogram"]
+
+#: Label sets shared by several metrics.
+GROUP_LABELS: tuple[str, ...] = ("cluster", "group")
+PARTITION_LABELS: tuple[str, ...] = ("cluster", "group", "topic", "partition")
+
+#: Group states of the classic (Empty .. Dead) and KIP-848 (Assigning, Reconciling) protocols,
+#: as the admin API names them; ``Unknown`` when the tracker cannot tell.
+GROUP_STATES: tuple[str, ...] = (
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Assigning",
+    "Reconciling",
+    "Stable",
+    "Dead",
+    "Unknown",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric. ``name`` is the exposed name (counters with their ``_total``);
+    ``buckets`` only for histograms (upper bounds, in the metric's unit)."""
+
+    name: str
+    type: MetricType
+    help: str
+    labels: tuple[str, ...]
+    buckets: tuple[float, ...] = ()
+
+    @property
+    def base_name(self) -> str:
+        """The name ``prometheus_client`` wants (it appends ``_total`` to counters itself)."""
+        return self.name.removesuffix("_total") if self.type == "counter" else self.name
+
+
+# -- per group -------------------------------------------------------------------------------
+
+REBALANCES = MetricSpec(
+    "kafka_consumergroup_rebalances_total",
+    "counter",
+    "Rebalances of the group seen by rebalance-monitor (new generation or target epoch), by cause.",
+    (*GROUP_LABELS, "cause"),
+)
+GENERATION = MetricSpec(
+    "kafka_consumergroup_generation",
+    "gauge",
+    "Current generation of a classic group, or target-assignment epoch of a KIP-848 group.",
+    GROUP_LABELS,
+)
+MEMBERS = MetricSpec(
+    "kafka_consumergroup_members",
+    "gauge",
+    "Members of the group.",
+    GROUP_LABELS,
+)
+STATE = MetricSpec(
+    "kafka_consumergroup_state",
+    "gauge",
+    "Group state as a state set: 1 for the current state, 0 for the others.",
+    (*GROUP_LABELS, "state"),
+)
+LAST_REBALANCE_TIMESTAMP_SECONDS = MetricSpec(
+    "kafka_consumergroup_last_rebalance_timestamp_seconds",
+    "gauge",
+    "Unix time when the group's last rebalance completed.",
+    GROUP_LABELS,
+)
+ASSIGNMENT_SKEW_PARTITIONS = MetricSpec(
+    "kafka_consumergroup_assignment_skew_partitions",
+    "gauge",
+    "Partitions of the most loaded member minus partitions of the least loaded member, "
+    "in the actual assignment.",
+    GROUP_LABELS,
+)
+ASSIGNMENT_IMBALANCE_RATIO = MetricSpec(
+    "kafka_consumergroup_assignment_imbalance_ratio",
+    "gauge",
+    "Partitions of the most loaded member divided by the mean (1 = balanced), for the actual "
+    'assignment (strategy="actual") and what each strategy would have assigned.',
+    (*GROUP_LABELS, "strategy"),
+)
+ASSIGNMENT_DIVERGENT = MetricSpec(
+    "kafka_consumergroup_assignment_divergent",
+    "gauge",
+    "1 if the strategy's assignment differs from the actual one, 0 if equal "
+    "(absent when the strategy gave no answer).",
+    (*GROUP_LABELS, "strategy"),
+)
+PARTITIONS_MOVED = MetricSpec(
+    "kafka_consumergroup_partitions_moved_total",
+    "counter",
+    "Partitions that changed owner in a rebalance (members matched by static identity).",
+    GROUP_LABELS,
+)
+PARTITIONS_REVOKED = MetricSpec(
+    "kafka_consumergroup_partitions_revoked_total",
+    "counter",
+    "Partitions taken from a member that stays in the group, over rebalances.",
+    GROUP_LABELS,
+)
+REBALANCE_DURATION_SECONDS = MetricSpec(
+    "kafka_consumergroup_rebalance_duration_seconds",
+    "histogram",
+    "Rebalance duration from start to completion (a lower bound when the start is only "
+    "known from a collector snapshot).",
+    GROUP_LABELS,
+    (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0),
+)
+
+# -- per member and per partition -----------------------------------------------------------
+
+MEMBER_ASSIGNED_PARTITIONS = MetricSpec(
+    "kafka_consumergroup_member_assigned_partitions",
+    "gauge",
+    "Partitions assigned to the member in the current generation (removed when it departs).",
+    (*GROUP_LABELS, "member", "client_id"),
+)
+LAG = MetricSpec(
+    "kafka_consumergroup_lag",
+    "gauge",
+    "Records between the committed offset and the log end offset.",
+    PARTITION_LABELS,
+)
+LAG_SECONDS = MetricSpec(
+    "kafka_consumergroup_lag_seconds",
+    "gauge",
+    "Seconds since the log end offset passed the committed offset (estimated from the "
+    "end-offset history).",
+    PARTITION_LABELS,
+)
+
+# -- the query's own health ------------------------------------------------------------------
+
+BATCHES = MetricSpec(
+    "rebalance_monitor_batches_total",
+    "counter",
+    "Micro-batches the streaming query has completed.",
+    (),
+)
+BATCH_DURATION_SECONDS = MetricSpec(
+    "rebalance_monitor_batch_duration_seconds",
+    "histogram",
+    "Wall time of one micro-batch.",
+    (),
+    (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+)
+INPUT_ROWS = MetricSpec(
+    "rebalance_monitor_input_rows_total",
+    "counter",
+    "Kafka records read by the streaming query.",
+    (),
+)
+BATCH_INPUT_ROWS = MetricSpec(
+    "rebalance_monitor_batch_input_rows",
+    "gauge",
+    "Kafka records read by the last micro-batch.",
+    (),
+)
+BAD_RECORDS = MetricSpec(
+    "rebalance_monitor_bad_records_total",
+    "counter",
+    "Records that failed to decode and went to the bad_records table.",
+    (),
+)
+LAST_BATCH_TIMESTAMP_SECONDS = MetricSpec(
+    "rebalance_monitor_last_batch_timestamp_seconds",
+    "gauge",
+    "Unix time when the last micro-batch completed.",
+    (),
+)
+
+#: Every metric, in exposition order.
+ALL_METRICS: tuple[MetricSpec, ...] = (
+    REBALANCES,
+    GENERATION,
+    MEMBERS,
+    STATE,
+    LAST_REBALANCE_TIMESTAMP_SECONDS,
+    ASSIGNMENT_SKEW_PARTITIONS,
+    ASSIGNMENT_IMBALANCE_RATIO,
+    ASSIGNMENT_DIVERGENT,
+    PARTITIONS_MOVED,
+    PARTITIONS_REVOKED,
+    REBALANCE_DURATION_SECONDS,
+    MEMBER_ASSIGNED_PARTITIONS,
+    LAG,
+    LAG_SECONDS,
+    BATCHES,
+    BATCH_DURATION_SECONDS,
+    INPUT_ROWS,
+    BATCH_INPUT_ROWS,
+    BAD_RECORDS,
+    LAST_BATCH_TIMESTAMP_SECONDS,
+)

@@ -1,0 +1,345 @@
+"""The driver's Prometheus exporter: tracker events in, ``/metrics`` out.
+
+:class:`PrometheusSink` owns its own :class:`~prometheus_client.CollectorRegistry` (never the
+global one) and serves it with ``prometheus_client.start_http_server``, by default on
+``127.0.0.1:9108``. The streaming job calls :meth:`PrometheusSink.update` with each
+micro-batch's tracker events and :meth:`PrometheusSink.record_batch` with the batch's health
+figures. Names, help texts, labels and buckets come from :mod:`streaming.sinks.metric_names`.
+
+Idempotency per micro-batch: a micro-batch that Spark replays after a restart yields the
+same events with the same ``event_id`` (``GroupStatus``: the same id and ``as_of_ts_ms``).
+The sink remembers the last ``max_remembered_events`` applied ids and skips repeats, so
+counters and the duration histogram never count an event twice. Gauges never go back in
+time: a group's gauges take a ``GroupStatus`` only if it is not older than the last one
+(``as_of_ts_ms``), rebalance and metrics rows only for a generation not older than the
+last, lag rows only if not measured earlier than the last.
+
+Series removal:
+
+* ``GroupDeleted`` (deleted, expired, converted or recreated group) removes every series
+  of the group, counters included (a recreated group starts again from zero, which
+  Prometheus treats as a counter reset). Afterwards the group is dormant: events older than
+  the tombstone and ``GroupStatus`` snapshots (the tracker closes the tombstone's batch with
+  one) are ignored until a rebalance, commit, lag or metrics row shows the group again.
+* A rebalance removes ``kafka_consumergroup_member_assigned_partitions`` of members that
+  are not in the new generation (departed members).
+* An offset tombstone (``OffsetCommitRow.deleted``) removes the partition's lag series;
+  a lag row without a value (``lag_records``/``lag_seconds`` null) removes that series.
+* A strategy that failed for a rebalance (``GroupMetricsRow.error``) loses its
+  ``imbalance_ratio`` and ``divergent`` series; a strategy whose ``divergent`` is unknown
+  loses its ``divergent`` series.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from streaming.sinks import metric_names as mn
+from streaming.sinks.metric_names import MetricSpec
+from streaming.tracking.events import (
+    EVENT_TYPES,
+    GroupDeleted,
+    GroupMetricsRow,
+    GroupStatus,
+    OffsetCommitRow,
+    PartitionLagRow,
+    RebalanceEvent,
+    from_row,
+)
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PrometheusSink"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9108
+
+_Metric = Counter | Gauge | Histogram
+_GroupKey = tuple[str, str]
+_Series = tuple[str, tuple[str, ...]]
+
+
+def _build(spec: MetricSpec, registry: CollectorRegistry) -> _Metric:
+    if spec.type == "counter":
+        return Counter(spec.base_name, spec.help, spec.labels, registry=registry)
+    if spec.type == "gauge":
+        return Gauge(spec.base_name, spec.help, spec.labels, registry=registry)
+    return Histogram(
+        spec.base_name, spec.help, spec.labels, registry=registry, buckets=spec.buckets
+    )
+
+
+class PrometheusSink:
+    """Tracker events -> Prometheus series in a registry of its own (module docstring)."""
+
+    def __init__(self, *, max_remembered_events: int = 200_000) -> None:
+        if max_remembered_events < 1:
+            raise ValueError("max_remembered_events must be at least 1")
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._metrics: dict[str, _Metric] = {
+            spec.name: _build(spec, self.registry) for spec in mn.ALL_METRICS
+        }
+        self._lock = threading.Lock()
+        self._max_remembered = max_remembered_events
+        self._applied: OrderedDict[str, None] = OrderedDict()
+        self._series: dict[_GroupKey, set[_Series]] = {}
+        self._members: dict[_GroupKey, set[tuple[str, ...]]] = {}
+        self._generation: dict[_GroupKey, int] = {}
+        self._status_ts_ms: dict[_GroupKey, int] = {}
+        self._lag_ts_ms: dict[tuple[str, str, str, int], int] = {}
+        self._deleted_ts_ms: dict[_GroupKey, int] = {}
+        self._dormant: set[_GroupKey] = set()
+        self._last_batch_id: int | None = None
+        self._server: WSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+        """Serve ``/metrics`` on ``host:port`` in a daemon thread; returns the bound port
+        (``port=0`` binds any free port)."""
+        if self._server is not None:
+            raise RuntimeError("the Prometheus exporter is already started")
+        server, thread = start_http_server(port, addr=host, registry=self.registry)
+        self._server, self._thread = server, thread
+        return int(server.server_port)
+
+    def stop(self) -> None:
+        """Stop serving (idempotent)."""
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    # -- query health ----------------------------------------------------------------------
+
+    def record_batch(
+        self,
+        duration_s: float,
+        input_rows: int,
+        bad_records: int,
+        ts_s: float,
+        *,
+        batch_id: int | None = None,
+    ) -> None:
+        """One completed micro-batch: its wall time, Kafka records read, records quarantined
+        and completion time (Unix seconds). With ``batch_id``, a batch id not above the
+        last recorded one is a replay and is ignored."""
+        with self._lock:
+            if batch_id is not None:
+                if self._last_batch_id is not None and batch_id <= self._last_batch_id:
+                    return
+                self._last_batch_id = batch_id
+            self._inc(mn.BATCHES, (), 1)
+            self._observe(mn.BATCH_DURATION_SECONDS, (), max(0.0, duration_s))
+            self._inc(mn.INPUT_ROWS, (), max(0, input_rows))
+            self._inc(mn.BAD_RECORDS, (), max(0, bad_records))
+            self._set(mn.BATCH_INPUT_ROWS, (), input_rows)
+            self._set(mn.LAST_BATCH_TIMESTAMP_SECONDS, (), ts_s)
+
+    # -- tracker events --------------------------------------------------------------------
+
+    def update(self, events: Iterable[Any]) -> int:
+        """Apply tracker events (row objects or their ``to_row`` dicts), in order; returns
+        how many were applied (repeats and unknown kinds are skipped)."""
+        applied = 0
+        with self._lock:
+            for raw in events:
+                event = self._as_event(raw)
+                if event is None:
+                    continue
+                key = self._dedupe_key(event)
+                if key in self._applied:
+                    continue
+                self._remember(key)
+                group = (event.cluster, event.group_id)
+                deleted_at = self._deleted_ts_ms.get(group)
+                if deleted_at is not None and event.event_ts_ms < deleted_at:
+                    continue
+                if group in self._dormant:
+                    if isinstance(event, GroupStatus | GroupDeleted):
+                        continue  # e.g. the status that closes the tombstone's batch
+                    if not (isinstance(event, OffsetCommitRow) and event.deleted):
+                        self._dormant.discard(group)  # activity after the tombstone
+                self._apply(event, group)
+                applied += 1
+        return applied
+
+    @staticmethod
+    def _as_event(raw: Any) -> Any:
+        if isinstance(raw, Mapping):
+            cls = EVENT_TYPES.get(str(raw.get("kind")))
+            return None if cls is None else from_row(cls, raw)
+        return raw if type(raw) in EVENT_TYPES.values() else None
+
+    @staticmethod
+    def _dedupe_key(event: Any) -> str:
+        if isinstance(event, GroupStatus):
+            return f"{event.event_id}@{event.as_of_ts_ms}"
+        return str(event.event_id)
+
+    def _remember(self, key: str) -> None:
+        self._applied[key] = None
+        while len(self._applied) > self._max_remembered:
+            self._applied.popitem(last=False)
+
+    def _apply(self, event: Any, group: _GroupKey) -> None:
+        if isinstance(event, RebalanceEvent):
+            self._rebalance(event, group)
+        elif isinstance(event, GroupMetricsRow):
+            self._group_metrics(event, group)
+        elif isinstance(event, GroupStatus):
+            self._status(event, group)
+        elif isinstance(event, PartitionLagRow):
+            self._lag(event, group)
+        elif isinstance(event, OffsetCommitRow):
+            if event.deleted:
+                labels = (*group, event.topic, str(event.partition))
+                self._remove(group, mn.LAG, labels)
+                self._remove(group, mn.LAG_SECONDS, labels)
+                lag_key = (*group, event.topic, event.partition)
+                self._lag_ts_ms[lag_key] = max(
+                    self._lag_ts_ms.get(lag_key, event.event_ts_ms), event.event_ts_ms
+                )
+        elif isinstance(event, GroupDeleted):
+            self._delete_group(event, group)
+        # MemberAssignmentRow: the Delta table's business; the gauges come from the rebalance.
+
+    def _rebalance(self, ev: RebalanceEvent, group: _GroupKey) -> None:
+        if ev.is_rebalance:
+            self._inc(mn.REBALANCES, (*group, ev.cause), 1)
+            self._inc(mn.PARTITIONS_MOVED, group, max(0, ev.churn.moved_partitions))
+            self._inc(mn.PARTITIONS_REVOKED, group, max(0, ev.churn.revoked_partitions))
+            if ev.duration_ms is not None:
+                seconds = max(0, ev.duration_ms) / 1000.0
+                self._observe(mn.REBALANCE_DURATION_SECONDS, group, seconds)
+        if ev.generation_after < self._generation.get(group, -1):
+            return  # an older generation: the gauges already show a newer one
+        self._generation[group] = ev.generation_after
+        self._set(mn.GENERATION, group, ev.generation_after)
+        self._set(mn.MEMBERS, group, len(ev.members_after))
+        self._set(mn.ASSIGNMENT_SKEW_PARTITIONS, group, ev.actual_skew.spread_partitions)
+        self._set(mn.LAST_REBALANCE_TIMESTAMP_SECONDS, group, ev.completed_ts_ms / 1000.0)
+        current: set[tuple[str, ...]] = set()
+        for member in ev.members_after:
+            labels = (*group, member.member_id, member.client_id or "")
+            current.add(labels)
+            self._set(
+                mn.MEMBER_ASSIGNED_PARTITIONS, labels, len(ev.actual.get(member.member_id, ()))
+            )
+        for gone in self._members.get(group, set()) - current:
+            self._remove(group, mn.MEMBER_ASSIGNED_PARTITIONS, gone)
+        self._members[group] = current
+
+    def _group_metrics(self, row: GroupMetricsRow, group: _GroupKey) -> None:
+        if row.generation < self._generation.get(group, -1):
+            return
+        self._generation[group] = row.generation
+        strategy = "actual" if row.is_actual else row.strategy
+        labels = (*group, strategy)
+        if row.error is not None:
+            self._remove(group, mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
+            self._remove(group, mn.ASSIGNMENT_DIVERGENT, labels)
+            return
+        ratio = row.imbalance_ratio
+        if math.isfinite(ratio):
+            self._set(mn.ASSIGNMENT_IMBALANCE_RATIO, labels, ratio)
+        else:
+            self._remove(group, mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
+        if row.is_actual:
+            self._set(mn.ASSIGNMENT_SKEW_PARTITIONS, group, row.spread_partitions)
+        elif row.divergent is None:
+            self._remove(group, mn.ASSIGNMENT_DIVERGENT, labels)
+        else:
+            self._set(mn.ASSIGNMENT_DIVERGENT, labels, 1 if row.divergent else 0)
+
+    def _status(self, st: GroupStatus, group: _GroupKey) -> None:
+        if st.as_of_ts_ms < self._status_ts_ms.get(group, st.as_of_ts_ms):
+            return
+        self._status_ts_ms[group] = st.as_of_ts_ms
+        generation = st.generation if st.generation is not None else st.group_epoch
+        if generation is not None and generation >= self._generation.get(group, -1):
+            self._generation[group] = generation
+            self._set(mn.GENERATION, group, generation)
+        self._set(mn.MEMBERS, group, st.member_count)
+        states = list(mn.GROUP_STATES)
+        if st.state not in states:
+            states.append(st.state)
+        for state in states:
+            self._set(mn.STATE, (*group, state), 1 if state == st.state else 0)
+        # A state outside GROUP_STATES shown earlier and no longer current: drop it.
+        for metric, labels in list(self._series.get(group, set())):
+            if metric == mn.STATE.name and labels[2] not in states:
+                self._remove(group, mn.STATE, labels)
+        if st.last_rebalance_ts_ms is not None:
+            self._set(mn.LAST_REBALANCE_TIMESTAMP_SECONDS, group, st.last_rebalance_ts_ms / 1000.0)
+
+    def _lag(self, row: PartitionLagRow, group: _GroupKey) -> None:
+        lag_key = (*group, row.topic, row.partition)
+        if row.measured_ts_ms < self._lag_ts_ms.get(lag_key, row.measured_ts_ms):
+            return
+        self._lag_ts_ms[lag_key] = row.measured_ts_ms
+        labels = (*group, row.topic, str(row.partition))
+        if row.lag_records is None:
+            self._remove(group, mn.LAG, labels)
+        else:
+            self._set(mn.LAG, labels, row.lag_records)
+        if row.lag_seconds is None or not math.isfinite(row.lag_seconds):
+            self._remove(group, mn.LAG_SECONDS, labels)
+        else:
+            self._set(mn.LAG_SECONDS, labels, row.lag_seconds)
+
+    def _delete_group(self, ev: GroupDeleted, group: _GroupKey) -> None:
+        for metric, labels in self._series.pop(group, set()):
+            self._unregister_child(metric, labels)
+        self._members.pop(group, None)
+        self._generation.pop(group, None)
+        self._status_ts_ms.pop(group, None)
+        for lag_key in [k for k in self._lag_ts_ms if k[:2] == group]:
+            del self._lag_ts_ms[lag_key]
+        self._deleted_ts_ms[group] = max(self._deleted_ts_ms.get(group, 0), ev.event_ts_ms)
+        self._dormant.add(group)
+
+    # -- series bookkeeping ----------------------------------------------------------------
+
+    def _child(self, spec: MetricSpec, labels: tuple[str, ...]) -> _Metric:
+        metric = self._metrics[spec.name]
+        if not spec.labels:
+            return metric
+        if len(labels) >= 2:
+            self._series.setdefault((labels[0], labels[1]), set()).add((spec.name, labels))
+        return metric.labels(*labels)
+
+    def _set(self, spec: MetricSpec, labels: tuple[str, ...], value: float) -> None:
+        child = self._child(spec, labels)
+        assert isinstance(child, Gauge), spec.name
+        child.set(value)
+
+    def _inc(self, spec: MetricSpec, labels: tuple[str, ...], amount: float) -> None:
+        child = self._child(spec, labels)
+        assert isinstance(child, Counter), spec.name
+        child.inc(amount)
+
+    def _observe(self, spec: MetricSpec, labels: tuple[str, ...], value: float) -> None:
+        child = self._child(spec, labels)
+        assert isinstance(child, Histogram), spec.name
+        child.observe(value)
+
+    def _remove(self, group: _GroupKey, spec: MetricSpec, labels: tuple[str, ...]) -> None:
+        series = self._series.get(group)
+        if series is not None:
+            series.discard((spec.name, labels))
+        self._unregister_child(spec.name, labels)
+
+    def _unregister_child(self, metric: str, labels: tuple[str, ...]) -> None:
+        with contextlib.suppress(KeyError):
+            self._metrics[metric].remove(*labels)

@@ -1,0 +1,477 @@
+"""The six Delta tables: Spark schemas, the ``date`` partition column, tracker rows -> rows.
+
+=====================  ===================================  ==================================
+table                  one row per                          from
+=====================  ===================================  ==================================
+rebalance_events       rebalance                            ``RebalanceEvent``
+member_assignments     generation x member x partition      ``MemberAssignmentRow``
+group_metrics          rebalance x (actual, each strategy)  ``GroupMetricsRow``
+offset_commits         offset commit or offset tombstone    ``OffsetCommitRow``
+partition_lag          lag measurement of a partition       ``PartitionLagRow``
+bad_records            record that failed to decode         :func:`bad_record_row`
+=====================  ===================================  ==================================
+
+``GroupStatus`` and ``GroupDeleted`` feed Prometheus only (the status is an upsert, the
+tombstone is also in ``offset_commits``/``rebalance_events`` history).
+
+Column names are the tracker's field names (``docs/tables.md`` documents each one), plus:
+
+* ``event_time``: ``event_ts_ms`` as a UTC ``TIMESTAMP`` for SQL convenience;
+* ``date``: the UTC calendar date of the event time (``bad_records``: of the Kafka record
+  timestamp), the partition column of every table.
+
+Nested values are typed Spark structs, arrays and maps, not JSON strings: assignments are
+``map<member_id, array<struct<topic, partition>>>``, members/departures/expected strategies
+arrays of structs, so audit SQL can ``explode`` and filter them without parsing (and Delta
+keeps their statistics). The flat ``member_assignments`` and ``group_metrics`` tables are
+the place for everyday queries; the nested columns keep the whole event for audits.
+
+Every column of the tracker's rows must be present: :func:`to_spark_row` raises ``KeyError``
+naming the missing field, so a schema drift between the tracker and the tables fails loudly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from streaming.sinks import UnknownTableError
+
+__all__ = [
+    "BAD_RECORDS",
+    "DERIVED_COLUMNS",
+    "GROUP_METRICS",
+    "KIND_TO_TABLE",
+    "MEMBER_ASSIGNMENTS",
+    "OFFSET_COMMITS",
+    "PARTITION_COLUMN",
+    "PARTITION_LAG",
+    "REBALANCE_EVENTS",
+    "SCHEMAS",
+    "TABLE_NAMES",
+    "bad_record_row",
+    "date_of_ms",
+    "rows_by_table",
+    "schema",
+    "to_spark_row",
+]
+
+REBALANCE_EVENTS = "rebalance_events"
+MEMBER_ASSIGNMENTS = "member_assignments"
+GROUP_METRICS = "group_metrics"
+OFFSET_COMMITS = "offset_commits"
+PARTITION_LAG = "partition_lag"
+BAD_RECORDS = "bad_records"
+
+TABLE_NAMES: tuple[str, ...] = (
+    REBALANCE_EVENTS,
+    MEMBER_ASSIGNMENTS,
+    GROUP_METRICS,
+    OFFSET_COMMITS,
+    PARTITION_LAG,
+    BAD_RECORDS,
+)
+
+#: Tracker row ``kind`` -> table.
+KIND_TO_TABLE: dict[str, str] = {
+    "rebalance": REBALANCE_EVENTS,
+    "member_assignment": MEMBER_ASSIGNMENTS,
+    "group_metrics": GROUP_METRICS,
+    "offset_commit": OFFSET_COMMITS,
+    "partition_lag": PARTITION_LAG,
+}
+
+PARTITION_COLUMN = "date"
+#: Columns the sink derives (not in the tracker's rows).
+DERIVED_COLUMNS: tuple[str, ...] = ("event_time", PARTITION_COLUMN)
+
+
+# -- building blocks ----------------------------------------------------------------------------
+
+
+def _field(name: str, dtype: DataType, nullable: bool, comment: str) -> StructField:
+    return StructField(name, dtype, nullable, {"comment": comment} if comment else None)
+
+
+def _f(name: str, dtype: DataType, comment: str = "") -> StructField:
+    """A nullable column."""
+    return _field(name, dtype, True, comment)
+
+
+def _s() -> StringType:
+    return StringType()
+
+
+def _req(name: str, dtype: DataType, comment: str = "") -> StructField:
+    """A non-nullable column."""
+    return _field(name, dtype, False, comment)
+
+
+_TP = StructType([_req("topic", StringType()), _req("partition", IntegerType())])
+_TPS = ArrayType(_TP, containsNull=False)
+_ASSIGNMENT = MapType(StringType(), _TPS, valueContainsNull=False)
+_STRINGS = ArrayType(StringType(), containsNull=False)
+
+_MEMBER = StructType(
+    [
+        _req("member_id", _s()),
+        _f("group_instance_id", _s()),
+        _f("client_id", _s()),
+        _f("client_host", _s()),
+        _f("rack", _s()),
+        _req("topics", _STRINGS),
+        _req("partitions", _TPS),
+        _f("session_timeout_ms", IntegerType()),
+        _f("rebalance_timeout_ms", IntegerType()),
+    ]
+)
+_DEPARTURE = StructType(
+    [
+        _req("member_id", _s()),
+        _f("group_instance_id", _s()),
+        _req("kind", _s()),
+        _req("rule", _s()),
+        _f("last_alive_ts_ms", LongType()),
+        _f("removed_after_ts_ms", LongType()),
+        _f("removed_by_ts_ms", LongType()),
+        _f("silence_ms", LongType()),
+        _f("session_timeout_ms", IntegerType()),
+        _f("commit_interval_ms", LongType()),
+    ]
+)
+_STATIC_REJOIN = StructType(
+    [_req("group_instance_id", _s()), _req("old_member_id", _s()), _req("new_member_id", _s())]
+)
+_SKEW = StructType(
+    [
+        _req("members", IntegerType()),
+        _req("partitions", IntegerType()),
+        _req("min_partitions", IntegerType()),
+        _req("max_partitions", IntegerType()),
+        _req("spread_partitions", IntegerType()),
+        _req("mean_partitions", DoubleType()),
+        _req("imbalance_ratio", DoubleType()),
+        _req("cv", DoubleType()),
+    ]
+)
+_CHURN = StructType(
+    [
+        _req("owned_before_partitions", IntegerType()),
+        _req("moved_partitions", IntegerType()),
+        _req("revoked_partitions", IntegerType()),
+        _req("assigned_partitions", IntegerType()),
+        _req("moved_fraction", DoubleType()),
+        _req("moved", _TPS),
+        _req("joined", _STRINGS),
+        _req("left", _STRINGS),
+    ]
+)
+_WITHHELD = StructType(
+    [_req("topic", _s()), _req("partition", IntegerType()), _req("member_id", _s())]
+)
+_EXPECTED = StructType(
+    [
+        _req("strategy", _s()),
+        _req("side", _s()),
+        _req("own", BooleanType()),
+        _f("assignment", _ASSIGNMENT),
+        _req("withheld", ArrayType(_WITHHELD, containsNull=False)),
+        _f("error", _s()),
+        _f("divergent", BooleanType()),
+        _req("divergent_members", _STRINGS),
+        _f("skew", _SKEW),
+        _f("churn", _CHURN),
+    ]
+)
+
+
+def _head(ts_comment: str = "event time (ms since the Unix epoch, UTC)") -> list[StructField]:
+    return [
+        _req("event_id", _s(), "stable id of the row: the idempotency key"),
+        _req("cluster", _s(), "cluster label"),
+        _req("group_id", _s(), "consumer group id"),
+        _req("event_ts_ms", LongType(), ts_comment),
+        _req("event_time", TimestampType(), "event_ts_ms as a UTC timestamp"),
+    ]
+
+
+_DATE = _req(PARTITION_COLUMN, DateType(), "UTC date of the event time (partition column)")
+
+
+def _relaxed(dtype: DataType) -> DataType:
+    """``dtype`` with every nested field, element and map value nullable: Delta refuses
+    NOT NULL inside arrays and maps (``DELTA_NESTED_NOT_NULL_CONSTRAINT``). The nested
+    ``_req`` marks still document which values the tracker always fills."""
+    if isinstance(dtype, StructType):
+        return StructType(
+            [StructField(f.name, _relaxed(f.dataType), True, f.metadata) for f in dtype.fields]
+        )
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_relaxed(dtype.elementType), containsNull=True)
+    if isinstance(dtype, MapType):
+        return MapType(dtype.keyType, _relaxed(dtype.valueType), valueContainsNull=True)
+    return dtype
+
+
+def _table(fields: list[StructField]) -> StructType:
+    """Top-level NOT NULL kept (Delta enforces it), nested types relaxed."""
+    return StructType(
+        [StructField(f.name, _relaxed(f.dataType), f.nullable, f.metadata) for f in fields]
+    )
+
+
+SCHEMAS: dict[str, StructType] = {
+    REBALANCE_EVENTS: _table(
+        [
+            *_head(),
+            _req("group_protocol", _s(), "classic or consumer (KIP-848)"),
+            _f("protocol_type", _s()),
+            _f("strategy", _s(), "the group's assignor (protocol name)"),
+            _req("rebalance_protocol", _s(), "eager or cooperative"),
+            _req("is_rebalance", BooleanType()),
+            _f("generation_before", IntegerType()),
+            _req("generation_after", IntegerType()),
+            _f("leader_before", _s()),
+            _f("leader_after", _s()),
+            _req("members_before", ArrayType(_MEMBER, containsNull=False)),
+            _req("members_after", ArrayType(_MEMBER, containsNull=False)),
+            _req("joined", _STRINGS),
+            _req("left", _STRINGS),
+            _req("static_rejoins", ArrayType(_STATIC_REJOIN, containsNull=False)),
+            _req("departures", ArrayType(_DEPARTURE, containsNull=False)),
+            _req("cause", _s()),
+            _req("cause_rule", IntegerType()),
+            _req("cause_detail", _s()),
+            _req("cause_factors", _STRINGS),
+            _f("started_ts_ms", LongType()),
+            _req("completed_ts_ms", LongType()),
+            _f("duration_ms", LongType()),
+            _f("duration_max_ms", LongType()),
+            _f("duration_source", _s()),
+            _f("assignment_duration_ms", LongType()),
+            _req("completion", _s()),
+            _req("actual", _ASSIGNMENT, "member_id -> partitions"),
+            _req("actual_skew", _SKEW),
+            _req("churn", _CHURN),
+            _req("paused_partitions", _TPS),
+            _req("topic_partition_counts", MapType(_s(), IntegerType(), False)),
+            _req("topic_partition_count_sources", MapType(_s(), _s(), False)),
+            _req("expected", ArrayType(_EXPECTED, containsNull=False)),
+            _req("divergent", MapType(_s(), BooleanType(), False), "strategy -> divergent"),
+            _f("own_strategy_divergent", BooleanType()),
+            _req("source_partition", IntegerType(), "__consumer_offsets partition"),
+            _req("source_offset", LongType(), "offset of the record that completed it"),
+            _DATE,
+        ]
+    ),
+    MEMBER_ASSIGNMENTS: _table(
+        [
+            *_head(),
+            _req("rebalance_event_id", _s()),
+            _req("generation", IntegerType()),
+            _req("member_id", _s()),
+            _f("group_instance_id", _s()),
+            _f("client_id", _s()),
+            _req("topic", _s()),
+            _req("partition", IntegerType()),
+            _DATE,
+        ]
+    ),
+    GROUP_METRICS: _table(
+        [
+            *_head(),
+            _req("rebalance_event_id", _s()),
+            _req("generation", IntegerType()),
+            _req("strategy", _s()),
+            _req("is_actual", BooleanType()),
+            _req("is_own_strategy", BooleanType()),
+            _f("error", _s()),
+            _req("member_count", IntegerType()),
+            _req("partition_count", IntegerType()),
+            _req("min_partitions", IntegerType()),
+            _req("max_partitions", IntegerType()),
+            _req("spread_partitions", IntegerType()),
+            _req("imbalance_ratio", DoubleType()),
+            _req("cv", DoubleType()),
+            _req("moved_partitions", IntegerType()),
+            _req("revoked_partitions", IntegerType()),
+            _req("assigned_partitions", IntegerType()),
+            _req("moved_fraction", DoubleType()),
+            _f("divergent", BooleanType()),
+            _req("divergent_member_count", IntegerType()),
+            _DATE,
+        ]
+    ),
+    OFFSET_COMMITS: _table(
+        [
+            *_head(),
+            _req("topic", _s()),
+            _req("partition", IntegerType()),
+            _f("offset", LongType()),
+            _f("leader_epoch", IntegerType()),
+            _f("metadata", _s()),
+            _f("commit_ts_ms", LongType()),
+            _f("expire_ts_ms", LongType()),
+            _req("deleted", BooleanType()),
+            _req("source_partition", IntegerType()),
+            _req("source_offset", LongType()),
+            _DATE,
+        ]
+    ),
+    PARTITION_LAG: _table(
+        [
+            *_head(),
+            _req("topic", _s()),
+            _req("partition", IntegerType()),
+            _req("committed_offset", LongType()),
+            _f("end_offset", LongType()),
+            _f("end_offset_ts_ms", LongType()),
+            _f("lag_records", LongType()),
+            _f("lag_seconds", DoubleType()),
+            _req("lag_seconds_method", _s()),
+            _req("measured_ts_ms", LongType()),
+            _req("trigger", _s(), "commit or snapshot"),
+            _DATE,
+        ]
+    ),
+    BAD_RECORDS: _table(
+        [
+            _req("topic", _s(), "source topic"),
+            _req("partition", IntegerType(), "source partition"),
+            _req("offset", LongType(), "source offset"),
+            _req("timestamp_ms", LongType(), "Kafka record timestamp (ms since the epoch)"),
+            _req("timestamp", TimestampType(), "Kafka record timestamp"),
+            _f("key", BinaryType(), "raw key bytes"),
+            _f("value", BinaryType(), "raw value bytes (null: tombstone)"),
+            _req("error", _s(), "the error message"),
+            _f("error_type", _s(), "exception class, e.g. TruncatedError"),
+            _f("field", _s(), "path of the field that failed, e.g. value.members[2]"),
+            _f("byte_offset", IntegerType(), "offset in the key or value buffer"),
+            _f("batch_id", LongType(), "micro-batch that quarantined it"),
+            _req(PARTITION_COLUMN, DateType(), "UTC date of the record timestamp"),
+        ]
+    ),
+}
+
+
+def schema(table: str) -> StructType:
+    """The Spark schema of ``table`` (one of :data:`TABLE_NAMES`)."""
+    try:
+        return SCHEMAS[table]
+    except KeyError:
+        raise UnknownTableError(table) from None
+
+
+def date_of_ms(ts_ms: int) -> dt.date:
+    """The UTC calendar date of a time in ms since the Unix epoch."""
+    return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC).date()
+
+
+def _time_of_ms(ts_ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC)
+
+
+# -- rows -----------------------------------------------------------------------------------
+
+
+def _conform(value: Any, dtype: DataType, path: str) -> Any:
+    """``value`` (a ``to_row`` value) in the shape Spark expects for ``dtype``."""
+    if value is None:
+        return None
+    if isinstance(dtype, StructType):
+        return tuple(_conform(value[f.name], f.dataType, f"{path}.{f.name}") for f in dtype.fields)
+    if isinstance(dtype, ArrayType):
+        return [_conform(v, dtype.elementType, f"{path}[]") for v in value]
+    if isinstance(dtype, MapType):
+        return {str(k): _conform(v, dtype.valueType, f"{path}{{}}") for k, v in value.items()}
+    if isinstance(dtype, DoubleType):
+        return float(value)
+    if isinstance(dtype, IntegerType | LongType):
+        return int(value)
+    if isinstance(dtype, BooleanType):
+        return bool(value)
+    if isinstance(dtype, BinaryType):
+        return bytes(value)
+    return value
+
+
+def to_spark_row(table: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A tracker row (``to_row`` dict) as a tuple in ``table``'s column order, with
+    ``event_time`` and ``date`` derived from ``event_ts_ms``. Raises ``KeyError`` if the
+    row lacks a column."""
+    fields = schema(table).fields
+    ts_ms = int(row["event_ts_ms"])
+    derived = {"event_time": _time_of_ms(ts_ms), PARTITION_COLUMN: date_of_ms(ts_ms)}
+    out: list[Any] = []
+    for f in fields:
+        if f.name in derived:
+            out.append(derived[f.name])
+            continue
+        if f.name not in row:
+            raise KeyError(f"{table}: the row has no {f.name!r} column")
+        out.append(_conform(row[f.name], f.dataType, f.name))
+    return tuple(out)
+
+
+def rows_by_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
+    """Tracker rows (``to_row`` dicts, any kind) grouped into Spark rows per table; kinds
+    that have no table (``group_status``, ``group_deleted``) are left out."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        table = KIND_TO_TABLE.get(str(row.get("kind")))
+        if table is not None:
+            out.setdefault(table, []).append(to_spark_row(table, row))
+    return out
+
+
+def bad_record_row(
+    *,
+    topic: str,
+    partition: int,
+    offset: int,
+    timestamp_ms: int,
+    key: bytes | None,
+    value: bytes | None,
+    error: str,
+    error_type: str | None = None,
+    field: str | None = None,
+    byte_offset: int | None = None,
+    batch_id: int | None = None,
+) -> tuple[Any, ...]:
+    """One quarantined record as a ``bad_records`` row (raw bytes kept as they were read).
+
+    For a :class:`streaming.codec.errors.DecodeError` ``exc``: ``error=str(exc)``,
+    ``error_type=type(exc).__name__``, ``field=exc.field``, ``byte_offset=exc.offset``.
+    """
+    return (
+        topic,
+        partition,
+        offset,
+        timestamp_ms,
+        _time_of_ms(timestamp_ms),
+        None if key is None else bytes(key),
+        None if value is None else bytes(value),
+        error,
+        error_type,
+        field,
+        byte_offset,
+        batch_id,
+        date_of_ms(timestamp_ms),
+    )

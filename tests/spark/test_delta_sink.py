@@ -1,0 +1,234 @@
+"""The Delta sink against real Spark + Delta in a temporary folder.
+
+Rows come from the real tracker (a group whose three members join one by one, with
+commits and collector snapshots), so these tests also catch drift between the tracker's
+rows and the documented table schemas.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from streaming.sinks import TableSchemaError
+from streaming.sinks import tables as t
+from streaming.sinks.delta import DeltaSink
+from streaming.tracking.events import to_row
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.spark]
+
+S = 1000
+C1, C2 = "client-1-aaaa", "client-2-bbbb"
+
+
+def tracker_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two batches of real tracker rows: generation 1 (one member), then generation 2."""
+    from tests.unit.streaming.tracking.factories import (
+        Log,
+        Tracker,
+        assign,
+        member,
+        topics_snapshot,
+    )
+
+    log, tracker = Log(), Tracker()
+    topics = {"t": 4}
+    out: list[list[dict[str, Any]]] = []
+    joined: list[str] = []
+    for gen, new in enumerate((C1, C2), start=1):
+        joined.append(new)
+        actual = assign("range", [(m, ["t"]) for m in joined], topics)
+        log.snap(topics_snapshot(gen * 10 * S - 500, {"t": [100 * gen] * 4}))
+        log.gm(gen, [member(m, ["t"], actual[m]) for m in joined], ts=gen * 10 * S)
+        log.commits([p for m in joined for p in actual[m]], ts=gen * 10 * S + 2 * S)
+        out.append([to_row(e) for e in tracker.feed(log.take())])
+    return out[0], out[1]
+
+
+@pytest.fixture(scope="module")
+def rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return tracker_rows()
+
+
+def commits(sink: DeltaSink, table: str) -> int:
+    """Commits in the table's Delta log (a skipped append adds none)."""
+    return len(list(Path(sink.path(table), "_delta_log").glob("*.json")))
+
+
+def row_counts(spark: SparkSession, sink: DeltaSink, tables: list[str]) -> dict[str, int]:
+    """Rows per table, in one Spark job."""
+    from pyspark.sql import functions as F
+
+    frames = [
+        spark.read.format("delta").load(sink.path(x)).select(F.lit(x).alias("table"))
+        for x in tables
+    ]
+    union = reduce(lambda a, b: a.unionByName(b), frames)
+    return {r["table"]: r["count"] for r in union.groupBy("table").count().collect()}
+
+
+def log_metadata(sink: DeltaSink, table: str) -> dict[str, Any]:
+    """The table's ``metaData`` action, read from its first commit file."""
+    first = Path(sink.path(table), "_delta_log", f"{0:020d}.json")
+    actions = [json.loads(line) for line in first.read_text().splitlines() if line]
+    meta: dict[str, Any] = next(a["metaData"] for a in actions if "metaData" in a)
+    return meta
+
+
+def test_tables_are_created_once_with_the_documented_schema(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from pyspark.sql.types import StructType
+
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    sink.ensure_tables()
+    sink.ensure_tables()  # already there: checked, nothing written
+    for table in t.TABLE_NAMES:
+        assert commits(sink, table) == 1, table  # one CREATE, no second commit
+        meta = log_metadata(sink, table)
+        assert meta["partitionColumns"] == ["date"], table
+        schema = StructType.fromJson(json.loads(meta["schemaString"]))
+        assert schema == t.schema(table), table  # types, nullability, column comments
+    key = t.schema(t.BAD_RECORDS)["key"]
+    assert key.metadata == {"comment": "raw key bytes"}
+
+
+def test_an_existing_table_with_other_columns_is_refused(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    spark.createDataFrame([(1, dt.date(2026, 1, 1))], "x INT, date DATE").write.format(
+        "delta"
+    ).partitionBy("date").save(sink.path(t.OFFSET_COMMITS))
+    with pytest.raises(TableSchemaError, match="offset_commits"):
+        sink.ensure_tables()
+
+
+def test_a_replayed_batch_is_written_once_and_a_later_batch_appends(
+    spark: SparkSession,
+    tmp_path: Path,
+    rows: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    first, second = (t.rows_by_table(batch) for batch in rows)
+    # The tracker's rows fill every event table (and conform to the schemas).
+    assert set(first) == set(t.KIND_TO_TABLE.values())
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    sink.ensure_tables()
+    tables = sorted(t.KIND_TO_TABLE.values())
+    assert {x: commits(sink, x) for x in tables} == dict.fromkeys(tables, 1)  # CREATE
+
+    written = sink.write_batch(0, first)
+    assert written == {table: len(r) for table, r in first.items()}
+    sink.write_batch(0, first)  # Spark re-runs batch 0 after a crash: skipped
+    assert {x: commits(sink, x) for x in tables} == dict.fromkeys(tables, 2)
+
+    sink.write_batch(1, second)
+    sink.write_batch(0, first)  # an old batch id is never written again
+    assert {x: commits(sink, x) for x in tables} == {x: 2 + (x in second) for x in tables}
+    assert row_counts(spark, sink, tables) == {
+        x: len(first.get(x, [])) + len(second.get(x, [])) for x in tables
+    }
+
+    # The partition column and the nested columns, queryable without parsing.
+    got = (
+        spark.read.format("delta")
+        .load(sink.path(t.REBALANCE_EVENTS))
+        .selectExpr("generation_after", "date", "year(event_time)", "sort_array(map_keys(actual))")
+        .orderBy("generation_after")
+        .collect()
+    )
+    assert [tuple(r) for r in got] == [
+        (1, dt.date(1970, 1, 1), 1970, [C1]),
+        (2, dt.date(1970, 1, 1), 1970, [C1, C2]),
+    ]
+
+    # A new checkpoint (batch ids from 0 again) with a new app id is written.
+    fresh = DeltaSink(spark, str(tmp_path), "app-2")
+    before = commits(sink, t.GROUP_METRICS)
+    fresh.write_batch(0, {t.GROUP_METRICS: first[t.GROUP_METRICS]})
+    assert commits(sink, t.GROUP_METRICS) == before + 1
+
+
+def test_bad_records_keep_the_raw_bytes(spark: SparkSession, tmp_path: Path) -> None:
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    sink.ensure_tables()
+    raw_key, raw_value = b"\x00\x02\x00\x03grp\xff", bytes(range(256))
+    bad = [
+        t.bad_record_row(
+            topic="__consumer_offsets",
+            partition=7,
+            offset=42,
+            timestamp_ms=1_767_225_600_000,  # 2026-01-01T00:00:00Z
+            key=raw_key,
+            value=raw_value,
+            error="value.members[0].subscription at byte 17: truncated",
+            error_type="TruncatedError",
+            field="value.members[0].subscription",
+            byte_offset=17,
+            batch_id=3,
+        ),
+        t.bad_record_row(
+            topic="__consumer_offsets",
+            partition=7,
+            offset=43,
+            timestamp_ms=1_767_225_600_001,
+            key=b"\x00\x63",
+            value=None,
+            error="key version 99",
+        ),
+    ]
+    assert sink.write_bad_records(3, bad) == 2
+    sink.write_bad_records(3, bad)
+    got = spark.read.format("delta").load(sink.path(t.BAD_RECORDS)).orderBy("offset").collect()
+    assert len(got) == 2
+    assert (bytes(got[0]["key"]), bytes(got[0]["value"])) == (raw_key, raw_value)
+    assert (got[0]["field"], got[0]["byte_offset"], got[0]["error_type"]) == (
+        "value.members[0].subscription",
+        17,
+        "TruncatedError",
+    )
+    assert got[0]["date"] == dt.date(2026, 1, 1)
+    assert got[1]["value"] is None and got[1]["field"] is None
+
+
+def test_columns_follow_the_tracker_rows_field_by_field() -> None:
+    """Every field of every row class (and of its nested parts) is a column, in order."""
+    import dataclasses
+    import types
+    import typing
+
+    from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+
+    from streaming.tracking.events import EVENT_TYPES
+
+    def check(cls: type[Any], struct: StructType, where: str) -> None:
+        hints = typing.get_type_hints(cls)
+        names = [f.name for f in dataclasses.fields(cls)]
+        assert [n for n in struct.fieldNames() if n not in t.DERIVED_COLUMNS] == names, where
+        for name in names:
+            walk(hints[name], struct[name].dataType, f"{where}.{name}")
+
+    def walk(hint: Any, dtype: DataType, where: str) -> None:
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+            (hint,) = [a for a in typing.get_args(hint) if a is not type(None)]
+        args = typing.get_args(hint)
+        if isinstance(dtype, ArrayType):
+            walk(args[0], dtype.elementType, f"{where}[]")
+        elif isinstance(dtype, MapType):
+            walk(args[1], dtype.valueType, f"{where}{{}}")
+        elif isinstance(dtype, StructType):
+            if dataclasses.is_dataclass(hint):
+                check(hint, dtype, where)  # type: ignore[arg-type]
+            else:  # TopicPartition
+                assert dtype.fieldNames() == list(hint._fields), where
+
+    for kind, table in t.KIND_TO_TABLE.items():
+        check(EVENT_TYPES[kind], t.schema(table), table)

@@ -1,0 +1,582 @@
+"""The Prometheus sink: names and labels, values from tracker events, removal, idempotency.
+
+The exporter runs for real (port 0) and is scraped over HTTP; events are hand-built.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from assign_core.model import TopicPartition
+from streaming.sinks import metric_names as mn
+from streaming.sinks.prometheus import PrometheusSink
+from streaming.tracking.events import (
+    ChurnFigures,
+    ExpectedAssignment,
+    GroupDeleted,
+    GroupMetricsRow,
+    GroupStatus,
+    MemberInfo,
+    OffsetCommitRow,
+    PartitionLagRow,
+    RebalanceEvent,
+    SkewFigures,
+    event_id,
+    to_row,
+)
+
+pytestmark = pytest.mark.unit
+
+CLUSTER = "local"
+GROUP = "orders"
+T0 = 1_700_000_000_000
+
+
+# -- factories ------------------------------------------------------------------------------
+
+
+def member(member_id: str, *parts: int, topic: str = "t", client_id: str = "c") -> MemberInfo:
+    return MemberInfo(
+        member_id=member_id,
+        group_instance_id=None,
+        client_id=client_id,
+        client_host="/127.0.0.1",
+        rack=None,
+        topics=(topic,),
+        partitions=tuple(TopicPartition(topic, p) for p in parts),
+        session_timeout_ms=45_000,
+        rebalance_timeout_ms=300_000,
+    )
+
+
+def skew(counts: list[int]) -> SkewFigures:
+    mean = sum(counts) / len(counts) if counts else 0.0
+    return SkewFigures(
+        members=len(counts),
+        partitions=sum(counts),
+        min_partitions=min(counts, default=0),
+        max_partitions=max(counts, default=0),
+        spread_partitions=max(counts, default=0) - min(counts, default=0),
+        mean_partitions=mean,
+        imbalance_ratio=max(counts) / mean if mean else 1.0,
+        cv=0.0,
+    )
+
+
+def rebalance(
+    generation: int,
+    members: list[MemberInfo],
+    *,
+    group: str = GROUP,
+    moved: int = 0,
+    revoked: int = 0,
+    duration_ms: int | None = 1500,
+    cause: str = "join",
+    ts_ms: int | None = None,
+    offset: int | None = None,
+) -> RebalanceEvent:
+    ts = T0 + generation * 1000 if ts_ms is None else ts_ms
+    source_offset = 100 + generation if offset is None else offset
+    actual = {m.member_id: m.partitions for m in members}
+    return RebalanceEvent(
+        event_id=event_id("rebalance", CLUSTER, group, generation, f"7:{source_offset}"),
+        cluster=CLUSTER,
+        group_id=group,
+        event_ts_ms=ts,
+        group_protocol="classic",
+        protocol_type="consumer",
+        strategy="range",
+        rebalance_protocol="eager",
+        is_rebalance=True,
+        generation_before=generation - 1 if generation else None,
+        generation_after=generation,
+        leader_before=None,
+        leader_after=members[0].member_id if members else None,
+        members_before=(),
+        members_after=tuple(members),
+        joined=tuple(m.member_id for m in members),
+        left=(),
+        static_rejoins=(),
+        departures=(),
+        cause=cause,  # type: ignore[arg-type]
+        cause_rule=1,
+        cause_detail="",
+        cause_factors=(),
+        started_ts_ms=ts - (duration_ms or 0),
+        completed_ts_ms=ts,
+        duration_ms=duration_ms,
+        duration_max_ms=duration_ms,
+        duration_source="log",
+        assignment_duration_ms=10,
+        completion="completed",
+        actual=actual,
+        actual_skew=skew([len(p) for p in actual.values()]),
+        churn=ChurnFigures(
+            owned_before_partitions=0,
+            moved_partitions=moved,
+            revoked_partitions=revoked,
+            assigned_partitions=sum(len(p) for p in actual.values()),
+            moved_fraction=0.0,
+            moved=(),
+            joined=(),
+            left=(),
+        ),
+        paused_partitions=(),
+        topic_partition_counts={"t": 3},
+        topic_partition_count_sources={"t": "collector"},
+        expected=(
+            ExpectedAssignment(
+                strategy="roundrobin",
+                side="client",
+                own=False,
+                assignment=actual,
+                withheld=(),
+                error=None,
+                divergent=False,
+                divergent_members=(),
+                skew=skew([len(p) for p in actual.values()]),
+                churn=None,
+            ),
+        ),
+        divergent={"roundrobin": False},
+        own_strategy_divergent=False,
+        source_partition=7,
+        source_offset=source_offset,
+    )
+
+
+def metrics_row(
+    generation: int,
+    strategy: str,
+    *,
+    ratio: float = 1.5,
+    divergent: bool | None = True,
+    error: str | None = None,
+    spread: int = 1,
+) -> GroupMetricsRow:
+    return GroupMetricsRow(
+        event_id=event_id("group_metrics", CLUSTER, GROUP, generation, strategy),
+        cluster=CLUSTER,
+        group_id=GROUP,
+        event_ts_ms=T0 + generation * 1000,
+        rebalance_event_id=event_id("rebalance", CLUSTER, GROUP, generation),
+        generation=generation,
+        strategy=strategy,
+        is_actual=strategy == "actual",
+        is_own_strategy=strategy == "range",
+        error=error,
+        member_count=2,
+        partition_count=3,
+        min_partitions=1,
+        max_partitions=1 + spread,
+        spread_partitions=spread,
+        imbalance_ratio=ratio,
+        cv=0.2,
+        moved_partitions=0,
+        revoked_partitions=0,
+        assigned_partitions=3,
+        moved_fraction=0.0,
+        divergent=None if strategy == "actual" else divergent,
+        divergent_member_count=1 if divergent else 0,
+    )
+
+
+def status(
+    as_of_ms: int, state: str = "Stable", *, generation: int = 1, members: int = 2
+) -> GroupStatus:
+    return GroupStatus(
+        event_id=event_id("group_status", CLUSTER, GROUP),
+        cluster=CLUSTER,
+        group_id=GROUP,
+        event_ts_ms=as_of_ms,
+        as_of_ts_ms=as_of_ms,
+        group_protocol="classic",
+        protocol_type="consumer",
+        strategy="range",
+        state=state,
+        state_source="log",
+        generation=generation,
+        group_epoch=None,
+        member_count=members,
+        rebalance_protocol="eager",
+        last_rebalance_ts_ms=T0,
+        last_cause="join",
+        committed_partitions=3,
+        total_lag_records=10,
+        max_lag_seconds=2.0,
+        collector_seen_ts_ms=None,
+        skipped_records=0,
+    )
+
+
+def lag(
+    partition: int, records: int | None, seconds: float | None, *, at_ms: int
+) -> PartitionLagRow:
+    return PartitionLagRow(
+        event_id=event_id("partition_lag", CLUSTER, GROUP, "t", partition, at_ms),
+        cluster=CLUSTER,
+        group_id=GROUP,
+        event_ts_ms=at_ms,
+        topic="t",
+        partition=partition,
+        committed_offset=100,
+        end_offset=None if records is None else 100 + records,
+        end_offset_ts_ms=at_ms,
+        lag_records=records,
+        lag_seconds=seconds,
+        lag_seconds_method="interpolated",
+        measured_ts_ms=at_ms,
+        trigger="commit",
+    )
+
+
+def offset_tombstone(partition: int, *, at_ms: int) -> OffsetCommitRow:
+    return OffsetCommitRow(
+        event_id=event_id("offset_commit", CLUSTER, GROUP, 7, at_ms),
+        cluster=CLUSTER,
+        group_id=GROUP,
+        event_ts_ms=at_ms,
+        topic="t",
+        partition=partition,
+        offset=None,
+        leader_epoch=None,
+        metadata=None,
+        commit_ts_ms=None,
+        expire_ts_ms=None,
+        deleted=True,
+        source_partition=7,
+        source_offset=999,
+    )
+
+
+def deleted(at_ms: int, group: str = GROUP) -> GroupDeleted:
+    return GroupDeleted(
+        event_id=event_id("group_deleted", CLUSTER, group, 7, 1000),
+        cluster=CLUSTER,
+        group_id=group,
+        event_ts_ms=at_ms,
+        group_protocol="classic",
+        last_generation=2,
+        reason="deleted",
+        source_partition=7,
+        source_offset=1000,
+    )
+
+
+# -- scraping -------------------------------------------------------------------------------
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+@pytest.fixture
+def sink() -> Iterator[PrometheusSink]:
+    s = PrometheusSink(max_remembered_events=1000)
+    s.port = s.start(port=0)  # type: ignore[attr-defined]
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def scrape(s: PrometheusSink) -> Samples:
+    port = s.port  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        assert resp.status == 200
+        text = resp.read().decode()
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: Any) -> float | None:
+    return samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
+
+
+def names_with(samples: Samples, **labels: str) -> set[str]:
+    want = set(labels.items())
+    return {name for name, lbl in samples if want <= set(lbl)}
+
+
+G = {"cluster": CLUSTER, "group": GROUP}
+
+
+# -- tests ----------------------------------------------------------------------------------
+
+
+def test_start_binds_a_free_port_and_serves_health_metrics(sink: PrometheusSink) -> None:
+    assert sink.port > 0  # type: ignore[attr-defined]
+    sink.record_batch(2.5, 120, 3, 1_700_000_123.0, batch_id=0)
+    samples = scrape(sink)
+    assert value(samples, "rebalance_monitor_batches_total") == 1
+    assert value(samples, "rebalance_monitor_input_rows_total") == 120
+    assert value(samples, "rebalance_monitor_bad_records_total") == 3
+    assert value(samples, "rebalance_monitor_batch_input_rows") == 120
+    assert value(samples, "rebalance_monitor_last_batch_timestamp_seconds") == 1_700_000_123.0
+    assert value(samples, "rebalance_monitor_batch_duration_seconds_count") == 1
+    assert value(samples, "rebalance_monitor_batch_duration_seconds_sum") == 2.5
+    assert value(samples, "rebalance_monitor_batch_duration_seconds_bucket", le="5.0") == 1
+
+
+def test_record_batch_ignores_a_replayed_batch_id(sink: PrometheusSink) -> None:
+    sink.record_batch(1.0, 10, 1, 1.0, batch_id=4)
+    sink.record_batch(1.0, 10, 1, 1.0, batch_id=4)
+    sink.record_batch(1.0, 5, 0, 2.0, batch_id=5)
+    samples = scrape(sink)
+    assert value(samples, "rebalance_monitor_input_rows_total") == 15
+    assert value(samples, "rebalance_monitor_bad_records_total") == 1
+    assert value(samples, "rebalance_monitor_batches_total") == 2
+
+
+def test_rebalance_event_sets_counters_gauges_and_histogram(sink: PrometheusSink) -> None:
+    a, b = member("m-a", 0, 1, client_id="ca"), member("m-b", 2, client_id="cb")
+    assert sink.update([rebalance(1, [a, b], moved=2, revoked=1, duration_ms=1500)]) == 1
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="join") == 1
+    assert value(s, "kafka_consumergroup_partitions_moved_total", **G) == 2
+    assert value(s, "kafka_consumergroup_partitions_revoked_total", **G) == 1
+    assert value(s, "kafka_consumergroup_generation", **G) == 1
+    assert value(s, "kafka_consumergroup_members", **G) == 2
+    assert value(s, "kafka_consumergroup_assignment_skew_partitions", **G) == 1
+    assert value(s, "kafka_consumergroup_last_rebalance_timestamp_seconds", **G) == (
+        (T0 + 1000) / 1000
+    )
+    assert value(s, "kafka_consumergroup_rebalance_duration_seconds_sum", **G) == 1.5
+    assert value(s, "kafka_consumergroup_rebalance_duration_seconds_count", **G) == 1
+    assert value(s, "kafka_consumergroup_rebalance_duration_seconds_bucket", **G, le="1.0") == 0
+    assert value(s, "kafka_consumergroup_rebalance_duration_seconds_bucket", **G, le="2.5") == 1
+    name = "kafka_consumergroup_member_assigned_partitions"
+    assert value(s, name, **G, member="m-a", client_id="ca") == 2
+    assert value(s, name, **G, member="m-b", client_id="cb") == 1
+
+
+def test_departed_members_lose_their_series(sink: PrometheusSink) -> None:
+    a, b = member("m-a", 0, 1), member("m-b", 2)
+    sink.update([rebalance(1, [a, b])])
+    sink.update([rebalance(2, [member("m-a", 0, 1, 2)], cause="crash")])
+    s = scrape(sink)
+    name = "kafka_consumergroup_member_assigned_partitions"
+    assert value(s, name, **G, member="m-a", client_id="c") == 3
+    assert value(s, name, **G, member="m-b", client_id="c") is None
+    assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="crash") == 1
+    assert value(s, "kafka_consumergroup_members", **G) == 1
+
+
+def test_an_older_generation_counts_but_does_not_rewind_gauges(sink: PrometheusSink) -> None:
+    sink.update([rebalance(5, [member("m-a", 0)])])
+    sink.update([rebalance(4, [member("m-a", 0), member("m-b", 1)])])
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_generation", **G) == 5
+    assert value(s, "kafka_consumergroup_members", **G) == 1
+    assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="join") == 2
+
+
+def test_group_metrics_per_strategy(sink: PrometheusSink) -> None:
+    sink.update(
+        [
+            metrics_row(3, "actual", ratio=1.5, spread=2),
+            metrics_row(3, "range", ratio=1.5, divergent=False),
+            metrics_row(3, "roundrobin", ratio=1.0, divergent=True),
+            metrics_row(3, "cooperative-sticky", error="too big"),
+            metrics_row(3, "sticky", divergent=None),
+        ]
+    )
+    s = scrape(sink)
+    ratio = "kafka_consumergroup_assignment_imbalance_ratio"
+    div = "kafka_consumergroup_assignment_divergent"
+    assert value(s, ratio, **G, strategy="actual") == 1.5
+    assert value(s, ratio, **G, strategy="roundrobin") == 1.0
+    assert value(s, ratio, **G, strategy="cooperative-sticky") is None
+    assert value(s, div, **G, strategy="range") == 0
+    assert value(s, div, **G, strategy="roundrobin") == 1
+    assert value(s, div, **G, strategy="actual") is None
+    assert value(s, div, **G, strategy="sticky") is None
+    assert value(s, div, **G, strategy="cooperative-sticky") is None
+    assert value(s, "kafka_consumergroup_assignment_skew_partitions", **G) == 2
+    # The strategy fails at the next rebalance: its series go.
+    sink.update([metrics_row(4, "roundrobin", error="boom")])
+    s = scrape(sink)
+    assert value(s, ratio, **G, strategy="roundrobin") is None
+    assert value(s, div, **G, strategy="roundrobin") is None
+
+
+def test_group_status_state_set_and_gauges(sink: PrometheusSink) -> None:
+    sink.update([status(T0, "PreparingRebalance", generation=3, members=4)])
+    s = scrape(sink)
+    state = "kafka_consumergroup_state"
+    assert value(s, state, **G, state="PreparingRebalance") == 1
+    assert value(s, state, **G, state="Stable") == 0
+    assert {lbl for (n, lbl) in s if n == state} == {
+        frozenset({**G, "state": st}.items()) for st in mn.GROUP_STATES
+    }
+    assert value(s, "kafka_consumergroup_generation", **G) == 3
+    assert value(s, "kafka_consumergroup_members", **G) == 4
+    # A newer status wins; an older one (out of order) is ignored.
+    sink.update([status(T0 + 10, "Stable", generation=4), status(T0 + 5, "Empty", members=0)])
+    s = scrape(sink)
+    assert value(s, state, **G, state="Stable") == 1
+    assert value(s, state, **G, state="PreparingRebalance") == 0
+    assert value(s, state, **G, state="Empty") == 0
+    assert value(s, "kafka_consumergroup_generation", **G) == 4
+    assert value(s, "kafka_consumergroup_members", **G) == 2
+
+
+def test_an_unknown_state_gets_its_own_series_while_current(sink: PrometheusSink) -> None:
+    state = "kafka_consumergroup_state"
+    sink.update([status(T0, "Frozen")])
+    assert value(scrape(sink), state, **G, state="Frozen") == 1
+    sink.update([status(T0 + 1, "Stable")])
+    s = scrape(sink)
+    assert value(s, state, **G, state="Frozen") is None
+    assert value(s, state, **G, state="Stable") == 1
+
+
+def test_lag_series_and_their_removal(sink: PrometheusSink) -> None:
+    sink.update([lag(0, 42, 3.5, at_ms=T0), lag(1, 7, None, at_ms=T0)])
+    s = scrape(sink)
+    p0 = {**G, "topic": "t", "partition": "0"}
+    p1 = {**G, "topic": "t", "partition": "1"}
+    assert value(s, "kafka_consumergroup_lag", **p0) == 42
+    assert value(s, "kafka_consumergroup_lag_seconds", **p0) == 3.5
+    assert value(s, "kafka_consumergroup_lag", **p1) == 7
+    assert value(s, "kafka_consumergroup_lag_seconds", **p1) is None
+    # Older measurement ignored; offset tombstone removes the partition's series.
+    sink.update([lag(0, 1, 0.1, at_ms=T0 - 5), offset_tombstone(1, at_ms=T0 + 1)])
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_lag", **p0) == 42
+    assert value(s, "kafka_consumergroup_lag", **p1) is None
+    # A lag row measured before the tombstone does not bring it back.
+    sink.update([lag(1, 9, 1.0, at_ms=T0)])
+    assert value(scrape(sink), "kafka_consumergroup_lag", **p1) is None
+
+
+def test_group_deleted_removes_every_series_of_the_group(sink: PrometheusSink) -> None:
+    other = rebalance(1, [member("x", 0)], group="other")
+    sink.update(
+        [
+            rebalance(1, [member("m-a", 0, 1), member("m-b", 2)]),
+            metrics_row(1, "actual"),
+            metrics_row(1, "roundrobin"),
+            status(T0 + 2000),
+            lag(0, 5, 1.0, at_ms=T0 + 2000),
+            other,
+        ]
+    )
+    assert names_with(scrape(sink), group=GROUP)
+    sink.update([deleted(T0 + 3000)])
+    s = scrape(sink)
+    assert names_with(s, group=GROUP) == set()
+    assert (
+        value(
+            s, "kafka_consumergroup_rebalances_total", cluster=CLUSTER, group="other", cause="join"
+        )
+        == 1
+    )
+    # Late events from before the tombstone do not resurrect the group.
+    sink.update([status(T0 + 2500), lag(1, 5, 1.0, at_ms=T0 + 2500)])
+    assert names_with(scrape(sink), group=GROUP) == set()
+    # Nor do the offset tombstones and the status closing the tombstone's batch.
+    sink.update([offset_tombstone(0, at_ms=T0 + 3000), status(T0 + 3000, "Dead", members=0)])
+    assert names_with(scrape(sink), group=GROUP) == set()
+    # A group recreated after the tombstone starts afresh.
+    sink.update([rebalance(1, [member("m-c", 0)], ts_ms=T0 + 4000, offset=5000)])
+    sink.update([status(T0 + 4000, "Stable", members=1)])
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_generation", **G) == 1
+    assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="join") == 1
+    assert value(s, "kafka_consumergroup_members", **G) == 1
+    assert value(s, "kafka_consumergroup_state", **G, state="Stable") == 1
+
+
+def test_applying_the_same_batch_twice_counts_once(sink: PrometheusSink) -> None:
+    batch = [
+        rebalance(1, [member("m-a", 0, 1), member("m-b", 2)], moved=3, revoked=2),
+        rebalance(2, [member("m-a", 0, 1, 2)], moved=1, revoked=0, cause="crash"),
+        status(T0 + 3000),
+        lag(0, 5, 1.0, at_ms=T0 + 3000),
+    ]
+    assert sink.update(batch) == 4
+    assert sink.update(batch) == 0
+    assert sink.update([to_row(e) for e in batch]) == 0  # as dicts, too
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="join") == 1
+    assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="crash") == 1
+    assert value(s, "kafka_consumergroup_partitions_moved_total", **G) == 4
+    assert value(s, "kafka_consumergroup_partitions_revoked_total", **G) == 2
+    assert value(s, "kafka_consumergroup_rebalance_duration_seconds_count", **G) == 2
+
+
+def test_update_accepts_to_row_dicts() -> None:
+    sink = PrometheusSink()
+    row = to_row(rebalance(1, [member("m-a", 0)]))
+    assert sink.update([row, {"kind": "something_else"}]) == 1
+
+
+def test_remembered_ids_are_bounded() -> None:
+    sink = PrometheusSink(max_remembered_events=2)
+    events = [rebalance(g, [member("m-a", 0)]) for g in (1, 2, 3)]
+    assert sink.update(events) == 3
+    assert sink.update(events[2:]) == 0  # still remembered
+    assert sink.update(events[:1]) == 1  # forgotten: the bound is what it costs
+    with pytest.raises(ValueError):
+        PrometheusSink(max_remembered_events=0)
+
+
+def test_each_sink_has_its_own_registry() -> None:
+    one, two = PrometheusSink(), PrometheusSink()
+    one.update([rebalance(1, [member("m-a", 0)])])
+    assert one.registry is not two.registry
+    assert two.registry.get_sample_value("kafka_consumergroup_generation", G) is None
+    assert one.registry.get_sample_value("kafka_consumergroup_generation", G) == 1
+
+
+# -- naming conventions ---------------------------------------------------------------------
+
+_UNIT_SUFFIXES = ("_seconds", "_partitions", "_ratio", "_total")
+_NOT_BASE_UNITS = re.compile(r"_(ms|milliseconds|minutes|hours|percent|bytes_kb|mb)(_|$)")
+
+
+@pytest.mark.parametrize("spec", mn.ALL_METRICS, ids=lambda s: s.name)
+def test_metric_naming_conventions(spec: mn.MetricSpec) -> None:
+    assert spec.name.startswith(("kafka_consumergroup_", "rebalance_monitor_"))
+    assert re.fullmatch(r"[a-z][a-z0-9_]*", spec.name)
+    assert (spec.type == "counter") == spec.name.endswith("_total")
+    assert not _NOT_BASE_UNITS.search(spec.name)
+    assert spec.help.strip()
+    if spec.name.startswith("kafka_consumergroup_"):
+        assert spec.labels[:2] == ("cluster", "group")
+    if "topic" in spec.labels or "partition" in spec.labels:
+        assert spec.labels == mn.PARTITION_LABELS
+    if spec.type == "histogram":
+        assert spec.buckets == tuple(sorted(spec.buckets)) and spec.buckets
+        assert spec.name.endswith("_seconds")
+    else:
+        assert spec.buckets == ()
+    if "duration" in spec.name or "timestamp" in spec.name or "lag_seconds" in spec.name:
+        assert spec.name.endswith(_UNIT_SUFFIXES)
+
+
+def test_metric_names_are_unique_and_all_exposed(sink: PrometheusSink) -> None:
+    names = [spec.name for spec in mn.ALL_METRICS]
+    assert len(names) == len(set(names))
+    sink.record_batch(0.1, 1, 0, 1.0)
+    sink.update(
+        [
+            rebalance(1, [member("m-a", 0)]),
+            metrics_row(1, "actual"),
+            metrics_row(1, "range"),
+            status(T0 + 2000),
+            lag(0, 5, 1.0, at_ms=T0 + 2000),
+        ]
+    )
+    exposed = {name for name, _ in scrape(sink)}
+    for spec in mn.ALL_METRICS:
+        wanted = spec.name + ("_count" if spec.type == "histogram" else "")
+        assert wanted in exposed, spec.name
