@@ -239,6 +239,7 @@ _DELEGATED: dict[str, tuple[str, str, str]] = {
         "cli_simulate",
         "play a scripted membership scenario with real consumers",
     ),
+    "run": ("streaming.job", "cli_run", "run the Structured Streaming job"),
 }
 
 

@@ -289,6 +289,7 @@ def test_subcommands_are_pluggable() -> None:
         "collect",
         "decode",
         "simulate",
+        "run",
     }
 
 

@@ -1,0 +1,477 @@
+"""The Structured Streaming job: ``__consumer_offsets`` + membership topic -> tracker -> sinks.
+
+::
+
+    kafka_stream(__consumer_offsets) ─┐    streaming.spark.sources (backfill from earliest,
+    kafka_stream(membership topic) ───┤    failOnDataLoss=false: compacted topic)
+                                      ▼
+    envelope -> decode                     streaming.spark.decode: mapInArrow on the executors
+                                      │
+            ┌─────────────────────────┴───────────────────────┐
+            ▼                                                 ▼
+    track(good)   streaming.spark.stateful          query "records" (every decoded row):
+            │     transformWithStateInPandas,       bad rows -> Delta ``bad_records``;
+            │     state per group on RocksDB        counts (input, bad, unrouted, offset
+            ▼                                       gaps) -> Prometheus + progress line
+    query "events": foreachBatch -> rows per table -> DeltaSink (txnAppId/txnVersion)
+                    and PrometheusSink.update; a progress line per batch
+
+Two queries, because the quarantine must see every record while the stateful operator sees
+only good, routed ones; each has its checkpoint under ``<checkpoint_dir>/``. Both write with
+``txnAppId = <id>:<query>`` where ``<id>`` is a UUID kept in ``<checkpoint_dir>/app-id``
+(created with the checkpoint; a new checkpoint gets a new id, see
+:mod:`streaming.sinks.delta`).
+
+Offset gaps: ``__consumer_offsets`` is compacted and cleaned, so the job reads it with
+``failOnDataLoss=false`` and counts the offsets it never saw (per source partition: holes
+inside a batch and between consecutive batches; compaction holes count too). The running
+total is on the progress line (``gaps=``).
+
+``--once`` (availableNow) processes the backlog and stops. transformWithState in
+processing-time mode always asks for another, empty batch, so a one-shot run starts its
+queries with no-data batches off (:data:`NO_DATA_BATCHES`): KIP-848 reconcile timers then
+fire with the next batch that has data. Delta rebuilds table snapshots with 50 tasks by
+default; :data:`JOB_CONF` lowers that under the user's settings.
+
+Run it with ``rebalance-monitor run [options]`` or, unchanged, with
+``spark-submit --jars <.cache/jars/spark/*.jar, comma-separated> streaming/job.py [options]``:
+under ``spark-submit`` (or with an active session) the master and jars are left to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if __package__ in (None, ""):  # ``spark-submit streaming/job.py``: make the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from streaming.config import JobConfig, JobConfigError, load_config, parse_key_value
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from streaming.sinks.delta import DeltaSink
+    from streaming.sinks.prometheus import PrometheusSink
+
+__all__ = ["JobStats", "Sinks", "cli_run", "main", "run", "start"]
+
+PROG = "rebalance-monitor run"
+Progress = Callable[[str], None]
+
+#: Job defaults under the user's ``spark_conf``: Delta rebuilds a table's snapshot with 50
+#: tasks by default, which dominates a micro-batch that appends to six small tables.
+JOB_CONF: dict[str, str] = {"spark.databricks.delta.snapshotPartitions": "2"}
+NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+
+# -- the pipeline ----------------------------------------------------------------------------
+
+
+def start(
+    spark: SparkSession, config: JobConfig, sinks: Sinks, *, once: bool = False
+) -> list[StreamingQuery]:
+    """Build the pipeline and start its two queries (see the module docstring)."""
+    from streaming.spark.decode import decode, envelope, split
+    from streaming.spark.sources import CONSUMER_OFFSETS, kafka_stream
+    from streaming.spark.stateful import track
+
+    # 1. sources
+    common: dict[str, Any] = {
+        "bootstrap_servers": config.bootstrap_servers,
+        "starting_offsets": config.starting_offsets,
+        "kafka_options": config.kafka_options,
+        "max_offsets_per_trigger": config.max_offsets_per_trigger,
+    }
+    offsets = kafka_stream(spark, topic=CONSUMER_OFFSETS, **common)
+    membership = kafka_stream(spark, topic=config.membership_topic, **common)
+
+    # 2. decode on the executors; bad rows split off
+    decoded = decode(envelope(offsets, membership), partitions=config.decode_partitions)
+    good, _bad = split(decoded)
+
+    # 3. track: per-group state, tracker events out
+    events = track(good, cluster=config.cluster)
+
+    # 4. sinks
+    return [
+        _start_query(decoded, "records", sinks.records_batch, config, once=once),
+        _start_query(events, "events", sinks.events_batch, config, once=once),
+    ]
+
+
+def _start_query(
+    df: DataFrame,
+    name: str,
+    handler: Callable[[DataFrame, int], None],
+    config: JobConfig,
+    *,
+    once: bool,
+) -> StreamingQuery:
+    writer = df.writeStream.queryName(f"rebalance-monitor-{name}").foreachBatch(handler)
+    writer = writer.option("checkpointLocation", _join(config.checkpoint_dir, name))
+    if not once:
+        writer = writer.trigger(processingTime=f"{config.trigger_interval_s} seconds")
+        return writer.start()
+    # transformWithState in processing-time mode always asks for another (no-data) batch,
+    # so an availableNow query would never end: a one-shot run does without them (timers
+    # then fire with the next batch that has data).
+    spark = df.sparkSession
+    previous = spark.conf.get(NO_DATA_BATCHES, "true") or "true"
+    spark.conf.set(NO_DATA_BATCHES, "false")
+    try:
+        return writer.trigger(availableNow=True).start()
+    finally:
+        spark.conf.set(NO_DATA_BATCHES, previous)
+
+
+# -- the sinks of one run --------------------------------------------------------------------
+
+
+@dataclass
+class JobStats:
+    """Running totals of one run (what the progress lines show)."""
+
+    input_records: int = 0
+    bad_records: int = 0
+    unrouted_records: int = 0
+    offset_gaps: int = 0
+    events: dict[str, int] = field(default_factory=dict)
+    last_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+class Sinks:
+    """The ``foreachBatch`` handlers: split rows per table, Delta, Prometheus, counters.
+
+    The writers are :class:`streaming.sinks.delta.DeltaSink` and
+    :class:`streaming.sinks.prometheus.PrometheusSink` (``prometheus=None``: no exporter).
+    """
+
+    def __init__(
+        self,
+        delta: DeltaSink,
+        prometheus: PrometheusSink | None,
+        *,
+        progress: Progress = print,
+    ) -> None:
+        self.delta = delta
+        self.prometheus = prometheus
+        self.progress = progress
+        self.stats = JobStats()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, spark: SparkSession, config: JobConfig, *, progress: Progress = print) -> Sinks:
+        from streaming.sinks.delta import DeltaSink
+        from streaming.sinks.prometheus import PrometheusSink
+
+        delta = DeltaSink(spark, config.delta_path, app_id(config.checkpoint_dir))
+        delta.ensure_tables()
+        prometheus = None
+        if config.metrics_port:
+            prometheus = PrometheusSink()
+            port = prometheus.start(config.metrics_host, config.metrics_port)
+            progress(f"metrics on http://{config.metrics_host}:{port}/metrics")
+        return cls(delta, prometheus, progress=progress)
+
+    def close(self) -> None:
+        if self.prometheus is not None:
+            self.prometheus.stop()
+
+    def records_batch(self, df: DataFrame, batch_id: int) -> None:
+        """Every decoded row: quarantine the bad ones, count, report."""
+        from pyspark.sql import functions as F
+
+        started = time.monotonic()
+        df = df.persist()
+        try:
+            bad = df.where(F.col("error").isNotNull())
+            bad_count = bad.count()
+            if bad_count:
+                self.delta.write_bad_records(batch_id, _bad_records_rows(bad, batch_id))
+            per_partition = (
+                df.groupBy("topic", "partition")
+                .agg(
+                    F.min("offset").alias("lo"),
+                    F.max("offset").alias("hi"),
+                    F.count_distinct("offset").alias("n"),
+                    F.sum((F.col("group_id").isNull() & F.col("error").isNull()).cast("int")).alias(
+                        "unrouted"
+                    ),
+                )
+                .collect()
+            )
+        finally:
+            df.unpersist()
+        with self._lock:
+            stats = self.stats
+            records = sum(int(r.n) for r in per_partition)
+            unrouted = sum(int(r.unrouted or 0) for r in per_partition)
+            gaps = 0
+            for r in per_partition:
+                key = (str(r.topic), int(r.partition))
+                last = stats.last_offsets.get(key)
+                gaps += int(r.hi) - int(r.lo) + 1 - int(r.n)
+                if last is not None and int(r.lo) > last + 1:
+                    gaps += int(r.lo) - last - 1
+                stats.last_offsets[key] = max(int(r.hi), last if last is not None else -1)
+            stats.input_records += records
+            stats.bad_records += bad_count
+            stats.unrouted_records += unrouted
+            stats.offset_gaps += gaps
+            line = (
+                f"[records] batch {batch_id}: {records} records, {bad_count} bad, "
+                f"{unrouted} without a group (totals: records={stats.input_records} "
+                f"bad={stats.bad_records} unrouted={stats.unrouted_records} "
+                f"gaps={stats.offset_gaps})"
+            )
+        if self.prometheus is not None:
+            self.prometheus.record_batch(
+                time.monotonic() - started, records, bad_count, time.time(), batch_id=batch_id
+            )
+        self.progress(line)
+
+    def events_batch(self, df: DataFrame, batch_id: int) -> None:
+        """Tracker events: one Delta append per table, then Prometheus."""
+        from streaming.sinks.tables import rows_by_table
+
+        rows = [json.loads(r.payload) for r in df.select("payload").collect()]
+        self.delta.write_batch(batch_id, rows_by_table(rows))
+        if self.prometheus is not None:
+            self.prometheus.update(rows)
+        kinds: dict[str, int] = {}
+        for row in rows:
+            kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
+        with self._lock:
+            for kind, n in kinds.items():
+                self.stats.events[kind] = self.stats.events.get(kind, 0) + n
+        shown = ", ".join(f"{k}={n}" for k, n in sorted(kinds.items())) or "none"
+        self.progress(f"[events] batch {batch_id}: {len(rows)} events ({shown})")
+
+
+def _bad_records_rows(bad: DataFrame, batch_id: int) -> DataFrame:
+    """The bad side in the ``bad_records`` table's columns."""
+    from pyspark.sql import functions as F
+
+    return bad.select(
+        "topic",
+        "partition",
+        "offset",
+        "timestamp_ms",
+        F.timestamp_millis("timestamp_ms").alias("timestamp"),
+        "key",
+        "value",
+        "error",
+        "error_type",
+        F.col("error_field").alias("field"),
+        F.col("error_offset").alias("byte_offset"),
+        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        F.to_date(F.timestamp_millis("timestamp_ms")).alias("date"),
+    )
+
+
+def _join(base: str, name: str) -> str:
+    return f"{base.rstrip('/')}/{name}"
+
+
+def app_id(checkpoint_dir: str) -> str:
+    """The Delta ``txnAppId`` base of this checkpoint: a UUID created with it (local paths),
+    else derived from the checkpoint URI."""
+    if "://" in checkpoint_dir and not checkpoint_dir.startswith("file:"):
+        return f"rebalance-monitor:{checkpoint_dir}"
+    folder = Path(checkpoint_dir.removeprefix("file://").removeprefix("file:"))
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / "app-id"
+    if not marker.exists():
+        marker.write_text(f"rebalance-monitor:{uuid.uuid4()}\n", encoding="utf-8")
+    return marker.read_text(encoding="utf-8").strip()
+
+
+# -- the session -----------------------------------------------------------------------------
+
+
+def session_for(config: JobConfig) -> SparkSession:
+    """The active session, the one ``spark-submit`` prepared, or a local one with the jars
+    from the local Maven cache (:func:`streaming.spark.session.build_session`)."""
+    from pyspark.sql import SparkSession
+
+    from streaming.config import under_spark_submit
+    from streaming.spark.session import DEFAULT_CONF, REQUIRED_CONF, build_session
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    if under_spark_submit() or config.spark_master is None:
+        builder = SparkSession.builder.appName("rebalance-monitor")
+        for key, value in {**DEFAULT_CONF, **config.spark_conf, **REQUIRED_CONF}.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    return build_session(master=config.spark_master, conf=config.spark_conf)
+
+
+def _runtime_conf(spark: SparkSession, config: JobConfig) -> None:
+    """The job's SQL settings on a session it did not build (those that can change)."""
+    from streaming.spark.session import REQUIRED_CONF
+
+    for key, value in {**JOB_CONF, **config.spark_conf, **REQUIRED_CONF}.items():
+        if spark.conf.get(key, None) == value:
+            continue
+        try:
+            spark.conf.set(key, value)
+        except Exception:  # a static or core setting: only at session start
+            continue
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def run(
+    config: JobConfig,
+    *,
+    once: bool = False,
+    duration_s: float | None = None,
+    spark: SparkSession | None = None,
+    progress: Progress = print,
+) -> JobStats:
+    """Start the job and wait: until the backlog is processed (``once``), ``duration_s``
+    passes, a query fails (re-raised) or Ctrl-C."""
+    spark = spark or session_for(config)
+    _runtime_conf(spark, config)
+    sinks = Sinks.open(spark, config, progress=progress)
+    queries: list[StreamingQuery] = []
+    try:
+        queries = start(spark, config, sinks, once=once)
+        progress(
+            f"started: {config.bootstrap_servers} cluster={config.cluster} "
+            f"checkpoint={config.checkpoint_dir} delta={config.delta_path}"
+            + (" (available now)" if once else "")
+        )
+        deadline = None if duration_s is None else time.monotonic() + duration_s
+        for query in queries:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if timeout is None:
+                query.awaitTermination()
+            else:
+                query.awaitTermination(max(1, round(timeout)))
+    except KeyboardInterrupt:
+        progress("interrupted: stopping")
+    finally:
+        for query in queries:
+            if query.isActive:
+                query.stop()
+        sinks.close()
+    for query in queries:
+        error = query.exception()
+        if error is not None:
+            raise RuntimeError(f"query {query.name} failed: {error}")
+    return sinks.stats
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="TOML config file (see streaming.config)")
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting (repeatable), e.g. spark.sql.shuffle.partitions=8",
+    )
+    p.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka client setting of both sources (repeatable), e.g. security.protocol=SSL",
+    )
+    p.add_argument("--bootstrap-server", dest="bootstrap_servers", metavar="HOST:PORT[,...]")
+    p.add_argument("--cluster", help="the cluster label of every row and metric")
+    p.add_argument("--membership-topic", help="the collector's topic")
+    p.add_argument("--starting-offsets", help="earliest (default), latest or Spark's JSON offsets")
+    p.add_argument("--checkpoint-dir", help="streaming checkpoint (default .local/job/...)")
+    p.add_argument("--delta-path", help="base path of the Delta tables")
+    p.add_argument("--trigger-interval", dest="trigger_interval_s", type=float, metavar="SECONDS")
+    p.add_argument("--metrics-host")
+    p.add_argument("--metrics-port", type=int, help="Prometheus exporter port (0: off)")
+    p.add_argument("--master", dest="spark_master", help="Spark master ('none': spark-submit's)")
+    p.add_argument("--max-offsets-per-trigger", type=int, metavar="N")
+    p.add_argument(
+        "--decode-partitions", type=int, metavar="N", help="decode tasks per batch (default 4)"
+    )
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
+    p.add_argument("--once", action="store_true", help="process what is available now, then stop")
+
+
+def config_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> JobConfig:
+    """The job's configuration from parsed arguments (over file and environment)."""
+    overrides: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in (
+            "bootstrap_servers",
+            "cluster",
+            "membership_topic",
+            "starting_offsets",
+            "checkpoint_dir",
+            "delta_path",
+            "trigger_interval_s",
+            "metrics_host",
+            "metrics_port",
+            "spark_master",
+            "max_offsets_per_trigger",
+            "decode_partitions",
+        )
+    }
+    if args.conf:
+        overrides["spark_conf"] = dict(parse_key_value(t, "--conf") for t in args.conf)
+    if args.kafka_option:
+        overrides["kafka_options"] = dict(
+            parse_key_value(t, "--kafka-option") for t in args.kafka_option
+        )
+    return load_config(config_file=args.config, environ=environ, overrides=overrides)
+
+
+def cli_run(argv: Sequence[str] | None = None) -> int:
+    """``rebalance-monitor run [options]``; returns the exit code (2: invalid settings)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Run the Structured Streaming job: __consumer_offsets and the membership topic "
+            "-> per-group tracker -> Delta tables and Prometheus."
+        ),
+    )
+    _add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        if args.duration is not None and args.duration <= 0:
+            raise JobConfigError("duration: must be positive")
+        config = config_from_args(args)
+    except JobConfigError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    run(config, once=args.once, duration_s=args.duration, progress=_print)
+    return 0
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def main() -> None:
+    sys.exit(cli_run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

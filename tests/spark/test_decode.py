@@ -1,0 +1,189 @@
+"""The decode stage: good records are decoded and routed, garbage goes to the bad side with
+its raw bytes and the error, and the query keeps running across batches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pytest
+
+from streaming.codec import decode_record
+from streaming.spark.decode import DECODED_SCHEMA, decode, decode_batch, split
+from streaming.tracking.model import group_id_of
+from tests.unit.streaming.codec.corpus import pairs
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark]
+
+TOPICS_EVENT = json.dumps(
+    {
+        "schema_version": 1,
+        "event_type": "topics",
+        "cluster": "local",
+        "kafka_cluster_id": None,
+        "snapshot_id": "s1",
+        "snapshot_ts_ms": 1_000,
+        "errors": [],
+        "group_ids": ["g1", "g2"],
+        "controller_id": 1,
+        "brokers": [],
+        "end_offsets_ts_ms": None,
+        "topics": [],
+    }
+).encode()
+
+# (source, key, value): each garbage record and what it must be reported as
+GARBAGE: list[tuple[str, bytes | None, bytes | None, str, str | None]] = [
+    ("offsets", b"\x00\x01\x00\x05ab", b"", "TruncatedError", "key.group"),
+    ("offsets", None, b"\x00\x01", "DecodeError", "key"),
+    ("membership", b"local", b"{not json", "MembershipEventError", "$"),
+    ("membership", b"g1", b'{"schema_version": "one"}', "MembershipEventError", "schema_version"),
+]
+
+
+def _good_offsets(n: int) -> list[tuple[bytes, bytes | None, str | None]]:
+    out = []
+    for key, value in pairs():
+        group = group_id_of(decode_record(key, value))
+        if group is not None:
+            out.append((key, value, group))
+        if len(out) == n:
+            break
+    return out
+
+
+def _envelope_rows(offset_base: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for i, (key, value, _group) in enumerate(_good_offsets(3)):
+        rows.append(_row("offsets", key, value, offset_base + i))
+    rows.append(_row("membership", b"local", TOPICS_EVENT, offset_base + 10))
+    for i, (source, key, value, _t, _f) in enumerate(GARBAGE):
+        rows.append(_row(source, key, value, offset_base + 20 + i))
+    return rows
+
+
+def _row(source: str, key: bytes | None, value: bytes | None, offset: int) -> dict[str, Any]:
+    topic = "__consumer_offsets" if source == "offsets" else "rebalance-monitor.membership"
+    return {
+        "source": source,
+        "topic": topic,
+        "partition": 0,
+        "offset": offset,
+        "timestamp_ms": 1_700_000_000_000 + offset,
+        "key": key,
+        "value": value,
+    }
+
+
+def test_decode_batch_routes_fans_out_and_reports_errors() -> None:
+    batch = pa.RecordBatch.from_pylist(
+        _envelope_rows(0),
+        schema=pa.schema(
+            [
+                ("source", pa.string()),
+                ("topic", pa.string()),
+                ("partition", pa.int32()),
+                ("offset", pa.int64()),
+                ("timestamp_ms", pa.int64()),
+                ("key", pa.binary()),
+                ("value", pa.binary()),
+            ]
+        ),
+    )
+    out = decode_batch(batch).to_pylist()
+    good = [r for r in out if r["error"] is None]
+    bad = [r for r in out if r["error"] is not None]
+    assert [r["group_id"] for r in good if r["source"] == "offsets"] == [
+        g for _k, _v, g in _good_offsets(3)
+    ]
+    # a topics event goes to every group of its snapshot
+    topics = [r for r in good if r["source"] == "membership"]
+    assert [(r["group_id"], r["record_type"]) for r in topics] == [
+        ("g1", "TopicsSnapshot"),
+        ("g2", "TopicsSnapshot"),
+    ]
+    assert [(r["error_type"], r["error_field"]) for r in bad] == [(t, f) for *_, t, f in GARBAGE]
+    assert [(r["key"], r["value"]) for r in bad] == [(k, v) for _s, k, v, _t, _f in GARBAGE]
+    assert bad[0]["error_offset"] == 2  # the group string's length prefix ends at byte 2
+    assert all(r["group_id"] is None for r in bad)
+
+
+def _write_batch(spark: SparkSession, folder: Path, name: str, offset_base: int) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame(
+        _envelope_rows(offset_base),
+        "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
+        "key binary, value binary",
+    )
+    (
+        df.withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
+        .drop("timestamp_ms")
+        .coalesce(1)
+        .write.mode("overwrite")
+        .parquet(str(folder / name))
+    )
+
+
+def test_garbage_goes_to_the_bad_side_and_the_query_keeps_running(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from streaming.spark.decode import ENVELOPE_SCHEMA
+
+    inbox = tmp_path / "inbox"
+    _write_batch(spark, tmp_path / "staging", "b0", 0)
+    (tmp_path / "staging" / "b0").rename(inbox)
+    stream = spark.readStream.schema(ENVELOPE_SCHEMA).option("maxFilesPerTrigger", 1)
+    decoded = decode(stream.parquet(str(inbox)))
+    assert (
+        decoded.schema.simpleString()
+        == spark.createDataFrame([], DECODED_SCHEMA).schema.simpleString()
+    )
+    seen: dict[str, list[Any]] = {"good": [], "bad": [], "batches": []}
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        good, bad = split(df)
+        seen["good"] += good.collect()
+        seen["bad"] += bad.collect()
+        seen["batches"].append(batch_id)
+
+    query = (
+        decoded.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        # a second batch of garbage after the first: the query is still alive and takes it
+        _write_batch(spark, tmp_path / "staging", "b1", 100)
+        for part in (tmp_path / "staging" / "b1").glob("*.parquet"):
+            part.rename(inbox / f"b1-{part.name}")
+        query.processAllAvailable()
+        assert query.isActive and query.exception() is None
+    finally:
+        query.stop()
+
+    assert len(seen["batches"]) >= 2
+    bad = sorted(seen["bad"], key=lambda r: r.offset)
+    assert len(bad) == 2 * len(GARBAGE)
+    expected = [(k, v, t, f) for _s, k, v, t, f in GARBAGE] * 2
+    assert [
+        (
+            None if r.key is None else bytes(r.key),
+            None if r.value is None else bytes(r.value),
+            r.error_type,
+            r.error_field,
+        )
+        for r in bad
+    ] == expected
+    assert all(r.error for r in bad)
+    good = seen["good"]
+    assert sorted(r.group_id for r in good if r.source == "membership") == ["g1", "g1", "g2", "g2"]
+    assert len([r for r in good if r.source == "offsets"]) == 6
+    assert all(r.record_type for r in good)

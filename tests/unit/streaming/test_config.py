@@ -1,0 +1,180 @@
+"""``streaming.config``: defaults, the four layers in order, and errors that name the setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streaming.config import (
+    DEFAULT_JOB_DIR,
+    JobConfig,
+    JobConfigError,
+    load_config,
+    parse_key_value,
+    under_spark_submit,
+)
+
+pytestmark = [pytest.mark.unit]
+
+
+def test_defaults() -> None:
+    c = load_config(environ={})
+    assert c.bootstrap_servers == "127.0.0.1:19092"
+    assert c.cluster == "local"
+    assert c.membership_topic == "rebalance-monitor.membership"
+    assert c.starting_offsets == "earliest"
+    assert c.checkpoint_dir == str(DEFAULT_JOB_DIR / "checkpoint")
+    assert c.delta_path == str(DEFAULT_JOB_DIR / "delta")
+    assert c.trigger_interval_s == 1.0
+    assert (c.metrics_host, c.metrics_port) == ("127.0.0.1", 9108)
+    assert c.spark_master == "local[*]"
+    assert dict(c.spark_conf) == {} and dict(c.kafka_options) == {}
+    assert c.max_offsets_per_trigger is None
+    assert c.decode_partitions == 4
+
+
+def test_frozen() -> None:
+    c = JobConfig()
+    with pytest.raises(AttributeError):
+        c.cluster = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        c.spark_conf["spark.x"] = "1"  # type: ignore[index]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_layers_file_then_environment_then_cli(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """
+bootstrap_servers = "file:1"
+cluster = "from-file"
+trigger_interval_s = 5
+membership_topic = "file.topic"
+[spark_conf]
+spark.sql.shuffle.partitions = "16"
+"spark.driver.memory" = "4g"
+[kafka_options]
+"security.protocol" = "SSL"
+""",
+    )
+    env = {
+        "REBALANCE_MONITOR_CONFIG": str(path),
+        "REBALANCE_MONITOR_CLUSTER": "from-env",
+        "REBALANCE_MONITOR_BOOTSTRAP_SERVERS": "env:2",
+        "REBALANCE_MONITOR_METRICS_PORT": "0",
+        "REBALANCE_MONITOR_SPARK_CONF": '{"spark.driver.memory": "8g"}',
+    }
+    c = load_config(
+        environ=env,
+        overrides={
+            "bootstrap_servers": "cli:3, cli:4",
+            "cluster": None,  # not given on the command line
+            "spark_conf": {"spark.sql.shuffle.partitions": "2"},
+            "kafka_options": {"kafka.sasl.mechanism": "PLAIN"},
+        },
+    )
+    assert c.bootstrap_servers == "cli:3,cli:4"
+    assert c.cluster == "from-env"
+    assert c.membership_topic == "file.topic"
+    assert c.trigger_interval_s == 5
+    assert c.metrics_port == 0
+    # maps merge key by key across the layers
+    assert dict(c.spark_conf) == {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": "8g",
+    }
+    assert dict(c.kafka_options) == {"security.protocol": "SSL", "sasl.mechanism": "PLAIN"}
+
+
+def test_explicit_config_file_wins_over_the_environment_variable(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'cluster = "explicit"\n')
+    c = load_config(config_file=path, environ={"REBALANCE_MONITOR_CONFIG": "/nonexistent"})
+    assert c.cluster == "explicit"
+
+
+def test_spark_submit_leaves_the_master_alone() -> None:
+    env = {"PYSPARK_GATEWAY_PORT": "4321"}
+    assert under_spark_submit(env)
+    assert load_config(environ=env).spark_master is None
+    assert load_config(environ=env, overrides={"spark_master": "local[2]"}).spark_master == (
+        "local[2]"
+    )
+    assert load_config(environ={}, overrides={"spark_master": "none"}).spark_master is None
+
+
+def test_secrets_are_not_shown() -> None:
+    c = JobConfig(kafka_options={"sasl.jaas.config": "secret-text", "security.protocol": "SSL"})
+    assert "secret-text" not in repr(c)
+    assert c.redacted_kafka_options() == {"sasl.jaas.config": "***", "security.protocol": "SSL"}
+
+
+# Each invalid input, and the setting its error must name.
+INVALID: list[tuple[dict[str, object], str]] = [
+    ({"bootstrap_servers": "no-port"}, "bootstrap_servers"),
+    ({"bootstrap_servers": "h:99999"}, "bootstrap_servers"),
+    ({"cluster": " "}, "cluster"),
+    ({"membership_topic": "bad topic"}, "membership_topic"),
+    ({"starting_offsets": "yesterday"}, "starting_offsets"),
+    ({"checkpoint_dir": ""}, "checkpoint_dir"),
+    ({"trigger_interval_s": 0}, "trigger_interval_s"),
+    ({"metrics_port": 70000}, "metrics_port"),
+    ({"spark_master": 5}, "spark_master"),
+    ({"max_offsets_per_trigger": 0}, "max_offsets_per_trigger"),
+    ({"decode_partitions": 0}, "decode_partitions"),
+    ({"spark_conf": {"shuffle": "1"}}, "spark_conf"),
+    ({"kafka_options": {"auto.offset.reset": "latest"}}, "kafka_options"),
+    ({"kafka_options": {"kafka.bootstrap.servers": "x:1"}}, "kafka_options"),
+    ({"kafka_options": {"ssl.x": ["a"]}}, "kafka_options"),
+    ({"no_such_setting": 1}, "no_such_setting"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "setting"), INVALID)
+def test_errors_name_the_setting(overrides: dict[str, object], setting: str) -> None:
+    with pytest.raises(JobConfigError, match=rf"^{setting}:"):
+        load_config(environ={}, overrides=overrides)
+
+
+def test_json_starting_offsets_are_accepted() -> None:
+    offsets = '{"__consumer_offsets": {"0": 5}}'
+    assert load_config(environ={}, overrides={"starting_offsets": offsets}).starting_offsets == (
+        offsets
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "setting"),
+    [
+        ({"REBALANCE_MONITOR_METRICS_PORT": "x"}, "metrics_port"),
+        ({"REBALANCE_MONITOR_TRIGGER_INTERVAL_S": "soon"}, "trigger_interval_s"),
+        ({"REBALANCE_MONITOR_SPARK_CONF": "spark.x=1"}, "spark_conf"),
+        ({"REBALANCE_MONITOR_KAFKA_OPTIONS": "[1]"}, "kafka_options"),
+    ],
+)
+def test_environment_errors_name_the_setting(env: dict[str, str], setting: str) -> None:
+    with pytest.raises(JobConfigError, match=rf"^{setting}:"):
+        load_config(environ=env)
+
+
+def test_config_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(JobConfigError, match=r"^config: cannot read"):
+        load_config(config_file=tmp_path / "missing.toml", environ={})
+    with pytest.raises(JobConfigError, match=r"^config: .* not valid TOML"):
+        load_config(config_file=_write(tmp_path, "cluster = \n"), environ={})
+    with pytest.raises(JobConfigError, match=r"^spark_conf: expected a table"):
+        load_config(config_file=_write(tmp_path, 'spark_conf = "x"\n'), environ={})
+
+
+def test_parse_key_value() -> None:
+    assert parse_key_value("sasl.jaas.config=a b=c;", "--kafka-option") == (
+        "sasl.jaas.config",
+        "a b=c;",
+    )
+    with pytest.raises(JobConfigError, match=r"^--conf: expected KEY=VALUE"):
+        parse_key_value("novalue", "--conf")
