@@ -365,7 +365,7 @@ def test_ctrl_c_in_loop_mode_stops_every_member(kafka_broker: BrokerInfo, log_di
             f"loop-{os.getpid()}-r2-partition-increase",
         ]
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 130
+        assert proc.wait(timeout=90) == 130
     finally:
         if proc.poll() is None:
             proc.kill()
