@@ -148,9 +148,9 @@ class JavaHashOrder(Generic[K]):
     shrinks the table. ``hash_fn`` gives each key's Java ``hashCode()``.
     """
 
-    __slots__ = ("_cap", "_hash", "_seq", "_next")
+    __slots__ = ("_cap", "_hash", "_next", "_seq")
 
-    def __init__(self, hash_fn: "_HashFn[K]", capacity: int = 16) -> None:
+    def __init__(self, hash_fn: _HashFn[K], capacity: int = 16) -> None:
         self._cap = capacity
         self._hash = hash_fn
         self._seq: dict[K, int] = {}
@@ -192,9 +192,7 @@ class JavaHashOrder(Generic[K]):
         return sorted(seq, key=lambda k: (spread(h(k)) & mask, seq[k]))
 
 
-def hash_order(
-    keys: Iterable[K], hash_fn: "_HashFn[K]", capacity: int = 16
-) -> list[K]:
+def hash_order(keys: Iterable[K], hash_fn: _HashFn[K], capacity: int = 16) -> list[K]:
     """Iteration order of a map/set that received ``keys`` in order (no removals)."""
     order: JavaHashOrder[K] = JavaHashOrder(hash_fn, capacity)
     order.add_all(keys)
