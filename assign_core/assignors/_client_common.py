@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, S
 from itertools import chain, repeat
 from typing import ParamSpec, TypeVar
 
-from assign_core.javacompat import JavaHashOrder, java_sorted_strings, string_hash
+from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
 from assign_core.model import GroupSpec, Member, TopicPartition
 
 __all__ = [
@@ -50,24 +50,20 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def java_string_key(strings: Iterable[str]) -> Callable[[str], str | bytes]:
+def java_string_key(strings: Iterable[str]) -> Callable[[str], str]:
     """A sort key ordering every one of ``strings`` like ``String.compareTo``.
 
     Python compares code points and Java UTF-16 code units; they disagree only when a string
-    holds a supplementary character, so the identity is returned unless one does. The same key
-    must be used for all strings compared together (``str`` and ``bytes`` do not compare).
+    holds a supplementary character, so the identity is returned unless one does (the fast
+    path), else :func:`assign_core.javacompat.java_str_key`.
     """
     if all(s.isascii() or not s or max(s) <= "\uffff" for s in strings):
         return _identity
-    return _utf16
+    return java_str_key
 
 
-def _identity(s: str) -> str | bytes:
+def _identity(s: str) -> str:
     return s
-
-
-def _utf16(s: str) -> str | bytes:
-    return s.encode("utf-16-be")
 
 
 def consumer_rack(member: Member) -> str | None:
