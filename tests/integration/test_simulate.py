@@ -294,6 +294,13 @@ def test_kip848(run: Run) -> None:
 # --------------------------------------------------------------------------- interruption
 
 
+def _interactive_signals() -> None:
+    # A shell without job control starts background jobs with SIGINT ignored, and a child
+    # inherits that; Python then never raises KeyboardInterrupt. Give the simulator the
+    # signals a terminal user has, so the test's SIGINT is a real Ctrl-C wherever it runs.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _simulator(argv: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -304,8 +311,9 @@ def _simulator(argv: list[str]) -> subprocess.Popen[str]:
             *argv,
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
+        preexec_fn=_interactive_signals,
     )
 
 

@@ -122,9 +122,16 @@ def test_the_job_writes_the_groups_rebalances(
         for r in rebalances
         if r.members_after
     ]
-    # generations 1, 2, 3 with the members the clients themselves reported
-    assert [members for _gen, members in seen[:3]] == group_history
-    assert [gen for gen, _members in seen[:3]] == [1, 2, 3]
+    # The membership changes, in generation order, are the ones the clients reported.
+    # kafka-python sometimes needs an extra generation for the same members (its leader
+    # assigns nothing while its metadata lacks the topic, then rejoins), so consecutive
+    # generations with identical members are one change.
+    generations = [gen for gen, _members in seen]
+    assert generations == sorted(set(generations)) and generations[0] >= 1
+    changes = [
+        members for i, (_g, members) in enumerate(seen) if i == 0 or members != seen[i - 1][1]
+    ]
+    assert changes[:3] == group_history
     assert rebalances[0].cluster == "local"
 
     bad = (
