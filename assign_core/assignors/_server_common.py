@@ -22,12 +22,13 @@ Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come fr
 from __future__ import annotations
 
 import struct
-from collections import Counter, OrderedDict
+from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, groupby, repeat
-from operator import and_, gt, itemgetter, ne, or_, sub
+from operator import and_, eq, gt, itemgetter, ne, or_, sub
 from typing import Any, Generic, TypeVar
 
 from assign_core.javacompat import (
@@ -693,8 +694,8 @@ def _buckets_ok(spreads: Sequence[int], cap: int, limit: int) -> bool:
     """True when no bin of a ``cap`` table holds ``limit`` or more of ``spreads``."""
     if len(spreads) < limit:
         return True
-    counts = Counter(map((cap - 1).__and__, spreads))
-    return max(counts.values()) < limit
+    bins = sorted(map((cap - 1).__and__, spreads))
+    return not any(map(eq, bins, bins[limit - 1 :]))
 
 
 def _put_only_safe(spreads: Sequence[int], cap: int) -> bool:
@@ -792,11 +793,23 @@ class MapModel:
     """A member's ``HashMap<Uuid, Set<Integer>>`` (keys are topic indices).
 
     Tracks capacity and the in-bin order (``put`` appends to a bin, ``computeIfAbsent``
-    prepends and resizes lazily, on the next call). Exact while the map never held 8 keys;
-    beyond that :meth:`order` replays the logged key operations on :class:`HashTableSim`.
+    prepends and resizes lazily, on the next call). Exact as long as no bin reached 8 keys
+    (checked per capacity at every insertion); otherwise :meth:`order` replays the logged
+    key operations on :class:`HashTableSim`.
     """
 
-    __slots__ = ("allocated", "cap", "head", "log", "pending", "pos", "size", "tail", "topics")
+    __slots__ = (
+        "allocated",
+        "cap",
+        "head",
+        "inserts",
+        "log",
+        "pending",
+        "pos",
+        "size",
+        "tail",
+        "topics",
+    )
 
     def __init__(self, topics: TopicTable, pending_capacity: int) -> None:
         self.topics = topics
@@ -809,12 +822,15 @@ class MapModel:
         self.tail = 0
         # calls to replay: ("p" put | "c" computeIfAbsent | "r" remove, topic index)
         self.log: list[tuple[str, int]] = []
+        # (topic, capacity) of every insertion
+        self.inserts: list[tuple[int, int]] = []
 
     def put(self, t: int) -> None:
         self.allocated = True
         if t in self.pos:
             return
         self.log.append(("p", t))
+        self.inserts.append((t, self.cap))
         self.tail += 1
         self.pos[t] = self.tail
         self.size += 1
@@ -832,6 +848,7 @@ class MapModel:
         if t in self.pos:
             return False
         self.log.append(("c", t))
+        self.inserts.append((t, self.cap))
         self.head -= 1
         self.pos[t] = self.head
         self.size += 1
@@ -842,12 +859,30 @@ class MapModel:
             self.log.append(("r", t))
             self.size -= 1
 
+    def _bins_never_full(self) -> bool:
+        """No insertion met a bin of 7 keys (``computeIfAbsent``'s limit; ``put``'s is 8):
+        at each capacity, count every key inserted until then (removed ones too)."""
+        inserts = self.inserts
+        if len(inserts) < _CIA_BIN_LIMIT:
+            return True
+        sp = self.topics.spreads
+        spreads = [sp[t] for t, _ in inserts]
+        for k, (_, cap) in enumerate(inserts):
+            last_at_cap = k + 1 == len(inserts) or inserts[k + 1][1] != cap
+            if (
+                last_at_cap
+                and k + 1 >= _CIA_BIN_LIMIT
+                and not _buckets_ok(spreads[: k + 1], cap, _CIA_BIN_LIMIT)
+            ):
+                return False
+        return True
+
     def order(self) -> list[int]:
         """The iteration order of the topic keys."""
         pos = self.pos
         if len(pos) <= 1:
             return list(pos)
-        if len({t for _, t in self.log}) < _CIA_BIN_LIMIT:
+        if self._bins_never_full():
             mask = self.cap - 1
             sp = self.topics.spreads
             return sorted(pos, key=lambda t: (sp[t] & mask, pos[t]))
@@ -928,22 +963,50 @@ OwnedRun = tuple[int, int, int, list[TopicPartition]]
 
 
 class OwnedFlat:
-    """A current assignment of several topics, in the coordinator's iteration order.
+    """A current assignment of several topics, each one contiguous group of the input.
 
-    ``topics`` in the order of its ``HashMap``; topic ``j``'s partitions (in the order of its
-    ``HashSet``) are ``parts[starts[j]:starts[j + 1]]``, and the same slice of ``tps`` holds
-    the input's ``TopicPartition`` objects.
+    ``topics`` in input order, group ``j`` is ``parts[starts[j]:starts[j + 1]]``. ``tps``
+    holds the input's ``TopicPartition`` objects in the coordinator's iteration order (its
+    ``HashMap``, then each ``HashSet``), ``perm`` the input positions in that order (``None``:
+    the input's order).
     """
 
-    __slots__ = ("parts", "starts", "topics", "tps")
+    __slots__ = ("parts", "perm", "starts", "topics", "tps")
 
     def __init__(
-        self, topics: list[int], starts: list[int], parts: list[int], tps: list[TopicPartition]
+        self,
+        topics: list[int],
+        starts: list[int],
+        parts: Sequence[int],
+        tps: list[TopicPartition],
+        perm: list[int] | None,
     ) -> None:
         self.topics = topics
         self.starts = starts
         self.parts = parts
         self.tps = tps
+        self.perm = perm
+
+    def view(self) -> list[tuple[int, list[int], list[TopicPartition]]]:
+        """(topic, partitions, TopicPartitions) in iteration order."""
+        st = self.starts
+        out = []
+        begin = 0
+        if self.perm is None:
+            groups = [(t, list(self.parts[st[j] : st[j + 1]])) for j, t in enumerate(self.topics)]
+        else:
+            ordered = list(map(self.parts.__getitem__, self.perm))
+            groups = []
+            at = 0
+            while at < len(ordered):
+                j = bisect_right(st, self.perm[at]) - 1
+                size = st[j + 1] - st[j]
+                groups.append((self.topics[j], ordered[at : at + size]))
+                at += size
+        for t, ps in groups:
+            out.append((t, ps, self.tps[begin : begin + len(ps)]))
+            begin += len(ps)
+        return out
 
 
 #: A member's current assignment: an :data:`OwnedRun`, an :class:`OwnedFlat`, or its topics
@@ -1012,10 +1075,10 @@ class ServerGroup:
     @cached_property
     def current(self) -> list[Owned]:
         index = self.topics.index
-        counts = self.topics.counts
         tables: dict[str, list[TopicPartition]] = {}
         caps: dict[int, int] = {}
         runs = self._runs
+        counts = self.topics.counts
         out: list[Owned] = []
         append = out.append
         for m in self.spec.members:
@@ -1023,7 +1086,9 @@ class ServerGroup:
             if not owned:
                 append([])
                 continue
-            # the common case, inlined: one ascending run inside one block of the table
+            # the common case, inlined: one dense run of one topic, given in the iteration
+            # order of new HashSet<>(it) (ascending within a block of the table, or wrapped
+            # at a block boundary); checked against the interned objects (pointer compares)
             name, first = owned[0]
             last = owned[-1][1]
             n = len(owned)
@@ -1036,18 +1101,16 @@ class ServerGroup:
                 if t is not None:
                     table = tables[name] = interned_partitions(name, counts[t])
             if table is not None:
-                if last - first + 1 == n:  # ascending: within one block of the table
-                    lo = first
-                    hi = last
-                    if first // cap == last // cap and hi < len(table):
+                if last - first + 1 == n:
+                    if first // cap == last // cap:
                         tps = list(owned)
-                        if tps == table[lo : hi + 1]:
+                        if tps == table[first : last + 1]:
                             t = index[name]
-                            if hi < counts[t]:
-                                append((t, lo, hi, tps))
-                                runs.append((t, lo, hi))
+                            if last < counts[t]:
+                                append((t, first, last, tps))
+                                runs.append((t, first, last))
                                 continue
-                elif last + 1 == first and first % cap == 0:  # wrapped at a block
+                elif last + 1 == first and first % cap == 0:
                     a = 1
                     b = n
                     while a < b:
@@ -1098,7 +1161,7 @@ class ServerGroup:
         """``owned`` as an :class:`OwnedFlat`, if its topics are known and contiguous and no
         bin of the coordinator's map or sets can have held 9 keys."""
         n = len(owned)
-        names = list(map(_TOPIC, owned))
+        names, parts_in = zip(*owned, strict=True)
         bounds = list(compress(range(1, n), map(ne, names, names[1:])))
         group_names = [names[0], *map(names.__getitem__, bounds)]
         if len(set(group_names)) != len(group_names):
@@ -1107,7 +1170,7 @@ class ServerGroup:
         if None in found:
             return None
         topics: list[int] = found  # type: ignore[assignment]
-        parts = list(map(_PARTITION, owned))
+        parts: Sequence[int] = parts_in
         if max(parts) >= 65536:
             return None
         spreads = self.topics.spreads
@@ -1118,37 +1181,52 @@ class ServerGroup:
             return None
         starts = [0, *bounds, n]
         sizes = list(map(sub, starts[1:], starts[:-1]))
-        masks = []
-        for j, size in enumerate(sizes):
-            cap = hashset_copy_capacity(size)
-            if size >= _PUT_BIN_LIMIT and not _buckets_ok(
-                parts[starts[j] : starts[j + 1]], cap, _PUT_BIN_LIMIT
+        largest = max(sizes)
+        if largest < 12:  # every HashSet has 16 bins
+            set_keys = list(map((15).__and__, parts))
+            if largest >= _PUT_BIN_LIMIT and not all(
+                _buckets_ok(parts[starts[j] : starts[j + 1]], 16, _PUT_BIN_LIMIT)
+                for j, size in enumerate(sizes)
+                if size >= _PUT_BIN_LIMIT
             ):
                 return None
-            masks.append(cap - 1)
-        # new HashMap<>() put in input order: by bin; new HashSet<>(group): by bin
+        else:
+            masks = []
+            for j, size in enumerate(sizes):
+                cap = hashset_copy_capacity(size)
+                if size >= _PUT_BIN_LIMIT and not _buckets_ok(
+                    parts[starts[j] : starts[j + 1]], cap, _PUT_BIN_LIMIT
+                ):
+                    return None
+                masks.append(cap - 1)
+            set_keys = list(map(and_, parts, chain.from_iterable(map(repeat, masks, sizes))))
+        # new HashMap<>() put in input order iterates by bin; each new HashSet<>(group) too
         map_mask = grown_capacity(16, z) - 1
-        group_order = sorted(range(z), key=[spreads[t] & map_mask for t in topics].__getitem__)
-        rank = [0] * z
-        for r, j in enumerate(group_order):
-            rank[j] = r << 32
-        keys = list(
-            map(
-                or_,
-                chain.from_iterable(map(repeat, rank, sizes)),
-                map(and_, parts, chain.from_iterable(map(repeat, masks, sizes))),
-            )
-        )
+        map_keys = [spreads[t] & map_mask for t in topics]
         tps = list(owned)
+        if z > 1 and any(map(gt, map_keys, map_keys[1:])):
+            group_order = sorted(range(z), key=map_keys.__getitem__)
+            rank = list(map(_second, sorted(zip(group_order, range(z), strict=True))))
+        else:
+            rank = list(range(z))
+        keys = (
+            list(
+                map(
+                    or_,
+                    chain.from_iterable(map(repeat, map(_SHIFTED.__getitem__, rank), sizes)),
+                    set_keys,
+                )
+            )
+            if z < len(_SHIFTED)
+            else None
+        )
+        if keys is None:
+            return None
+        perm = None
         if any(map(gt, keys, keys[1:])):
             perm = sorted(range(n), key=keys.__getitem__)
-            parts = list(map(parts.__getitem__, perm))
             tps = list(map(tps.__getitem__, perm))
-            topics = [topics[j] for j in group_order]
-            starts = [0]
-            for j in group_order:
-                starts.append(starts[-1] + sizes[j])
-        return OwnedFlat(topics, starts, parts, tps)
+        return OwnedFlat(topics, starts, parts, tps, perm)
 
     @cached_property
     def _ownership(self) -> tuple[dict[int, Sequence[int]], bool]:
@@ -1215,6 +1293,9 @@ class ServerGroup:
 
 _TOPIC = itemgetter(0)
 _PARTITION = itemgetter(1)
+_second = itemgetter(1)
+#: rank << 16 for the sort keys of :meth:`ServerGroup._flat` (set keys are below 65536)
+_SHIFTED = [r << 16 for r in range(4096)]
 
 
 def old_map_order(owned: Sequence[OwnedTopic], topics: TopicTable) -> list[OwnedTopic]:
@@ -1256,11 +1337,7 @@ def old_view(owned: Owned, topics: TopicTable) -> list[OldTopic]:
         t, lo, hi, tps = owned
         return [OldTopic(t, run_partitions(lo, hi), tps)]
     if isinstance(owned, OwnedFlat):
-        st = owned.starts
-        return [
-            OldTopic(t, owned.parts[st[j] : st[j + 1]], owned.tps[st[j] : st[j + 1]])
-            for j, t in enumerate(owned.topics)
-        ]
+        return [OldTopic(t, ps, tps) for t, ps, tps in owned.view()]
     out = []
     for o in old_map_order(owned, topics):
         ordered = old_set_order(o.partitions, o.lo, o.hi)
@@ -1296,7 +1373,7 @@ def interned_partitions(name: str, count: int) -> list[TopicPartition]:
         map(
             _tuple_new,
             repeat(TopicPartition, count - have),
-            zip(repeat(name, count - have), range(have, count)),
+            zip(repeat(name, count - have), range(have, count), strict=True),
         )
     )
     tps = fresh if tps is None else tps + fresh
@@ -1388,18 +1465,6 @@ class MemberMap:
     def __init__(self, topics: TopicTable, pending_capacity: int) -> None:
         self.map = MapModel(topics, pending_capacity)
         self.sets: dict[int, IntSetLog] = {}
-
-    @classmethod
-    def deep_copy(cls, topics: TopicTable, old: Sequence[OwnedTopic]) -> MemberMap:
-        """``AssignorHelpers.deepCopyAssignment`` of a current assignment (``old`` in its
-        map order)."""
-        copy = cls(topics, table_size_for(len(old)))
-        for o in old:
-            copy.map.put(o.topic)
-            copy.sets[o.topic] = IntSetLog(
-                hashset_copy_capacity(len(o.partitions)), old_set_order(o.partitions)
-            )
-        return copy
 
     def remove_topic(self, t: int) -> None:
         self.map.remove(t)

@@ -2,21 +2,21 @@
 
 Bit-identical to kafka-group-coordinator 4.4. Worked example (Kafka's
 ``testFirstAssignmentThreeMembersThreeTopicsDifferentSubscriptions``): topics T1 (3
-partitions), T2 (3), T3 (2); A subscribes [T1, T2], B [T3], C [T2, T3]::
+partitions, id ``T1-A4s3VTwiI5CTbEp6POw``), T2 (3, ``T2-B4s3VTwiI5YHbPp6YUe``) and T3 (2,
+``T3-CU8fVTLCz5YMkLoDQsa``); A subscribes [T1, T2], B [T3], C [T2, T3]::
 
-    A: T1-0 T1-1 T1-2 T2-0 T2-1
+    A: T2-0 T2-1 T1-0 T1-1 T1-2
     B: T3-0
     C: T2-2 T3-1
-
-(The topic order inside a member's list is the ``HashMap<Uuid, ?>`` order of the topic ids;
-the example's ids are chosen to keep the order readable.)
 
 The members are sorted (members with a group instance id first, by instance id, then the
 others by member id) and every topic's partitions are cut into contiguous ranges over its
 subscribers in that order: ``P / S`` each, the first ``P % S`` subscribers one more. Not
-sticky (the current assignment is ignored), no racks. Each member's map is a
-``new HashMap<>((int) (n / 0.75f + 1))`` of ``RangeSet``\\ s (ascending), ``n`` being the
-number of topics (homogeneous) or of subscribed topic names (heterogeneous).
+sticky (the current assignment is ignored), no racks, never throws for a scenario (topics
+missing from the metadata are not subscribed). Each member's map is a ``new HashMap<>((int)
+(n / 0.75f + 1))`` of ``RangeSet`` objects (ascending), ``n`` being the number of topics
+(homogeneous) or of the member's subscribed topic names (heterogeneous); in the example T2
+(bin 1 of 4) iterates before T1 (bin 2).
 """
 
 from __future__ import annotations

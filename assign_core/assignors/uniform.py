@@ -1,37 +1,44 @@
 """The coordinator's ``uniform`` assignor (KIP-848), bit-identical to kafka-group-coordinator 4.4.
 
-Worked example (Kafka's ``testFirstAssignmentTwoMembersTwoTopicsNoMemberRacks``): topics
-T1 (3 partitions) and T3 (2), members A and B subscribed to both, nothing assigned yet::
+Worked example (Kafka's ``testFirstAssignmentTwoMembersTwoTopicsNoMemberRacks``): topics T1
+(3 partitions, id ``T1-A4s3VTwiI5CTbEp6POw``) and T3 (2, id ``T3-CU8fVTLCz5YMkLoDQsa``),
+members A and B subscribed to both, nothing assigned yet::
 
-    A: T3-0 T3-1             (4.0 gave A {T1:[0], T3:[0,1]}: see below)
+    A: T3-0 T3-1
     B: T1-0 T1-1 T1-2
+
+``HashSet<Uuid>`` iterates T3 before T1, so the list of partitions to hand out is T3-0 T3-1
+T1-0 T1-1 T1-2. A comes first (``memberIds()`` order) with quota 3 (``5 / 2`` plus the extra
+partition), owns nothing and, since 4.x, gives the extra partition up because a later member
+can take it; A gets 2, B the remaining 3. (Kafka 4.0 gave A 3: T3-0 T3-1 T1-0.)
 
 Two builders, chosen by the group's subscription type:
 
 * homogeneous (every member subscribes the same topics): the partitions to hand out are
   listed per topic in ``HashSet<Uuid>`` order, then every member in ``memberIds()`` order
-  keeps what it owns up to its quota (``T / M``, ``+1`` for the first ``T % M``
-  members), revokes the rest, and members under quota are filled from that list in order.
-  Since 4.x a member that cannot fill its ``+1`` quota from what it owns gives the extra
-  partition up to a later member when enough members remain (``memberCount - index >
-  remaining extras``); in the example A (first, quota 3, owns nothing) gives it up, B keeps
-  quota 3 and takes T1 after A took T3.
+  keeps what it owns up to its quota (``T / M``, ``+1`` while extras remain; given up by a
+  member that cannot fill it if ``memberCount - index > remaining extras``), revokes the
+  rest (appended to the list), and members under quota are filled from the list in order.
 * heterogeneous: revoke unsubscribed topics, assign the unassigned partitions topic by topic
   (most partitions per subscriber first) round-robin over the least loaded subscribers, then
   move partitions from the most to the least loaded subscribers until balanced (at most 16
   passes over the topics).
 
 Racks are ignored. The lists follow the iteration order of the Java result: the member's
-``HashMap<Uuid, Set<Integer>>`` (``computeIfAbsent`` prepends to a bin and resizes on the next
-call) and each ``HashSet<Integer>``.
+``HashMap<Uuid, Set<Integer>>`` (``computeIfAbsent`` prepends to a bin and resizes on the
+next call) and each ``HashSet<Integer>``. The Java code throws (here :class:`AssignmentError`)
+when partitions are left unassigned (homogeneous, e.g. a partition owned twice) and when a
+current assignment names a partition beyond its topic's count (heterogeneous).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from bisect import bisect_right
+from collections import Counter, deque
 from collections.abc import Sequence
+from functools import cached_property
 from itertools import chain, compress, repeat
-from operator import add, and_, eq, ge, getitem, lshift, ne, or_, rshift
+from operator import and_, eq, getitem, gt, invert, mul, ne, not_, or_, rshift, setitem
 from operator import sub as sub_
 
 from assign_core.assignors._server_common import (
@@ -134,11 +141,12 @@ def _materialize(
             elif owned:
                 by_member[i] = [tp for o in olds(i) for tp in o.tps]
         elif isinstance(state, list):
-            if len(state) == 1 and isinstance(state[0][1], range):
+            run = state[0][1] if len(state) == 1 else None
+            if isinstance(run, range):
                 # new HashSet<>() receiving one ascending run: rotated at a block boundary
-                t, seq = state[0]
-                start = seq.start
-                stop = seq.stop
+                t = state[0][0]
+                start = run.start
+                stop = run.stop
                 n = stop - start
                 cap = caps.get(n)
                 if cap is None:
@@ -249,11 +257,11 @@ def _homogeneous(g: ServerGroup, olds: _Olds) -> list[_State] | None:
     off = 0
     n_chunks = len(chunks)
     for pos, quota in unfilled:
-        state = states[pos]
-        if state is None:
+        target = states[pos]
+        if target is None:
             i = g.order[pos]
             if current[i] or exact:
-                state = states[pos] = olds.copy(i)
+                target = states[pos] = olds.copy(i)
             else:
                 fresh: _Fresh = []
                 states[pos] = fresh
@@ -267,14 +275,15 @@ def _homogeneous(g: ServerGroup, olds: _Olds) -> list[_State] | None:
                         ci += 1
                         off = 0
                 continue
+        assert isinstance(target, MemberMap)
         while quota > 0 and ci < n_chunks:
             t, seq = chunks[ci]
             take = min(quota, len(seq) - off)
-            if state.map.compute_if_absent(t):
-                state.sets[t] = IntSetLog(16)
+            if target.map.compute_if_absent(t):
+                target.sets[t] = IntSetLog(16)
             if take > 1:
-                state.map.compute_if_absent(t)  # the lazy resize of the following calls
-            state.sets[t].add_all(seq[off : off + take])
+                target.map.compute_if_absent(t)  # the lazy resize of the following calls
+            target.sets[t].add_all(seq[off : off + take])
             quota -= take
             off += take
             if off == len(seq):
@@ -317,7 +326,8 @@ class _Balancer:
 
     def initialize(self, members: list[int]) -> int:
         sizes = self.sizes
-        self.sorted = s = sorted(members, key=lambda m: (sizes[m], m))
+        # members are ascending: a stable sort by size orders by (size, index)
+        self.sorted = s = sorted(members, key=sizes.__getitem__)
         n = len(s)
         self.least_end = 0
         self.least_count = sizes[s[0]] - 1
@@ -387,19 +397,19 @@ class _Hetero:
         for pos, i in enumerate(g.order):
             for t in g.subscription(i):
                 self.subscribers.setdefault(t, []).append(pos)
-        # None: the target is still the (immutable) current assignment
-        self.events: list[list[int] | None] = [None] * n
+        # no changes (and no dropped topic): the target is still the current assignment
+        self.events: list[list[int]] = [[] for _ in range(n)]
         # unsubscribed topics removed from the copy, in the current map's order
         self.dropped: dict[int, list[int]] = {}
         self.owners: dict[int, list[int]] = {}
+        self._grown: dict[tuple[int, int], int] = {}
+        self._roomy_cache: dict[int, bool] = {}
 
     def topic_key(self, t: int) -> tuple[float, int, tuple[int, int]]:
         s = len(self.subscribers[t])
         return (-(self.topics.counts[t] / s), s, self.topics.cmp_keys[t])
 
     def _drop(self, pos: int, t: int) -> None:
-        if self.events[pos] is None:
-            self.events[pos] = []
         self.dropped.setdefault(pos, []).append(t)
 
     def revoke(self) -> None:
@@ -408,7 +418,7 @@ class _Hetero:
         g = self.g
         counts = self.topics.counts
         sizes = self.sizes
-        owner_of: dict[int, int] = {}  # topic << 32 | partition -> member position
+        owners = self.owners = {t: [-1] * counts[t] for t in self.subscribers}
         subscribed_sets: dict[int, set[int]] = {}
         for pos, i in enumerate(g.order):
             owned = g.current[i]
@@ -422,23 +432,20 @@ class _Hetero:
                 t, lo, hi, _ = owned
                 if t in subscribed:
                     sizes[pos] += hi - lo + 1
-                    base = t << _SHIFT
-                    owner_of.update(zip(range(base + lo, base + hi + 1), repeat(pos)))
+                    owners[t][lo : hi + 1] = [pos] * (hi - lo + 1)
                 else:
                     self._drop(pos, t)
                 continue
             if isinstance(owned, OwnedFlat) and subscribed.issuperset(owned.topics):
                 st = owned.starts
                 group_sizes = list(map(sub_, st[1:], st[:-1]))
-                limits = chain.from_iterable(
-                    map(repeat, [counts[t] for t in owned.topics], group_sizes)
+                per_partition = chain.from_iterable(
+                    map(repeat, [owners[t] for t in owned.topics], group_sizes)
                 )
-                if any(map(ge, owned.parts, limits)):
-                    raise _beyond(self.topics, owned.topics, owned.parts)
-                bases = chain.from_iterable(
-                    map(repeat, [t << _SHIFT for t in owned.topics], group_sizes)
-                )
-                owner_of.update(zip(map(add, owned.parts, bases), repeat(pos)))
+                try:
+                    deque(map(setitem, per_partition, owned.parts, repeat(pos)), 0)
+                except IndexError:
+                    raise _beyond(self.topics, owned.topics, owned.parts) from None
                 sizes[pos] += len(owned.parts)
                 continue
             for o in self.olds(i):
@@ -447,46 +454,39 @@ class _Hetero:
                     if max(o.partitions) >= counts[t]:
                         raise _beyond(self.topics, [t], o.partitions)
                     sizes[pos] += len(o.partitions)
-                    base = t << _SHIFT
-                    owner_of.update(zip(map(add, o.partitions, repeat(base)), repeat(pos)))
+                    deque(map(setitem, repeat(owners[t]), o.partitions, repeat(pos)), 0)
                 else:
                     self._drop(pos, t)
-        for t in self.subscribers:
-            base = t << _SHIFT
-            self.owners[t] = list(map(owner_of.get, range(base, base + counts[t]), repeat(-1)))
 
     def assign_remaining(self) -> None:
+        """Each topic's unassigned partitions, ascending, to ``nextLeastLoadedMember()``:
+        with the subscribers sorted by (size, index), round ``r`` serves, in order, the
+        prefix of those whose size was at most ``base + r - 1`` (``base``: the least size)."""
         unassigned: dict[int, list[int]] = {}
         for t, owners in self.owners.items():
             if -1 in owners:
                 unassigned[t] = list(compress(range(len(owners)), map(eq, owners, repeat(-1))))
         sizes = self.sizes
         events = self.events
-        balancer = _Balancer(sizes)
+        append = list.append
         for t in sorted(unassigned, key=self.topic_key):
-            balancer.initialize(self.subscribers[t])
-            # nextLeastLoadedMember, inlined
-            ordered = balancer.sorted
-            n = len(ordered)
-            least_end = balancer.least_end
-            least_count = balancer.least_count
-            next_least = balancer.next_least
+            ordered = sorted(self.subscribers[t], key=sizes.__getitem__)
+            levels = list(map(sizes.__getitem__, ordered))  # ascending
+            free = unassigned[t]
+            left = len(free)
+            recipients: list[int] = []
+            level = levels[0]
+            while left > 0:
+                # the members at this level: all those served so far, and those that had it
+                served = ordered[: min(bisect_right(levels, level), left)]
+                recipients += served
+                deque(map(setitem, repeat(sizes), served, repeat(level + 1)), 0)
+                left -= len(served)
+                level += 1
             owners = self.owners[t]
+            deque(map(setitem, repeat(owners), free, recipients), 0)
             base = t << _SHIFT
-            for p in unassigned[t]:
-                if next_least >= least_end:
-                    least_count += 1
-                    while least_end < n and sizes[ordered[least_end]] == least_count:
-                        least_end += 1
-                    next_least = 0
-                m = ordered[next_least]
-                next_least += 1
-                ev = events[m]
-                if ev is None:
-                    ev = events[m] = []
-                ev.append(base | p)
-                owners[p] = m
-                sizes[m] += 1
+            deque(map(append, map(events.__getitem__, recipients), map(or_, repeat(base), free)), 0)
 
     def move(self, t: int, p: int, pos: int) -> None:
         """``assignPartition``."""
@@ -494,15 +494,9 @@ class _Hetero:
         owners = self.owners[t]
         old = owners[p]
         if old != -1:
-            ev = self.events[old]
-            if ev is None:
-                ev = self.events[old] = []
-            ev.append(~key)
+            self.events[old].append(~key)
             self.sizes[old] -= 1
-        ev = self.events[pos]
-        if ev is None:
-            ev = self.events[pos] = []
-        ev.append(key)
+        self.events[pos].append(key)
         owners[p] = pos
         self.sizes[pos] += 1
 
@@ -565,7 +559,7 @@ class _Hetero:
         for pos, i in enumerate(g.order):
             ev = self.events[pos]
             owned = g.current[i]
-            if ev is None:
+            if not ev and pos not in self.dropped:
                 if isinstance(owned, tuple):
                     by_member[i] = owned[3]
                 elif isinstance(owned, OwnedFlat):
@@ -573,65 +567,124 @@ class _Hetero:
                 elif owned:
                     by_member[i] = [tp for o in self.olds(i) for tp in o.tps]
                 continue
-            if not owned and ev and min(ev) >= 0:
-                fresh = self._fresh(ev, tables)
+            if not owned and ev:
+                fresh = self._fresh(ev, tables, g.subscription(i))
                 if fresh is not None:
                     by_member[i] = fresh
                     continue
             by_member[i] = self._replay(pos, i, ev, lists)
         return dict(zip([m.member_id for m in members], by_member, strict=True))
 
-    def _estimate_capacity(self, t: int) -> int:
-        """``new HashSet<>((int) (ceil(P / S) / 0.75f + 1))``."""
-        subs = len(self.subscribers[t])
-        return table_size_for(float_capacity((self.topics.counts[t] + subs - 1) // subs))
+    @cached_property
+    def set_masks(self) -> dict[int, int]:
+        """Per topic, ``capacity - 1`` of a member's set that never grew."""
+        return {t: cap - 1 for t, cap in self.estimates.items()}
+
+    @cached_property
+    def small_sets(self) -> int:
+        """Sets with fewer partitions than this never grew nor filled a bin."""
+        return min([9, *(cap * 3 // 4 + 1 for cap in self.estimates.values())])
+
+    @cached_property
+    def estimates(self) -> dict[int, int]:
+        """Per topic, the table size of ``new HashSet<>((int) (ceil(P / S) / 0.75f + 1))``."""
+        counts = self.topics.counts
+        return {
+            t: table_size_for(float_capacity((counts[t] + len(subs) - 1) // len(subs)))
+            for t, subs in self.subscribers.items()
+        }
+
+    def _roomy(self, subscription: list[int]) -> bool:
+        """No 8 of these topics share a bin of 16 (nor then of any larger table)."""
+        roomy = self._roomy_cache.get(id(subscription))
+        if roomy is None:
+            spreads = self.topics.spreads
+            roomy = _no_full_bin([spreads[t] for t in subscription], 16, _CIA_LIMIT)
+            self._roomy_cache[id(subscription)] = roomy
+        return roomy
 
     def _fresh(
-        self, ev: list[int], tables: dict[int, list[TopicPartition]]
+        self, ev: list[int], tables: dict[int, list[TopicPartition]], subscription: list[int]
     ) -> list[TopicPartition] | None:
-        """A member that owned nothing and only received partitions: its map got
-        ``computeIfAbsent`` for every partition (a new key goes first in its bin, the table
-        grows on the call after the one that crossed the threshold), its sets ``add``s."""
-        n = len(ev)
-        ts = list(map(rshift, ev, repeat(_SHIFT)))
-        first = dict(zip(reversed(ts), range(n - 1, -1, -1)))  # topic -> first call
+        """The target of a member that owned nothing, from its changes, or ``None`` if the
+        general replay must compute it.
+
+        Its map got ``computeIfAbsent`` for every partition added (a new key goes first in
+        its bin, the table grows on the call after the one that crossed the threshold); a
+        removal does not touch the map unless it empties a set (then: ``None``). A set
+        iterates by bin, then addition order; a removal leaves the others' order alone."""
+        if min(ev) < 0:
+            removals = list(map(gt, repeat(0), ev))
+            removed = set(map(invert, compress(ev, removals)))
+            adds = list(compress(ev, map(not_, removals)))
+            kept = list(compress(adds, map(not_, map(removed.__contains__, adds))))
+            if len(kept) + len(removed) != len(adds) or len(set(adds)) != len(adds):
+                return None  # a partition removed twice or added back
+        else:
+            adds = kept = ev
+            removed = set()
+        n = len(adds)
+        ts = list(map(rshift, adds, repeat(_SHIFT)))
+        first = dict(zip(reversed(ts), range(n - 1, -1, -1), strict=True))  # topic -> 1st call
         inserted = sorted(first, key=first.__getitem__)
         z = len(inserted)
-        if z >= _CIA_LIMIT:
-            return None
-        cap = 1  # new HashMap<>(0)
-        for j, t in enumerate(inserted):
-            if j and j > cap * 3 // 4:
-                cap *= 2
-            after = first[inserted[j + 1]] if j + 1 < z else n
-            if after > first[t] + 1 and j + 1 > cap * 3 // 4:
-                cap *= 2  # a later call on an existing key resized
+        # new HashMap<>(0): before each insertion the table holds the keys (z - 1 before the
+        # last); a call after the last insertion grows it once more if needed
+        cap = _cia_capacity(z - 1)
+        if first[inserted[-1]] < n - 1 and z > cap * 3 // 4:
+            cap *= 2
         spreads = self.topics.spreads
-        seq = {t: j for j, t in enumerate(inserted)}
-        rank = {
-            t: r
-            for r, t in enumerate(sorted(inserted, key=lambda t: (spreads[t] & (cap - 1), -seq[t])))
-        }
-        ps = list(map(and_, ev, repeat(_LOW)))
+        if z >= _CIA_LIMIT and not self._roomy(subscription):
+            # while the table had c bins it held at most c * 3 / 4 + 1 keys: none of those
+            # bins may have reached 8 (computeIfAbsent would have treeified or resized)
+            level = 16
+            while level <= cap:
+                k = min(z, level * 3 // 4 + 1)
+                if k >= _CIA_LIMIT and not _no_full_bin(
+                    [spreads[t] for t in inserted[:k]], level, _CIA_LIMIT
+                ):
+                    return None
+                level *= 2
+        # by bin, a later insertion first within a bin
+        bins = list(map(and_, map(spreads.__getitem__, inserted), repeat(cap - 1)))
+        by_bin = sorted(
+            range(z), key=list(map(sub_, map(mul, bins, repeat(z)), range(z))).__getitem__
+        )
+        rank = dict(zip(map(inserted.__getitem__, by_bin), _RANKS, strict=False))
+        masks = self.set_masks
+        counts = Counter(ts)  # additions per set: at least its largest size
+        small = self.small_sets
+        if max(counts.values()) >= small:
+            masks = dict(masks)
+            estimates = self.estimates
+            lost = {k >> _SHIFT for k in removed} if kept is not adds else set()
+            ps = list(map(and_, adds, repeat(_LOW)))
+            for t, c in counts.items():
+                if c < small:
+                    continue
+                pending = estimates[t]
+                if t in lost and c > pending * 3 // 4:
+                    return None  # its capacity depends on when it lost the partition
+                if c >= 9:
+                    group = [p for p, t2 in zip(ps, ts, strict=True) if t2 == t]
+                    if not _safe_adds(group, pending):
+                        return None
+                masks[t] = grown_capacity(pending, c) - 1
+        if kept is not adds:
+            ts = list(map(rshift, kept, repeat(_SHIFT)))
+            if len(set(ts)) != z:
+                return None  # a set emptied: its topic left the map
+        ps = list(map(and_, kept, repeat(_LOW)))
         if max(ps) >= 65536:
             return None
-        counts = Counter(ts)
-        mask: dict[int, int] = {}
-        for t, c in counts.items():
-            pending = self._estimate_capacity(t)
-            if c >= 9:
-                group = [p for p, t2 in zip(ps, ts, strict=True) if t2 == t]
-                if not _safe_adds(group, pending):
-                    return None
-            mask[t] = grown_capacity(pending, c) - 1
         keys = list(
             map(
                 or_,
-                map(lshift, map(rank.__getitem__, ts), repeat(_SHIFT)),
-                map(and_, ps, map(mask.__getitem__, ts)),
+                map(rank.__getitem__, ts),
+                map(and_, ps, map(masks.__getitem__, ts)),
             )
         )
-        order = sorted(range(n), key=keys.__getitem__)
+        order = sorted(range(len(keys)), key=keys.__getitem__)
         return list(
             map(
                 getitem,
@@ -643,30 +696,80 @@ class _Hetero:
     def _replay(
         self, pos: int, i: int, ev: list[int], lists: TopicPartitionLists
     ) -> list[TopicPartition]:
-        state = self.olds.copy(i)
+        """Apply the changes to the ``deepCopyAssignment`` of the current assignment, on the
+        map model and each set's list of calls."""
+        base = self.olds(i)
+        model = MapModel(self.topics, table_size_for(len(base)))
+        calls: dict[int, list[int]] = {}
+        pending: dict[int, int] = {}
+        live: dict[int, set[int]] = {}
+        for o in base:
+            model.put(o.topic)
+            calls[o.topic] = list(o.partitions)
+            pending[o.topic] = hashset_copy_capacity(len(o.partitions))
+            live[o.topic] = set(o.partitions)
         for t in self.dropped.get(pos, ()):
-            state.remove_topic(t)
+            model.remove(t)
+            del live[t]
+        estimate = self.estimates
+        grown = False  # the map's size changed since its last computeIfAbsent
         for e in ev:
             if e >= 0:
                 t = e >> _SHIFT
-                if state.map.compute_if_absent(t):
-                    state.sets[t] = IntSetLog(self._estimate_capacity(t))
-                state.sets[t].add(e & _LOW)
+                p = e & _LOW
+                members = live.get(t)
+                if members is None:
+                    model.compute_if_absent(t)
+                    members = live[t] = set()
+                    calls[t] = []
+                    pending[t] = estimate[t]
+                    grown = True
+                elif grown:
+                    model.compute_if_absent(t)  # may resize, lazily
+                    grown = False
+                if p not in members:
+                    members.add(p)
+                    calls[t].append(p)
             else:
                 e = ~e
-                state.remove_partition(e >> _SHIFT, e & _LOW)
+                t = e >> _SHIFT
+                p = e & _LOW
+                members = live.get(t)
+                if members is not None and p in members:
+                    members.discard(p)
+                    calls[t].append(~p)
+                    if not members:
+                        model.remove(t)
+                        del live[t]
         out: list[TopicPartition] = []
-        for t, ordered in state.order():
-            out += lists.of(t, ordered)
+        for t in model.order():
+            out += lists.of(t, int_set_order(pending[t], calls[t]))
         return out
 
 
-def _beyond(topics: TopicTable, ts: list[int], parts: list[int]) -> AssignmentError:
+def _beyond(topics: TopicTable, ts: list[int], parts: Sequence[int]) -> AssignmentError:
     names = ", ".join(topics.names[t] for t in ts)
     return AssignmentError(
         f"a current assignment of {names} names a partition beyond the topic's partitions "
         f"(max {max(parts)}; Java: ArrayIndexOutOfBoundsException)"
     )
+
+
+def _cia_capacity(size: int) -> int:
+    """The least capacity of ``new HashMap<>(0)``'s doubling chain holding ``size`` keys."""
+    cap = 1
+    while size > cap * 3 // 4:
+        cap *= 2
+    return cap
+
+
+#: rank << 32, the high part of the sort keys of ``_Hetero._fresh``
+_RANKS = [r << _SHIFT for r in range(1 << 16)]
+
+
+def _no_full_bin(spreads: list[int], cap: int, limit: int) -> bool:
+    bins = sorted(map((cap - 1).__and__, spreads))
+    return not any(map(eq, bins, bins[limit - 1 :]))
 
 
 def _safe_adds(partitions: list[int], pending: int) -> bool:

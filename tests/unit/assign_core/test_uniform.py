@@ -1,0 +1,342 @@
+"""The coordinator's ``uniform`` assignor and the Java-collection models behind it.
+
+Expected lists are kafka-group-coordinator 4.4.0's, taken from the Java oracle
+(``tests/oracle``) with the topic ids of Kafka's own tests. The reference notes describe 4.0;
+where 4.4.0 differs the case says so.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assign_core.assignors import get_assignor
+from assign_core.assignors import uniform as uniform_module
+from assign_core.assignors._server_common import (
+    HashTableSim,
+    MapModel,
+    TopicTable,
+    float_capacity,
+    hashset_copy_capacity,
+    int_hash,
+    int_set_order,
+    put_only_order,
+)
+from assign_core.assignors.uniform import UniformAssignor
+from assign_core.errors import AssignmentError
+from assign_core.javacompat import string_hash, string_hashes, uuid_hash
+from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.scenario import parse_scenario
+
+pytestmark = pytest.mark.unit
+
+IDS = {
+    "T1": "T1-A4s3VTwiI5CTbEp6POw",
+    "T2": "T2-B4s3VTwiI5YHbPp6YUe",
+    "T3": "T3-CU8fVTLCz5YMkLoDQsa",
+    "T4": "T4-Tw9fVTLCz5HbPp6YQsa",
+}
+
+
+def spec(topics: dict[str, int], members: list[tuple[str, list[str], str]]) -> GroupSpec:
+    """Members as (id, subscribed topics, current assignment like "T1-0 T1-2")."""
+    return parse_scenario(
+        {
+            "topics": topics,
+            "topic_ids": {t: IDS[t] for t in topics},
+            "members": [
+                {
+                    "member_id": m,
+                    "topics": subs,
+                    "owned_partitions": [
+                        [tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])] for tp in owned.split()
+                    ],
+                }
+                for m, subs, owned in members
+            ],
+        }
+    )
+
+
+def lists(result: dict[str, list[TopicPartition]]) -> dict[str, str]:
+    return {m: " ".join(map(str, tps)) for m, tps in result.items()}
+
+
+def check_invariants(group: GroupSpec, result: dict[str, list[TopicPartition]]) -> None:
+    """Every partition at most once, only to subscribers, every member present."""
+    assert list(result) == [m.member_id for m in group.members]
+    seen = Counter(tp for tps in result.values() for tp in tps)
+    assert not [tp for tp, n in seen.items() if n > 1]
+    for m in group.members:
+        assert {tp.topic for tp in result[m.member_id]} <= set(m.topics)
+        for tp in result[m.member_id]:
+            assert 0 <= tp.partition < group.topics[tp.topic]
+
+
+def assign(group: GroupSpec) -> dict[str, list[TopicPartition]]:
+    result = UniformAssignor().assign(group).assignment
+    check_invariants(group, result)
+    return result
+
+
+# ------------------------------------------------------------------------------------------
+# The module docstring's example and Kafka's unit-test scenarios (S26, S27)
+
+
+def test_docstring_example() -> None:
+    """S26 ``testFirstAssignmentTwoMembersTwoTopicsNoMemberRacks``. 4.4.0 differs from the
+    reference (4.0: A {T1:[0], T3:[0,1]}, B {T1:[1,2]}): A gives its extra partition up."""
+    group = spec({"T1": 3, "T3": 2}, [("A", ["T1", "T3"], ""), ("B", ["T1", "T3"], "")])
+    assert lists(assign(group)) == {"A": "T3-0 T3-1", "B": "T1-0 T1-1 T1-2"}
+    assert uniform_module.__doc__ is not None
+    assert "    A: T3-0 T3-1\n    B: T1-0 T1-1 T1-2\n" in uniform_module.__doc__
+
+
+def test_registered() -> None:
+    assignor = get_assignor("uniform")
+    assert (assignor.name, assignor.side) == ("uniform", "server")
+
+
+@pytest.mark.parametrize(
+    ("name", "topics", "members", "expected"),
+    [
+        (
+            # 4.4.0 differs from the reference (4.0: A {T1:[0,2,3], T2:[0,3,4]}, B {T1:[1,4,5],
+            # T2:[1,2]}): A, unable to fill quota 6, gives the extra partition to B.
+            "testReassignmentWhenPartitionsAreAddedForTwoMembersTwoTopics",
+            {"T1": 6, "T2": 5},
+            [("A", ["T1", "T2"], "T1-0 T1-2 T2-0"), ("B", ["T1", "T2"], "T1-1 T2-1 T2-2")],
+            {"A": "T2-0 T2-3 T2-4 T1-0 T1-2", "B": "T2-1 T2-2 T1-1 T1-3 T1-4 T1-5"},
+        ),
+        (
+            # The reference lists A {T1:[0,2]}, B {T1:[1], T2:[1]}, C {T2:[0,2]}: there A's
+            # current assignment iterates T1 first; the coordinator's HashMap iterates T2 first.
+            "testReassignmentWhenOneMemberAddedAfterInitialAssignmentWithTwoMembersTwoTopics",
+            {"T1": 3, "T2": 3},
+            [
+                ("A", ["T1", "T2"], "T1-0 T1-2 T2-0"),
+                ("B", ["T1", "T2"], "T1-1 T2-1 T2-2"),
+                ("C", ["T1", "T2"], ""),
+            ],
+            {"A": "T2-0 T1-0", "B": "T2-1 T2-2", "C": "T1-1 T1-2"},
+        ),
+        (
+            # Reference: A {T1:[0,1], T2:[0]}, B {T1:[2], T2:[1,2]} (T1 iterated first, as above).
+            "testReassignmentForTwoMembersTwoTopicsGivenUnbalancedPrevAssignment",
+            {"T1": 3, "T2": 3},
+            [("A", ["T1", "T2"], "T1-0 T1-1 T2-0 T2-1"), ("B", ["T1", "T2"], "T1-2 T2-2")],
+            {"A": "T2-0 T2-1 T1-0", "B": "T2-2 T1-1 T1-2"},
+        ),
+        (
+            "S27 testFirstAssignmentTwoMembersTwoTopics (heterogeneous)",
+            {"T1": 3, "T3": 6},
+            [("A", ["T1", "T3"], ""), ("B", ["T3"], "")],
+            {"A": "T1-0 T1-1 T1-2 T3-4", "B": "T3-0 T3-1 T3-2 T3-3 T3-5"},
+        ),
+        (
+            "testReassignmentForTwoMembersThreeTopicsGivenUnbalancedPrevAssignment",
+            {"T1": 6, "T2": 4, "T3": 4},
+            [
+                ("A", ["T1"], "T1-0 T1-1 T1-2"),
+                ("B", ["T1", "T2"], "T1-3 T2-0"),
+                ("C", ["T1", "T2", "T3"], "T1-4 T1-5 T2-1 T2-2 T2-3 T3-0 T3-1 T3-2 T3-3"),
+            ],
+            {
+                "A": "T1-0 T1-1 T1-2 T1-5",
+                "B": "T2-0 T2-1 T2-2 T2-3 T1-3",
+                "C": "T3-0 T3-1 T3-2 T3-3 T1-4",
+            },
+        ),
+        (
+            "testFirstAssignmentNumMembersGreaterThanTotalNumPartitions",
+            {"T3": 1, "T1": 2},
+            [("A", ["T3"], ""), ("B", ["T3"], ""), ("C", ["T1"], "")],
+            {"A": "T3-0", "B": "", "C": "T1-0 T1-1"},
+        ),
+    ],
+)
+def test_kafka_scenarios(
+    name: str,
+    topics: dict[str, int],
+    members: list[tuple[str, list[str], str]],
+    expected: dict[str, str],
+) -> None:
+    assert lists(assign(spec(topics, members))) == expected, name
+
+
+# ------------------------------------------------------------------------------------------
+# Edge cases
+
+
+def test_no_members_and_no_subscriptions() -> None:
+    assert UniformAssignor().assign(GroupSpec({"T1": 3}, ())).assignment == {}
+    group = spec({"T1": 3}, [("A", [], "T1-0"), ("B", [], "")])
+    assert lists(assign(group)) == {"A": "", "B": ""}  # Map.of(): nobody in the result
+
+
+def test_unknown_topics_are_not_subscribed() -> None:
+    """``TopicIds`` skips names missing from the metadata (no exception, unlike Java's
+    explicit -1 check, which is unreachable)."""
+    group = spec({"T1": 2}, [("A", ["T1", "gone"], ""), ("B", ["T1", "gone"], "")])
+    assert lists(assign(group)) == {"A": "T1-0", "B": "T1-1"}
+
+
+def test_partition_owned_twice_is_left_unassigned() -> None:
+    """Homogeneous: a doubly owned partition makes the quotas add up to fewer distinct
+    partitions; Java throws "Partitions were left unassigned"."""
+    group = spec({"T1": 2}, [("A", ["T1"], "T1-0"), ("B", ["T1"], "T1-0")])
+    with pytest.raises(AssignmentError, match="left unassigned"):
+        UniformAssignor().assign(group)
+
+
+def test_partition_beyond_the_topic_heterogeneous() -> None:
+    """Heterogeneous: ``owners[partition]`` with partition >= count throws in Java."""
+    group = spec({"T1": 2, "T3": 1}, [("A", ["T1"], "T1-5"), ("B", ["T1", "T3"], "")])
+    with pytest.raises(AssignmentError, match="beyond"):
+        UniformAssignor().assign(group)
+
+
+def test_unsubscribed_topic_is_revoked() -> None:
+    group = spec({"T1": 2, "T3": 2}, [("A", ["T1"], "T3-0 T3-1 T1-0"), ("B", ["T1", "T3"], "")])
+    assert lists(assign(group)) == {"A": "T1-0 T1-1", "B": "T3-0 T3-1"}
+
+
+def test_stable_group_keeps_its_assignment() -> None:
+    """A second run on the first run's result keeps every partition where it is (the lists
+    may change order: the coordinator rebuilds the maps with ``put``)."""
+    ids = [f"m{i:03d}" for i in range(40)]
+    topics = {t: 97 for t in IDS}
+    first = assign(spec(topics, [(m, list(IDS), "") for m in ids]))
+    sizes = sorted(map(len, first.values()))
+    assert sizes[-1] - sizes[0] <= 1
+    again = spec(topics, [(m, list(IDS), " ".join(map(str, first[m]))) for m in ids])
+    second = assign(again)
+    assert {m: set(tps) for m, tps in second.items()} == {m: set(tps) for m, tps in first.items()}
+    third = spec(topics, [(m, list(IDS), " ".join(map(str, second[m]))) for m in ids])
+    assert assign(third) == second  # and from then on the lists too
+
+
+# ------------------------------------------------------------------------------------------
+# Invariants on random groups
+
+
+@st.composite
+def groups(draw: st.DrawFn) -> GroupSpec:
+    names = draw(st.lists(st.sampled_from(list(IDS)), min_size=1, max_size=4, unique=True))
+    topics = {t: draw(st.integers(0, 40)) for t in names}
+    n = draw(st.integers(1, 12))
+    equal = draw(st.booleans())
+    common = draw(st.lists(st.sampled_from(names), min_size=1, unique=True))
+    members = []
+    owned_by: dict[str, list[str]] = {}
+    for i in range(n):
+        subs = common if equal else draw(st.lists(st.sampled_from(names), unique=True))
+        owned_by[f"member-{i}"] = []
+        members.append((f"member-{i}", subs))
+    for t, count in topics.items():
+        for p in range(count):
+            owner = draw(st.integers(-1, n - 1))
+            if owner >= 0:
+                owned_by[f"member-{owner}"].append(f"{t}-{p}")
+    return spec(topics, [(m, subs, " ".join(owned_by[m])) for m, subs in members])
+
+
+@settings(max_examples=60, deadline=None)
+@given(groups())
+def test_invariants(group: GroupSpec) -> None:
+    result = assign(group)
+    subscribed = {t for m in group.members for t in m.topics}
+    everything = sum(c for t, c in group.topics.items() if t in subscribed)
+    assert sum(map(len, result.values())) == everything  # nothing left over
+    if len({frozenset(m.topics) for m in group.members}) == 1:
+        sizes = [len(tps) for tps in result.values()]
+        assert max(sizes) - min(sizes) <= 1  # homogeneous: balanced
+
+
+# ------------------------------------------------------------------------------------------
+# The Java collection models (expected orders recorded on OpenJDK 17.0.15)
+
+
+def test_hashset_copy_orders() -> None:
+    assert put_only_order([3, 17, 1], int_hash, int_hash, hashset_copy_capacity(3)) == [17, 1, 3]
+    # 20 keys in one bin of new HashSet<>(list): resized to 64, then treeified (root first)
+    multiples = list(range(0, 1280, 64))
+    expected = [448, 192, 0, 64, 128, *range(256, 448, 64), *range(512, 1280, 64)]
+    assert put_only_order(multiples, int_hash, int_hash, hashset_copy_capacity(20)) == expected
+    assert int_set_order(hashset_copy_capacity(20), multiples) == expected
+
+
+def test_compute_if_absent_prepends_and_resizes_late() -> None:
+    sim: HashTableSim[int] = HashTableSim(int_hash, int_hash)
+    for k in (1, 17, 33):
+        sim.compute_if_absent(k)
+    assert sim.keys() == [33, 17, 1]
+    sim = HashTableSim(int_hash, int_hash, pending_capacity=1)  # new HashMap<>(0)
+    for k in (5, 6, 7):
+        sim.compute_if_absent(k)
+    assert sim.keys() == [5, 6, 7]
+
+
+def test_removal_from_a_tree_bin() -> None:
+    sim: HashTableSim[int] = HashTableSim(int_hash, int_hash)
+    for k in range(0, 768, 64):
+        sim.put(k)
+    sim.remove(256)
+    sim.remove(0)
+    sim.put(1)
+    assert sim.keys() == [448, 192, 64, 128, 320, 384, 512, 576, 640, 704, 1]
+
+
+def test_map_model_matches_the_simulator() -> None:
+    """The cheap model of a member's map gives the simulator's order on random call
+    sequences (put, computeIfAbsent, remove), colliding topic ids included."""
+    rng = random.Random(5)
+    for _ in range(300):
+        n_topics = rng.choice([3, 12, 40])
+        topics_json = {f"t{i}": 1 for i in range(n_topics)}
+        group = parse_scenario({"topics": topics_json, "members": []})
+        table = TopicTable(group)
+        pending = rng.choice([1, 2, 16, 64])
+        model = MapModel(table, pending)
+        sim: HashTableSim[int] = HashTableSim(table.hash_of, table.cmp_of, pending)
+        for _ in range(rng.randint(1, 80)):
+            t = rng.randrange(n_topics)
+            op = rng.random()
+            if op < 0.3:
+                model.put(t)
+                sim.put(t)
+            elif op < 0.85:
+                model.compute_if_absent(t)
+                sim.compute_if_absent(t)
+            else:
+                model.remove(t)
+                sim.remove(t)
+        assert model.order() == sim.keys()
+
+
+def test_capacity_idioms() -> None:
+    assert [float_capacity(n) for n in (0, 1, 2, 3, 12, 13)] == [1, 2, 3, 5, 17, 18]
+    assert [hashset_copy_capacity(n) for n in (0, 11, 12, 50)] == [16, 16, 32, 128]
+
+
+def test_string_hashes() -> None:
+    words = ["consumer1", "consumer2", "group", "polygenelubricants", "é", "\U0001f600", ""]
+    words += [f"{i:022d}" for i in range(20)]
+    assert string_hashes(words) == [string_hash(w) for w in words]
+    assert string_hashes(["polygenelubricants"] * 9) == [-(2**31)] * 9
+    assert uuid_hash(IDS["T1"]) == 418407434
+
+
+def test_members_iterate_in_java_hashmap_order() -> None:
+    """``memberIds()``: "consumer1..3" iterate consumer3, consumer2, consumer1."""
+    group = GroupSpec(
+        {"T1": 3},
+        tuple(Member(f"consumer{i}", ("T1",)) for i in (1, 2, 3)),
+        topic_ids={"T1": IDS["T1"]},
+    )
+    # homogeneous: the list of partitions goes out in memberIds() order
+    assert lists(assign(group)) == {"consumer1": "T1-2", "consumer2": "T1-1", "consumer3": "T1-0"}
