@@ -7,13 +7,19 @@ module holds:
 * :class:`HashTableSim`: an exact model of a JDK 17 ``java.util.HashMap`` table (bins,
   lazy allocation, resizes, the "resize instead of treeify" rule for small tables, tree bins
   with their red-black balancing and root-to-front moves, ``computeIfAbsent`` inserting at
-  the head of a bin). It is slow and only used when a fast path cannot prove that no bin ever
-  held 8 entries;
+  the head of a bin). It is slow: used (and memoized per call sequence) only when a fast path
+  cannot prove that no bin ever held 8 entries, e.g. topic ids with colliding hashes;
 * fast order functions for the common cases (:func:`put_only_order`, :func:`int_set_order`)
   and :class:`MapModel`, a cheap model of a member's ``HashMap<Uuid, Set<Integer>>``;
 * :class:`ServerGroup`: the assignor input as ``GroupSpecImpl`` sees it (topic ids, member
   iteration order, ``TopicIds`` order, the current assignment as the coordinator stores it,
-  the subscription type), see ``tests/oracle/java/AssignorOracle.java``.
+  the subscription type), see ``tests/oracle/java/AssignorOracle.java``. A member's current
+  assignment is parsed into the cheapest form that is exact: an :data:`OwnedRun` (one dense
+  run of one topic, already in iteration order, recognised by comparing with the interned
+  objects), an :class:`OwnedFlat` (several contiguous topics, reordered with one sort), or
+  a list of :class:`OwnedTopic`;
+* :func:`intern_all`: ``TopicPartition`` objects shared across calls (bounded), so a stable
+  group's input is recognised by pointer comparisons and outputs are slices.
 
 Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come from
 :mod:`assign_core.javacompat`. A table's bin index is ``spread(hash) & (capacity - 1)``.
@@ -21,6 +27,7 @@ Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come fr
 
 from __future__ import annotations
 
+import gc
 import struct
 from bisect import bisect_right
 from collections import OrderedDict
@@ -888,16 +895,7 @@ class MapModel:
             return sorted(pos, key=lambda t: (sp[t] & mask, pos[t]))
         # The model's capacity never exceeds the real one, so the real table resizes only on
         # calls where the model resized too: replaying the logged calls is exact.
-        topics = self.topics
-        sim: HashTableSim[int] = HashTableSim(topics.hash_of, topics.cmp_of, self.pending)
-        for op, t in self.log:
-            if op == "p":
-                sim.put(t)
-            elif op == "c":
-                sim.compute_if_absent(t)
-            else:
-                sim.remove(t)
-        return sim.keys()
+        return self.topics.replay(self.pending, self.log)
 
 
 # ------------------------------------------------------------------------------------------
@@ -907,9 +905,11 @@ class MapModel:
 class TopicTable:
     """The topics of the metadata, by index (``spec.topics`` order), with their Uuid hashes."""
 
-    __slots__ = ("cmp_keys", "counts", "hashes", "ids", "index", "names", "spreads")
+    __slots__ = ("_replays", "cmp_keys", "counts", "hashes", "ids", "index", "names", "spreads")
 
     def __init__(self, spec: GroupSpec) -> None:
+        # simulator results by call sequence: colliding ids make many members' maps alike
+        self._replays: dict[tuple[int, tuple[Any, ...]], list[int]] = {}
         self.names: list[str] = list(spec.topics)
         self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
         self.counts: list[int] = [spec.topics[n] for n in self.names]
@@ -930,7 +930,30 @@ class TopicTable:
             mask = grown_capacity(pending_capacity, len(topics)) - 1
             sp = self.spreads
             return sorted(topics, key=lambda t: sp[t] & mask)
-        return put_only_order(topics, self.hash_of, self.cmp_of, pending_capacity)
+        key = (pending_capacity, ("p", *topics))
+        order = self._replays.get(key)
+        if order is None:
+            order = self._replays[key] = put_only_order(
+                topics, self.hash_of, self.cmp_of, pending_capacity
+            )
+        return order
+
+    def replay(self, pending_capacity: int, calls: Sequence[tuple[str, int]]) -> list[int]:
+        """The simulator's order after ``calls`` ("p" put, "c" computeIfAbsent, "r" remove)
+        on a fresh ``HashMap<Uuid, ?>`` (memoized)."""
+        key = (pending_capacity, tuple(calls))
+        order = self._replays.get(key)
+        if order is None:
+            sim: HashTableSim[int] = HashTableSim(self.hash_of, self.cmp_of, pending_capacity)
+            for op, t in calls:
+                if op == "p":
+                    sim.put(t)
+                elif op == "c":
+                    sim.compute_if_absent(t)
+                else:
+                    sim.remove(t)
+            order = self._replays[key] = sim.keys()
+        return order
 
     def put_is_plain(self, topics: Sequence[int], pending_capacity: int) -> bool:
         """True when putting ``topics`` never resizes nor overfills a bin: the order is by
@@ -1031,8 +1054,10 @@ class ServerGroup:
     * ``homogeneous``: every subscribed topic name is subscribed by every member;
     * ``subscription(i)``: member ``i``'s ``TopicIds`` iteration order (topic indices; names
       missing from the metadata are skipped); ``size()`` of it is ``len(members[i].topics)``;
-    * ``current[i]``: member ``i``'s current assignment, topics of the metadata only, in
-      first-appearance order (the ``HashMap<Uuid, HashSet<Integer>>`` is built that way).
+    * ``current[i]``: member ``i``'s current assignment (topics of the metadata only) as an
+      :data:`Owned`; the coordinator's ``HashMap<Uuid, HashSet<Integer>>`` receives the
+      topics with ``put`` in first-appearance order, each set with ``new HashSet<>(list)``;
+    * ``free_partitions(t)``/``double_owned``: the inverted current assignment.
     """
 
     def __init__(self, spec: GroupSpec) -> None:
@@ -1175,10 +1200,9 @@ class ServerGroup:
             return None
         spreads = self.topics.spreads
         z = len(topics)
-        if z >= _PUT_BIN_LIMIT and not _buckets_ok(
+        crowded = z >= _PUT_BIN_LIMIT and not _buckets_ok(
             [spreads[t] for t in topics], 16, _PUT_BIN_LIMIT
-        ):
-            return None
+        )
         starts = [0, *bounds, n]
         sizes = list(map(sub, starts[1:], starts[:-1]))
         largest = max(sizes)
@@ -1201,14 +1225,18 @@ class ServerGroup:
                 masks.append(cap - 1)
             set_keys = list(map(and_, parts, chain.from_iterable(map(repeat, masks, sizes))))
         # new HashMap<>() put in input order iterates by bin; each new HashSet<>(group) too
-        map_mask = grown_capacity(16, z) - 1
-        map_keys = [spreads[t] & map_mask for t in topics]
         tps = list(owned)
-        if z > 1 and any(map(gt, map_keys, map_keys[1:])):
-            group_order = sorted(range(z), key=map_keys.__getitem__)
-            rank = list(map(_second, sorted(zip(group_order, range(z), strict=True))))
+        if crowded:  # collisions: the simulator's order (treeified bins, early resizes)
+            position = {t: r for r, t in enumerate(self.topics.hash_order(topics, 16))}
+            rank = list(map(position.__getitem__, topics))
         else:
-            rank = list(range(z))
+            map_mask = grown_capacity(16, z) - 1
+            map_keys = [spreads[t] & map_mask for t in topics]
+            if z > 1 and any(map(gt, map_keys, map_keys[1:])):
+                group_order = sorted(range(z), key=map_keys.__getitem__)
+                rank = list(map(_second, sorted(zip(group_order, range(z), strict=True))))
+            else:
+                rank = list(range(z))
         keys = (
             list(
                 map(
@@ -1364,27 +1392,51 @@ def interned_partitions(name: str, count: int) -> list[TopicPartition]:
     The least recently used topics are dropped beyond :data:`INTERN_LIMIT` objects. The list
     must not be modified.
     """
-    tps = _interned.get(name)
-    if tps is not None and len(tps) >= count:
-        _interned.move_to_end(name)
-        return tps
-    have = 0 if tps is None else len(tps)
-    fresh = list(
-        map(
-            _tuple_new,
-            repeat(TopicPartition, count - have),
-            zip(repeat(name, count - have), range(have, count), strict=True),
-        )
-    )
-    tps = fresh if tps is None else tps + fresh
-    if count <= INTERN_LIMIT:
-        _interned[name] = tps
-        _interned.move_to_end(name)
-        _interned_size[0] += count - have
-        while _interned_size[0] > INTERN_LIMIT:
+    return intern_all([(name, count)])[0]
+
+
+def intern_all(wanted: Sequence[tuple[str, int]]) -> list[list[TopicPartition]]:
+    """:func:`interned_partitions` of several topics, new objects made in one go.
+
+    Hundreds of thousands of new tuples would trigger collections that scan the whole heap,
+    over and over: the collector is paused while they are made (they hold a str and an int,
+    so they can never be part of a cycle; the next collection sees them once, and untracks
+    them).
+    """
+    out: list[list[TopicPartition]] = []
+    paused = False
+    enabled = gc.isenabled()
+    try:
+        for name, count in wanted:
+            tps = _interned.get(name)
+            if tps is not None and len(tps) >= count:
+                _interned.move_to_end(name)
+                out.append(tps)
+                continue
+            if not paused:
+                gc.disable()
+                paused = True
+            have = 0 if tps is None else len(tps)
+            fresh = list(
+                map(
+                    _tuple_new,
+                    repeat(TopicPartition, count - have),
+                    zip(repeat(name, count - have), range(have, count), strict=True),
+                )
+            )
+            tps = fresh if tps is None else tps + fresh
+            out.append(tps)
+            if count <= INTERN_LIMIT:
+                _interned[name] = tps
+                _interned.move_to_end(name)
+                _interned_size[0] += count - have
+        while _interned_size[0] > INTERN_LIMIT and len(_interned) > 1:
             _, dropped = _interned.popitem(last=False)
             _interned_size[0] -= len(dropped)
-    return tps
+    finally:
+        if paused and enabled:
+            gc.enable()
+    return out
 
 
 class TopicPartitionLists:
@@ -1402,6 +1454,14 @@ class TopicPartitionLists:
         if tps is None:
             tps = self._lists[t] = interned_partitions(self._names[t], self._counts[t])
         return tps
+
+    def prefetch(self, topics: Iterable[int]) -> None:
+        """Make the lists of ``topics`` at once (see :func:`intern_all`)."""
+        wanted = [t for t in dict.fromkeys(topics) if t not in self._lists]
+        names = self._names
+        counts = self._counts
+        for t, tps in zip(wanted, intern_all([(names[t], counts[t]) for t in wanted]), strict=True):
+            self._lists[t] = tps
 
     def of(self, t: int, partitions: Iterable[int]) -> list[TopicPartition]:
         """``TopicPartition`` objects of ``partitions`` (which may exceed the count)."""

@@ -117,6 +117,7 @@ def _homogeneous(g: ServerGroup, ranked: list[int]) -> list[list[TopicPartition]
     orders = _MapOrders(table)
     ordered, plain = orders.full(topics, cap)
     tp_lists = TopicPartitionLists(table)
+    tp_lists.prefetch(ordered)
     cols = [tp_lists.get(t) for t in ordered]
     counts = [table.counts[t] for t in ordered]
     distinct = sorted(set(counts))
@@ -217,6 +218,7 @@ def _heterogeneous(g: ServerGroup, ranked: list[int]) -> list[list[TopicPartitio
     # fill the members' lists topic by topic, in their map order (reads each topic's
     # partitions in order: much kinder to the memory than member by member)
     tp_lists = TopicPartitionLists(table)
+    tp_lists.prefetch(plans_of_topic)
     out: list[list[TopicPartition]] = [[] for _ in ranked]
     for k, ((order, plain), ranks) in enumerate(zip(plans, ranks_of_plan, strict=True)):
         lists = [out[ranked[r]] for r in ranks]
