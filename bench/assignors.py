@@ -47,9 +47,12 @@ def _names(prefix: str, count: int) -> list[str]:
 
 
 def _uuid_for(i: int) -> str:
+    """A realistic, deterministic Kafka Uuid (random-looking bytes, so hashes spread)."""
     import base64
+    import hashlib
 
-    return base64.urlsafe_b64encode(i.to_bytes(8, "big") * 2).decode().rstrip("=")
+    raw = hashlib.sha256(i.to_bytes(8, "big")).digest()[:16]
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def client_group(
