@@ -8,12 +8,14 @@ BIN := $(VENV)/bin
 JARS := .cache/jars
 MVN := mvn -B -q -s jvm/settings.xml
 
-.PHONY: help setup jars test test-unit test-oracle check fmt bench demo clean
+.PHONY: help setup test-tools jars test test-unit test-oracle check fmt bench bench-stream demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 setup: $(VENV)/.installed jars ## create .venv, install the package with dev extras, resolve the JVM jars
+
+test-tools: prometheus-bin dashboard-linter ## what only the tests need: Prometheus + promtool, the dashboard linter
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,14 +32,55 @@ $(JARS)/%/.resolved: jvm/%/pom.xml
 	@touch $@
 
 # Spark's extra jars (Kafka source, Delta) minus what the pyspark wheel already ships.
-$(JARS)/spark/.resolved: jvm/spark/pom.xml jvm/prune_spark_jars.py $(VENV)/.installed
+# (order-only on the venv: prune needs the pyspark wheel, not a re-resolve on every pyproject edit)
+$(JARS)/spark/.resolved: jvm/spark/pom.xml jvm/prune_spark_jars.py | $(VENV)/.installed
 	@echo "resolving spark jars with mvn into $(JARS)/spark"
 	@rm -rf $(JARS)/spark && mkdir -p $(JARS)/spark
 	@$(MVN) -f $< dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/spark
 	@$(BIN)/python jvm/prune_spark_jars.py $(JARS)/spark
 	@touch $@
 
-test: setup ## run every test tier (unit, oracle, ...)
+# Prometheus server and promtool (rule checks, promtool unit tests, tests/dashboards): Debian's
+# package, installed only when missing. Its postinst may start a service on :9090 (not under
+# Docker's policy-rc.d, nor without an init system): stop and disable it, the tests start
+# their own server on a free port.
+.PHONY: prometheus-bin dashboard-linter
+prometheus-bin: ## install Debian's prometheus and promtool if missing (no service left running)
+	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
+	  sudo=""; if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
+	  echo "installing Debian's prometheus (server and promtool) with apt-get"; \
+	  install="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus"; \
+	  $$install || { $$sudo apt-get update -q && $$install; } || exit 1; \
+	  if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now prometheus.service || true; \
+	  elif [ -x /etc/init.d/prometheus ]; then \
+	    $$sudo /etc/init.d/prometheus stop >/dev/null || true; \
+	    $$sudo update-rc.d prometheus disable >/dev/null 2>&1 || true; \
+	  fi; \
+	fi
+
+# grafana/dashboard-linter, built from source with the machine's Go: `go install` refuses it
+# (its go.mod has a replace directive), and the module proxy serves v0.2.0 but not the
+# grafana/apps/dashboard pseudo-version its v2-schema reader needs, so lint/v2.go is replaced
+# by dashboards/linter/v2_stub.go (our dashboards use the classic schema).
+GO ?= $(or $(shell command -v go),/usr/local/go/bin/go)
+DASHBOARD_LINTER_VERSION := v0.2.0
+DASHBOARD_LINTER := .cache/bin/dashboard-linter
+GO_ENV := GOTOOLCHAIN=local GOFLAGS=-modcacherw
+GO_BUILD_ENV := GOTOOLCHAIN=local GOFLAGS="-modcacherw -mod=mod"
+
+dashboard-linter: $(DASHBOARD_LINTER) ## build grafana/dashboard-linter into .cache/bin
+
+$(DASHBOARD_LINTER): dashboards/linter/v2_stub.go
+	@echo "building grafana/dashboard-linter $(DASHBOARD_LINTER_VERSION) with $(GO) into $@"
+	@set -e; src=.cache/src/dashboard-linter; rm -rf $$src; mkdir -p .cache/src $(@D); \
+	  mod=github.com/grafana/dashboard-linter@$(DASHBOARD_LINTER_VERSION); \
+	  (cd .cache/src && $(GO_ENV) $(GO) mod download $$mod); \
+	  cp -r "$$($(GO_ENV) $(GO) env GOMODCACHE)/$$mod" $$src; chmod -R u+w $$src; \
+	  cp $< $$src/lint/v2.go; \
+	  cd $$src; $(GO_ENV) $(GO) mod edit -droprequire github.com/grafana/grafana/apps/dashboard; \
+	  $(GO_BUILD_ENV) $(GO) build -trimpath -o $(CURDIR)/$@ .
+
+test: setup test-tools ## run every test tier (unit, oracle, broker, Spark, Prometheus, ...)
 	$(BIN)/pytest
 
 test-unit: setup ## only the fast unit tier
@@ -55,8 +98,11 @@ fmt: setup ## format the code
 bench: setup ## Python vs Java assignor benchmark (bench/assignors.py)
 	$(BIN)/python bench/assignors.py
 
-demo: setup ## what-if comparison of every assignor on the source documents' scenarios
-	$(BIN)/rebalance-monitor demo
+bench-stream: setup ## the streaming job vs a kafka-python read+decode loop (bench/stream.py)
+	$(BIN)/python bench/stream.py $(ARGS)
+
+demo: setup ## everything live: local broker, simulated groups, collector, the job, metrics (Ctrl-C stops)
+	$(BIN)/rebalance-monitor demo $(ARGS)
 
 clean: ## remove the venv, caches and local state
 	rm -rf $(VENV) .cache .local .pytest_cache .mypy_cache .ruff_cache

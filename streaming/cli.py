@@ -6,7 +6,7 @@
     rebalance-monitor assign --strategy all --input FILE [--format table|json]
     rebalance-monitor coordinator GROUP [--partitions N]       __consumer_offsets partition
     rebalance-monitor partition-for KEY --partitions N [--hex] producer partition of a key
-    rebalance-monitor demo                                     the source documents' scenarios
+    rebalance-monitor demo [--duration S] [--static]           everything live (or the what-if)
     rebalance-monitor kafka start|stop|status                  a local single-node KRaft broker
     rebalance-monitor collect [--once] ...                     membership snapshots -> topic
     rebalance-monitor decode --key-hex K [--value-hex V]       one __consumer_offsets record
@@ -198,29 +198,6 @@ def _run_partition_for(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --- demo -------------------------------------------------------------------------------------
-
-
-def _add_demo(sub: Any) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="every assignor on the source documents' scenarios",
-        description=(
-            "A guided what-if comparison of every assignor on the scenarios of the source "
-            "documents (Order + Stock with C1..C3 before and after C3 crashes; four "
-            "partitions with three clients joining one by one)."
-        ),
-    )
-    p.set_defaults(run=_run_demo)
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    from streaming.demo_static import run
-
-    print(run())
-    return EXIT_OK
-
-
 # --- delegated subcommands -----------------------------------------------------------------
 #
 # These own their argument parsing (``cli_main(argv)`` in their module); the parser here only
@@ -240,6 +217,17 @@ _DELEGATED: dict[str, tuple[str, str, str]] = {
         "play a scripted membership scenario with real consumers",
     ),
     "run": ("streaming.job", "cli_run", "run the Structured Streaming job"),
+    "demo": (
+        "streaming.demo",
+        "cli_demo",
+        "everything live on the local broker: simulator, collector, job, metrics "
+        "(--static: the what-if comparison only)",
+    ),
+    "audit": (
+        "streaming.audit.cli",
+        "cli_audit",
+        "audit the Delta tables: history, storms, diverging, top-churn, owner, sql",
+    ),
 }
 
 
@@ -262,7 +250,6 @@ _SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_assign,
     _add_coordinator,
     _add_partition_for,
-    _add_demo,
     _add_delegated,
 )
 
@@ -315,3 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_OK
     return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -88,6 +88,8 @@ class JobConfig:
     * ``bootstrap_servers``: ``host:port[,host:port...]`` of the monitored cluster.
     * ``cluster``: the label every row and metric carries.
     * ``membership_topic``: the collector's topic (``docs/events.md``).
+    * ``offsets_topic``: where the coordinator records are read, ``__consumer_offsets``;
+      another topic only for a copy of its records (a captured log replayed, benchmarks).
     * ``starting_offsets``: ``earliest`` (backfill, the default), ``latest`` or Spark's JSON
       form; applies to a new checkpoint only.
     * ``checkpoint_dir`` / ``delta_path``: the query's checkpoint and the Delta tables' base
@@ -107,6 +109,7 @@ class JobConfig:
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
     cluster: str = "local"
     membership_topic: str = "rebalance-monitor.membership"
+    offsets_topic: str = "__consumer_offsets"
     starting_offsets: str = "earliest"
     checkpoint_dir: str = str(DEFAULT_JOB_DIR / "checkpoint")
     delta_path: str = str(DEFAULT_JOB_DIR / "delta")
@@ -129,13 +132,16 @@ class JobConfig:
         object.__setattr__(self, "bootstrap_servers", ",".join(servers))
         if not isinstance(self.cluster, str) or not self.cluster.strip():
             raise JobConfigError("cluster: the cluster label must not be empty")
-        if not _TOPIC_NAME.fullmatch(self.membership_topic) or self.membership_topic in (
-            ".",
-            "..",
-        ):
-            raise JobConfigError(
-                f"membership_topic: {self.membership_topic!r} is not a valid Kafka topic name"
-            )
+        for name in ("membership_topic", "offsets_topic"):
+            topic = getattr(self, name)
+            if (
+                not isinstance(topic, str)
+                or not _TOPIC_NAME.fullmatch(topic)
+                or topic in (".", "..")
+            ):
+                raise JobConfigError(f"{name}: {topic!r} is not a valid Kafka topic name")
+        if self.offsets_topic == self.membership_topic:
+            raise JobConfigError("offsets_topic: must differ from membership_topic")
         _check_starting_offsets(self.starting_offsets)
         for name in ("checkpoint_dir", "delta_path"):
             value = getattr(self, name)

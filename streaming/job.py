@@ -27,11 +27,10 @@ Offset gaps: ``__consumer_offsets`` is compacted and cleaned, so the job reads i
 inside a batch and between consecutive batches; compaction holes count too). The running
 total is on the progress line (``gaps=``).
 
-``--once`` (availableNow) processes the backlog and stops. transformWithState in
-processing-time mode always asks for another, empty batch, so a one-shot run starts its
-queries with no-data batches off (:data:`NO_DATA_BATCHES`): KIP-848 reconcile timers then
-fire with the next batch that has data. Delta rebuilds table snapshots with 50 tasks by
-default; :data:`JOB_CONF` lowers that under the user's settings.
+``--once`` (availableNow) processes the backlog and stops. The tracker keeps time by its
+records, not by timers (see :mod:`streaming.spark.stateful`), so an idle job runs no
+micro-batches. Delta rebuilds table snapshots with 50 tasks by default; :data:`JOB_CONF`
+lowers that under the user's settings.
 
 Run it with ``rebalance-monitor run [options]`` or, unchanged, with
 ``spark-submit --jars <.cache/jars/spark/*.jar, comma-separated> streaming/job.py [options]``:
@@ -63,15 +62,26 @@ if TYPE_CHECKING:
     from streaming.sinks.delta import DeltaSink
     from streaming.sinks.prometheus import PrometheusSink
 
-__all__ = ["JobStats", "Sinks", "cli_run", "main", "run", "start"]
+__all__ = [
+    "JobStats",
+    "RunningJob",
+    "Sinks",
+    "build_parser",
+    "cli_run",
+    "launch",
+    "main",
+    "run",
+    "start",
+]
 
 PROG = "rebalance-monitor run"
 Progress = Callable[[str], None]
+#: Receives each micro-batch's tracker rows (``to_row`` dicts) after they are written.
+EventsListener = Callable[[list[dict[str, Any]]], None]
 
 #: Job defaults under the user's ``spark_conf``: Delta rebuilds a table's snapshot with 50
 #: tasks by default, which dominates a micro-batch that appends to six small tables.
 JOB_CONF: dict[str, str] = {"spark.databricks.delta.snapshotPartitions": "2"}
-NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
 # -- the pipeline ----------------------------------------------------------------------------
@@ -82,7 +92,7 @@ def start(
 ) -> list[StreamingQuery]:
     """Build the pipeline and start its two queries (see the module docstring)."""
     from streaming.spark.decode import decode, envelope, split
-    from streaming.spark.sources import CONSUMER_OFFSETS, kafka_stream
+    from streaming.spark.sources import kafka_stream
     from streaming.spark.stateful import track
 
     # 1. sources
@@ -92,7 +102,7 @@ def start(
         "kafka_options": config.kafka_options,
         "max_offsets_per_trigger": config.max_offsets_per_trigger,
     }
-    offsets = kafka_stream(spark, topic=CONSUMER_OFFSETS, **common)
+    offsets = kafka_stream(spark, topic=config.offsets_topic, **common)
     membership = kafka_stream(spark, topic=config.membership_topic, **common)
 
     # 2. decode on the executors; bad rows split off
@@ -119,19 +129,9 @@ def _start_query(
 ) -> StreamingQuery:
     writer = df.writeStream.queryName(f"rebalance-monitor-{name}").foreachBatch(handler)
     writer = writer.option("checkpointLocation", _join(config.checkpoint_dir, name))
-    if not once:
-        writer = writer.trigger(processingTime=f"{config.trigger_interval_s} seconds")
-        return writer.start()
-    # transformWithState in processing-time mode always asks for another (no-data) batch,
-    # so an availableNow query would never end: a one-shot run does without them (timers
-    # then fire with the next batch that has data).
-    spark = df.sparkSession
-    previous = spark.conf.get(NO_DATA_BATCHES, "true") or "true"
-    spark.conf.set(NO_DATA_BATCHES, "false")
-    try:
+    if once:
         return writer.trigger(availableNow=True).start()
-    finally:
-        spark.conf.set(NO_DATA_BATCHES, previous)
+    return writer.trigger(processingTime=f"{config.trigger_interval_s} seconds").start()
 
 
 # -- the sinks of one run --------------------------------------------------------------------
@@ -162,15 +162,24 @@ class Sinks:
         prometheus: PrometheusSink | None,
         *,
         progress: Progress = print,
+        on_events: EventsListener | None = None,
     ) -> None:
         self.delta = delta
         self.prometheus = prometheus
         self.progress = progress
+        self.on_events = on_events
         self.stats = JobStats()
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, spark: SparkSession, config: JobConfig, *, progress: Progress = print) -> Sinks:
+    def open(
+        cls,
+        spark: SparkSession,
+        config: JobConfig,
+        *,
+        progress: Progress = print,
+        on_events: EventsListener | None = None,
+    ) -> Sinks:
         from streaming.sinks.delta import DeltaSink
         from streaming.sinks.prometheus import PrometheusSink
 
@@ -181,7 +190,7 @@ class Sinks:
             prometheus = PrometheusSink()
             port = prometheus.start(config.metrics_host, config.metrics_port)
             progress(f"metrics on http://{config.metrics_host}:{port}/metrics")
-        return cls(delta, prometheus, progress=progress)
+        return cls(delta, prometheus, progress=progress, on_events=on_events)
 
     def close(self) -> None:
         if self.prometheus is not None:
@@ -236,7 +245,13 @@ class Sinks:
             )
         if self.prometheus is not None:
             self.prometheus.record_batch(
-                time.monotonic() - started, records, bad_count, time.time(), batch_id=batch_id
+                time.monotonic() - started,
+                records,
+                bad_count,
+                time.time(),
+                batch_id=batch_id,
+                unrouted_records=unrouted,
+                offset_gaps=gaps,
             )
         self.progress(line)
 
@@ -248,6 +263,8 @@ class Sinks:
         self.delta.write_batch(batch_id, rows_by_table(rows))
         if self.prometheus is not None:
             self.prometheus.update(rows)
+        if self.on_events is not None:
+            self.on_events(rows)
         kinds: dict[str, int] = {}
         for row in rows:
             kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
@@ -334,6 +351,79 @@ def _runtime_conf(spark: SparkSession, config: JobConfig) -> None:
 # -- running ---------------------------------------------------------------------------------
 
 
+class RunningJob:
+    """A started job: its two queries and sinks (:func:`launch`); stop it with :meth:`stop`."""
+
+    def __init__(self, config: JobConfig, sinks: Sinks, queries: list[StreamingQuery]) -> None:
+        self.config = config
+        self.sinks = sinks
+        self.queries = queries
+
+    @property
+    def stats(self) -> JobStats:
+        return self.sinks.stats
+
+    @property
+    def metrics_url(self) -> str | None:
+        prometheus = self.sinks.prometheus
+        if prometheus is None or prometheus.port is None:
+            return None
+        return f"http://{self.config.metrics_host}:{prometheus.port}/metrics"
+
+    def await_backlog(self) -> None:
+        """Block until both queries have processed everything available now."""
+        for query in self.queries:
+            query.processAllAvailable()
+
+    def wait(self, duration_s: float | None = None) -> None:
+        """Until the queries end (``once``), ``duration_s`` passes or a query fails."""
+        deadline = None if duration_s is None else time.monotonic() + duration_s
+        for query in self.queries:
+            if deadline is None:
+                query.awaitTermination()
+            else:
+                query.awaitTermination(max(1, round(max(0.0, deadline - time.monotonic()))))
+
+    def stop(self) -> None:
+        """Stop the queries and the exporter; re-raise a query's failure."""
+        try:
+            for query in self.queries:
+                if query.isActive:
+                    query.stop()
+        finally:
+            self.sinks.close()
+        for query in self.queries:
+            error = query.exception()
+            if error is not None:
+                raise RuntimeError(f"query {query.name} failed: {error}")
+
+
+def launch(
+    config: JobConfig,
+    *,
+    once: bool = False,
+    spark: SparkSession | None = None,
+    progress: Progress = print,
+    on_events: EventsListener | None = None,
+) -> RunningJob:
+    """Open the sinks (tables created when absent, the exporter started) and start the
+    queries; the caller stops the returned job. ``on_events`` sees each batch's rows."""
+    spark = spark or session_for(config)
+    _runtime_conf(spark, config)
+    sinks = Sinks.open(spark, config, progress=progress, on_events=on_events)
+    try:
+        queries = start(spark, config, sinks, once=once)
+    except BaseException:
+        sinks.close()
+        raise
+    progress(
+        f"started: {config.bootstrap_servers} cluster={config.cluster} "
+        f"checkpoint={config.checkpoint_dir} delta={config.delta_path}"
+        + (" (available now)" if once else "")
+    )
+    return RunningJob(config, sinks, queries)
+
+
 def run(
     config: JobConfig,
     *,
@@ -344,36 +434,14 @@ def run(
 ) -> JobStats:
     """Start the job and wait: until the backlog is processed (``once``), ``duration_s``
     passes, a query fails (re-raised) or Ctrl-C."""
-    spark = spark or session_for(config)
-    _runtime_conf(spark, config)
-    sinks = Sinks.open(spark, config, progress=progress)
-    queries: list[StreamingQuery] = []
+    job = launch(config, once=once, spark=spark, progress=progress)
     try:
-        queries = start(spark, config, sinks, once=once)
-        progress(
-            f"started: {config.bootstrap_servers} cluster={config.cluster} "
-            f"checkpoint={config.checkpoint_dir} delta={config.delta_path}"
-            + (" (available now)" if once else "")
-        )
-        deadline = None if duration_s is None else time.monotonic() + duration_s
-        for query in queries:
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if timeout is None:
-                query.awaitTermination()
-            else:
-                query.awaitTermination(max(1, round(timeout)))
+        job.wait(duration_s)
     except KeyboardInterrupt:
         progress("interrupted: stopping")
     finally:
-        for query in queries:
-            if query.isActive:
-                query.stop()
-        sinks.close()
-    for query in queries:
-        error = query.exception()
-        if error is not None:
-            raise RuntimeError(f"query {query.name} failed: {error}")
-    return sinks.stats
+        job.stop()
+    return job.stats
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -395,6 +463,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", dest="bootstrap_servers", metavar="HOST:PORT[,...]")
     p.add_argument("--cluster", help="the cluster label of every row and metric")
     p.add_argument("--membership-topic", help="the collector's topic")
+    p.add_argument(
+        "--offsets-topic",
+        help="topic of the coordinator records (default __consumer_offsets; another topic only "
+        "for a copy of them, e.g. a replayed capture)",
+    )
     p.add_argument("--starting-offsets", help="earliest (default), latest or Spark's JSON offsets")
     p.add_argument("--checkpoint-dir", help="streaming checkpoint (default .local/job/...)")
     p.add_argument("--delta-path", help="base path of the Delta tables")
@@ -420,6 +493,7 @@ def config_from_args(
             "bootstrap_servers",
             "cluster",
             "membership_topic",
+            "offsets_topic",
             "starting_offsets",
             "checkpoint_dir",
             "delta_path",
@@ -440,8 +514,8 @@ def config_from_args(
     return load_config(config_file=args.config, environ=environ, overrides=overrides)
 
 
-def cli_run(argv: Sequence[str] | None = None) -> int:
-    """``rebalance-monitor run [options]``; returns the exit code (2: invalid settings)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rebalance-monitor run`` (and of ``spark-submit job.py``)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
@@ -450,6 +524,12 @@ def cli_run(argv: Sequence[str] | None = None) -> int:
         ),
     )
     _add_arguments(parser)
+    return parser
+
+
+def cli_run(argv: Sequence[str] | None = None) -> int:
+    """``rebalance-monitor run [options]``; returns the exit code (2: invalid settings)."""
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2)

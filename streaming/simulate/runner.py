@@ -66,6 +66,7 @@ from streaming.simulate.scenarios import (
     MemberSpec,
     MemberView,
     PartitionKey,
+    Pause,
     Scenario,
     ScenarioDefinitionError,
     ScenarioResult,
@@ -638,6 +639,10 @@ class _Simulation:
             detail = self._close(step.name)
         elif isinstance(step, AddPartitions):
             detail = self._add_partitions(step)
+        elif isinstance(step, Pause):
+            deadline = time.monotonic() + step.seconds
+            while (left := deadline - time.monotonic()) > 0:
+                self.pump(min(left, 0.2))
         elif isinstance(step, WaitStable):
             label = step.label
             stable = self._wait_stable(step)

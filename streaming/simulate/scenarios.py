@@ -60,6 +60,7 @@ __all__ = [
     "MemberFailedError",
     "MemberSpec",
     "MemberView",
+    "Pause",
     "Scenario",
     "ScenarioDefinitionError",
     "ScenarioResult",
@@ -247,6 +248,19 @@ class AddPartitions:
 
 
 @dataclass(frozen=True)
+class Pause:
+    """Let the members run (poll and commit) for a while, e.g. before a crash, so that the
+    group has the commit history a real one would."""
+
+    seconds: float
+    why: str = ""
+    kind: ClassVar[str] = "pause"
+
+    def describe(self, scenario: Scenario) -> str:
+        return f"let the members run {self.seconds:g} s" + (f" ({self.why})" if self.why else "")
+
+
+@dataclass(frozen=True)
 class WaitStable:
     label: str
     timeout_s: float = 30.0
@@ -263,6 +277,7 @@ Step = (
     | KillMember
     | CloseMember
     | AddPartitions
+    | Pause
     | WaitStable
 )
 
@@ -867,6 +882,9 @@ class Scenario:
                         f"cannot grow to {step.total}",
                     )
                 topics[step.topic] = step.total
+            elif isinstance(step, Pause):
+                if not 0 < step.seconds <= 60:
+                    raise fail(index, "a pause lasts more than 0 and at most 60 seconds")
             elif isinstance(step, WaitStable):
                 if not running:
                     raise fail(index, "no member is running")
@@ -1047,6 +1065,7 @@ def _crash() -> Scenario:
             StartMember("C2"),
             StartMember("C3"),
             WaitStable("before"),
+            Pause(3.0, "they commit every second, as a live group would before a crash"),
             KillMember("C3"),
             WaitStable("after"),
         ),

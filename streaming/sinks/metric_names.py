@@ -11,6 +11,12 @@ milliseconds; ratios, not percent), counters end with ``_total``.
 states: one series per state of :data:`GROUP_STATES` (plus the current one if Kafka reports
 another), ``1`` for the current state and ``0`` for the others, so ``== 1`` selects it and
 alerts can name states rather than numeric codes.
+
+``kafka_consumergroup_assignor_info`` is an info metric (the ``*_info`` convention of
+kube-state-metrics and node_exporter): always ``1``, its labels carry the facts. One series per
+group names the group's own strategy, with the same ``strategy`` value as the assignment
+metrics, so a rule selects the own strategy's series with ``and on (cluster, group, strategy)``
+(or ``* on (cluster, group, strategy)``) against it.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ __all__ = [
     "ASSIGNMENT_DIVERGENT",
     "ASSIGNMENT_IMBALANCE_RATIO",
     "ASSIGNMENT_SKEW_PARTITIONS",
+    "ASSIGNOR_INFO",
     "BAD_RECORDS",
     "BATCHES",
     "BATCH_DURATION_SECONDS",
@@ -37,12 +44,14 @@ __all__ = [
     "LAST_REBALANCE_TIMESTAMP_SECONDS",
     "MEMBERS",
     "MEMBER_ASSIGNED_PARTITIONS",
+    "OFFSET_GAPS",
     "PARTITIONS_MOVED",
     "PARTITIONS_REVOKED",
     "PARTITION_LABELS",
     "REBALANCES",
     "REBALANCE_DURATION_SECONDS",
     "STATE",
+    "UNROUTED_RECORDS",
     "MetricSpec",
     "MetricType",
 ]
@@ -109,6 +118,14 @@ STATE = MetricSpec(
     "gauge",
     "Group state as a state set: 1 for the current state, 0 for the others.",
     (*GROUP_LABELS, "state"),
+)
+ASSIGNOR_INFO = MetricSpec(
+    "kafka_consumergroup_assignor_info",
+    "gauge",
+    "Always 1: the group's own assignment strategy (named as in the strategy label of the "
+    "assignment metrics), rebalance protocol (eager, cooperative) and group protocol "
+    "(classic, consumer). One series per group; absent while the group has no strategy.",
+    (*GROUP_LABELS, "strategy", "rebalance_protocol", "group_protocol"),
 )
 LAST_REBALANCE_TIMESTAMP_SECONDS = MetricSpec(
     "kafka_consumergroup_last_rebalance_timestamp_seconds",
@@ -213,6 +230,20 @@ BAD_RECORDS = MetricSpec(
     "Records that failed to decode and went to the bad_records table.",
     (),
 )
+UNROUTED_RECORDS = MetricSpec(
+    "rebalance_monitor_unrouted_records_total",
+    "counter",
+    "Records that decoded but belong to no group (e.g. a membership event without a group "
+    "id); counted, not tracked.",
+    (),
+)
+OFFSET_GAPS = MetricSpec(
+    "rebalance_monitor_offset_gaps_total",
+    "counter",
+    "Source offsets the query never saw: holes left by compaction or retention of "
+    "__consumer_offsets (read with failOnDataLoss=false) and by deleted records.",
+    (),
+)
 LAST_BATCH_TIMESTAMP_SECONDS = MetricSpec(
     "rebalance_monitor_last_batch_timestamp_seconds",
     "gauge",
@@ -226,6 +257,7 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     GENERATION,
     MEMBERS,
     STATE,
+    ASSIGNOR_INFO,
     LAST_REBALANCE_TIMESTAMP_SECONDS,
     ASSIGNMENT_SKEW_PARTITIONS,
     ASSIGNMENT_IMBALANCE_RATIO,
@@ -241,5 +273,7 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     INPUT_ROWS,
     BATCH_INPUT_ROWS,
     BAD_RECORDS,
+    UNROUTED_RECORDS,
+    OFFSET_GAPS,
     LAST_BATCH_TIMESTAMP_SECONDS,
 )

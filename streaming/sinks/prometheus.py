@@ -14,6 +14,14 @@ time: a group's gauges take a ``GroupStatus`` only if it is not older than the l
 (``as_of_ts_ms``), rebalance and metrics rows only for a generation not older than the
 last, lag rows only if not measured earlier than the last.
 
+``kafka_consumergroup_assignor_info`` (one series per group: the own strategy, named as in the
+``strategy`` label of the assignment metrics, and the rebalance and group protocols) comes
+from the group's newest rebalance row: the ``expected`` entry marked ``own``, else the row's
+``strategy`` (a KIP-848 server assignor under its ``assign_core`` name, ``range`` ->
+``server-range``). Until the sink has seen a rebalance of the group (after an exporter
+restart, say), ``GroupStatus`` rows set it; once it has, only rebalance rows change it, so a
+status can never bring back a strategy a newer rebalance replaced.
+
 Series removal:
 
 * ``GroupDeleted`` (deleted, expired, converted or recreated group) removes every series
@@ -22,7 +30,9 @@ Series removal:
   the tombstone and ``GroupStatus`` snapshots (the tracker closes the tombstone's batch with
   one) are ignored until a rebalance, commit, lag or metrics row shows the group again.
 * A rebalance removes ``kafka_consumergroup_member_assigned_partitions`` of members that
-  are not in the new generation (departed members).
+  are not in the new generation (departed members), and the group's previous
+  ``kafka_consumergroup_assignor_info`` series when the strategy or a protocol changed (all
+  of it when the group has no strategy any more: an empty classic group).
 * An offset tombstone (``OffsetCommitRow.deleted``) removes the partition's lag series;
   a lag row without a value (``lag_records``/``lag_seconds`` null) removes that series.
 * A strategy that failed for a rebalance (``GroupMetricsRow.error``) loses its
@@ -54,6 +64,7 @@ from streaming.tracking.events import (
     RebalanceEvent,
     from_row,
 )
+from streaming.tracking.expected import KIP848_ASSIGNORS
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PrometheusSink"]
 
@@ -63,6 +74,7 @@ DEFAULT_PORT = 9108
 _Metric = Counter | Gauge | Histogram
 _GroupKey = tuple[str, str]
 _Series = tuple[str, tuple[str, ...]]
+_Labels = tuple[str, ...]
 
 
 def _build(spec: MetricSpec, registry: CollectorRegistry) -> _Metric:
@@ -92,6 +104,8 @@ class PrometheusSink:
         self._members: dict[_GroupKey, set[tuple[str, ...]]] = {}
         self._generation: dict[_GroupKey, int] = {}
         self._status_ts_ms: dict[_GroupKey, int] = {}
+        # the group's assignor_info labels (None: no strategy) and whether a rebalance set them
+        self._assignor: dict[_GroupKey, tuple[_Labels | None, bool]] = {}
         self._lag_ts_ms: dict[tuple[str, str, str, int], int] = {}
         self._deleted_ts_ms: dict[_GroupKey, int] = {}
         self._dormant: set[_GroupKey] = set()
@@ -109,6 +123,11 @@ class PrometheusSink:
         server, thread = start_http_server(port, addr=host, registry=self.registry)
         self._server, self._thread = server, thread
         return int(server.server_port)
+
+    @property
+    def port(self) -> int | None:
+        """The port ``/metrics`` is served on, ``None`` when not serving."""
+        return None if self._server is None else int(self._server.server_port)
 
     def stop(self) -> None:
         """Stop serving (idempotent)."""
@@ -130,10 +149,13 @@ class PrometheusSink:
         ts_s: float,
         *,
         batch_id: int | None = None,
+        unrouted_records: int = 0,
+        offset_gaps: int = 0,
     ) -> None:
-        """One completed micro-batch: its wall time, Kafka records read, records quarantined
-        and completion time (Unix seconds). With ``batch_id``, a batch id not above the
-        last recorded one is a replay and is ignored."""
+        """One completed micro-batch: its wall time, Kafka records read, records quarantined,
+        completion time (Unix seconds), records without a group and source offsets never
+        seen. With ``batch_id``, a batch id not above the last recorded one is a replay and
+        is ignored."""
         with self._lock:
             if batch_id is not None:
                 if self._last_batch_id is not None and batch_id <= self._last_batch_id:
@@ -143,6 +165,8 @@ class PrometheusSink:
             self._observe(mn.BATCH_DURATION_SECONDS, (), max(0.0, duration_s))
             self._inc(mn.INPUT_ROWS, (), max(0, input_rows))
             self._inc(mn.BAD_RECORDS, (), max(0, bad_records))
+            self._inc(mn.UNROUTED_RECORDS, (), max(0, unrouted_records))
+            self._inc(mn.OFFSET_GAPS, (), max(0, offset_gaps))
             self._set(mn.BATCH_INPUT_ROWS, (), input_rows)
             self._set(mn.LAST_BATCH_TIMESTAMP_SECONDS, (), ts_s)
 
@@ -229,6 +253,9 @@ class PrometheusSink:
         self._set(mn.MEMBERS, group, len(ev.members_after))
         self._set(mn.ASSIGNMENT_SKEW_PARTITIONS, group, ev.actual_skew.spread_partitions)
         self._set(mn.LAST_REBALANCE_TIMESTAMP_SECONDS, group, ev.completed_ts_ms / 1000.0)
+        own = _own_strategy(ev)
+        info = None if own is None else (*group, own, ev.rebalance_protocol, ev.group_protocol)
+        self._set_assignor(group, info, from_rebalance=True)
         current: set[tuple[str, ...]] = set()
         for member in ev.members_after:
             labels = (*group, member.member_id, member.client_id or "")
@@ -282,6 +309,11 @@ class PrometheusSink:
                 self._remove(group, mn.STATE, labels)
         if st.last_rebalance_ts_ms is not None:
             self._set(mn.LAST_REBALANCE_TIMESTAMP_SECONDS, group, st.last_rebalance_ts_ms / 1000.0)
+        _labels, from_rebalance = self._assignor.get(group, (None, False))
+        own = _strategy_label(st.strategy, st.group_protocol)
+        if not from_rebalance and own and st.rebalance_protocol and st.group_protocol:
+            info = (*group, own, st.rebalance_protocol, st.group_protocol)
+            self._set_assignor(group, info, from_rebalance=False)
 
     def _lag(self, row: PartitionLagRow, group: _GroupKey) -> None:
         lag_key = (*group, row.topic, row.partition)
@@ -304,10 +336,22 @@ class PrometheusSink:
         self._members.pop(group, None)
         self._generation.pop(group, None)
         self._status_ts_ms.pop(group, None)
+        self._assignor.pop(group, None)
         for lag_key in [k for k in self._lag_ts_ms if k[:2] == group]:
             del self._lag_ts_ms[lag_key]
         self._deleted_ts_ms[group] = max(self._deleted_ts_ms.get(group, 0), ev.event_ts_ms)
         self._dormant.add(group)
+
+    def _set_assignor(
+        self, group: _GroupKey, labels: _Labels | None, *, from_rebalance: bool
+    ) -> None:
+        """The group's one ``assignor_info`` series: ``labels``, or none."""
+        old, _from_rebalance = self._assignor.get(group, (None, False))
+        if old is not None and old != labels:
+            self._remove(group, mn.ASSIGNOR_INFO, old)
+        if labels is not None:
+            self._set(mn.ASSIGNOR_INFO, labels, 1)
+        self._assignor[group] = (labels, from_rebalance)
 
     # -- series bookkeeping ----------------------------------------------------------------
 
@@ -343,3 +387,22 @@ class PrometheusSink:
     def _unregister_child(self, metric: str, labels: tuple[str, ...]) -> None:
         with contextlib.suppress(KeyError):
             self._metrics[metric].remove(*labels)
+
+
+def _strategy_label(strategy: str | None, group_protocol: str | None) -> str | None:
+    """A group's strategy as the ``strategy`` label of the assignment metrics names it: the
+    classic protocol name as is, a KIP-848 server assignor under its ``assign_core`` name."""
+    if not strategy:
+        return None
+    if group_protocol == "consumer":
+        return KIP848_ASSIGNORS.get(strategy, strategy)
+    return strategy
+
+
+def _own_strategy(ev: RebalanceEvent) -> str | None:
+    """The own strategy of a rebalance: its ``own`` expected assignment (the name its
+    ``GroupMetricsRow`` and ``divergent`` series carry), else the event's ``strategy``."""
+    for expected in ev.expected:
+        if expected.own:
+            return expected.strategy
+    return _strategy_label(ev.strategy, ev.group_protocol)

@@ -36,12 +36,18 @@ REQUIRED_CONF: dict[str, str] = {
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
+    # the job prints a line per micro-batch; Spark's progress bar would garble them
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.streaming.stateStore.providerClass": (
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
     ),
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "2g",
+    # Python workers and the JVM connect to each other over local sockets; the default 15 s
+    # to accept or connect fails queries on a busy machine ("Python worker failed to connect
+    # back", CANNOT_OPEN_SOCKET).
+    "spark.python.authenticate.socketTimeout": "120s",
 }
 
 

@@ -13,12 +13,23 @@
                                                event_ts_ms, payload (to_row as JSON)
 
 Why ``transformWithStateInPandas`` and not ``applyInPandasWithState``: it is the
-RocksDB-backed state API v2 — state variables have their own schema and can be changed
-and evicted independently, and it has **processing-time timers**. The tracker needs one: a
-KIP-848 rebalance still reconciling must be emitted as ``timed_out`` even if the group goes
-quiet (``GroupState.next_deadline_ms``), which ``applyInPandasWithState`` could only model
-with one group-wide timeout that every input resets. It is also the API Spark develops (v1 is
-frozen), and it is known to work on this stack (pyspark 4.2.0, RocksDB, protobuf).
+RocksDB-backed state API v2 (state variables have their own schema and can be changed and
+evicted independently), it is the API Spark develops (v1 is frozen), and it is known to
+work on this stack (pyspark 4.2.0, RocksDB, protobuf).
+
+Time is the records' time, not the clock (``timeMode="None"``, no timers). The reducer's
+``now_ms`` is the latest logical time of the group's observations (record timestamp, or a
+collector snapshot's time), so a KIP-848 reconciliation that exceeds
+``reconcile_timeout_ms`` is emitted as ``timed_out`` with the group's next observation past
+the deadline (the collector snapshots every group every few seconds, so that is soon after
+it) and always with ``completed_ts_ms`` = the deadline. Two reasons against processing-time
+timers, both measured on this stack: in ``ProcessingTime`` mode Spark's
+``TransformWithStateExec.shouldRunAnotherBatch`` is always true, so the query runs an empty
+micro-batch at every trigger forever (a core kept busy on an idle cluster, and
+``processAllAvailable``/``availableNow`` never finish); and a wall-clock ``now`` makes the
+output depend on when the records are processed (a backfill would judge every old
+reconciliation as timed out), while record time gives the same rows live, on backfill and
+after a restart from the checkpoint.
 
 The adapter only converts (STYLE habit 8): rows -> :class:`~streaming.tracking.model.
 Observation` (re-decoding the raw bytes, see :mod:`streaming.spark.decode` for the
@@ -43,11 +54,7 @@ from streaming.tracking.state import GroupState
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
     from pyspark.sql import DataFrame
-    from pyspark.sql.streaming.stateful_processor import (
-        ExpiredTimerInfo,
-        StatefulProcessorHandle,
-        TimerValues,
-    )
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, TimerValues
 
 __all__ = [
     "EVENTS_SCHEMA",
@@ -55,6 +62,7 @@ __all__ = [
     "Reducer",
     "events_to_rows",
     "load_reducer",
+    "logical_now_ms",
     "rows_to_observations",
     "track",
 ]
@@ -134,6 +142,13 @@ def events_to_rows(events: Iterable[Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def logical_now_ms(state: GroupState, observations: Sequence[Observation]) -> int:
+    """The group's "now": the latest logical time of its observations, never before the
+    last record the state has seen."""
+    latest = max((o.logical_ts_ms for o in observations), default=0)
+    return max(latest, state.last_record_ts_ms or 0)
+
+
 # -- the processor ---------------------------------------------------------------------------
 
 
@@ -141,7 +156,7 @@ def _processor_class() -> type:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     class GroupTracker(StatefulProcessor):
-        """One group's tracker: state in a ValueState, a timer at the next deadline."""
+        """One group's tracker: its state in a ValueState, time from its records."""
 
         def __init__(self, cluster: str, config: TrackerConfig) -> None:
             self._cluster = cluster
@@ -156,17 +171,12 @@ def _processor_class() -> type:
             self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
         ) -> Iterator[pd.DataFrame]:
             observations, _failed = rows_to_observations(rows)
-            yield self._step(key[0], observations, timerValues.getCurrentProcessingTimeInMs())
-
-        def handleExpiredTimer(
-            self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-        ) -> Iterator[pd.DataFrame]:
-            yield self._step(key[0], [], timerValues.getCurrentProcessingTimeInMs())
+            yield self._step(key[0], observations)
 
         def close(self) -> None:
             pass
 
-        def _step(self, group_id: str, observations: list[Observation], now_ms: int) -> Any:
+        def _step(self, group_id: str, observations: list[Observation]) -> Any:
             import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
             stored = self._state.get() if self._state.exists() else None
@@ -175,16 +185,11 @@ def _processor_class() -> type:
                 if stored
                 else GroupState.new(self._cluster, group_id)
             )
-            state, events = self._apply(state, observations, now_ms)
+            state, events = self._apply(state, observations, logical_now_ms(state, observations))
             if state.is_empty():
                 self._state.clear()
             else:
                 self._state.update((state.to_json(),))
-            for timer in list(self._handle.listTimers()):
-                self._handle.deleteTimer(timer)
-            deadline = state.next_deadline_ms(self._config.reconcile_timeout_ms)
-            if deadline is not None:
-                self._handle.registerTimer(max(deadline, now_ms + 1))
             return pd.DataFrame(events_to_rows(events), columns=list(_EVENT_COLUMNS))
 
     return GroupTracker
@@ -202,5 +207,5 @@ def track(good: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONF
         statefulProcessor=processor,
         outputStructType=EVENTS_SCHEMA,
         outputMode="Append",
-        timeMode="ProcessingTime",
+        timeMode="None",
     )

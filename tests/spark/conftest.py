@@ -1,4 +1,5 @@
-"""One local SparkSession for the Spark tier (real Spark, the pinned jars, Delta)."""
+"""One local SparkSession for the Spark tier (real Spark, the pinned jars, Delta), and the
+recorded scenario backlog the end-to-end tests read."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.spark.backlog import Backlog, record
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from streaming.kafka_local import BrokerInfo
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +25,16 @@ def spark() -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def backlog(
+    kafka_broker: BrokerInfo, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Backlog]:
+    """The scenarios of :mod:`tests.spark.backlog`, played once for the end-to-end tiers."""
+    played = record(kafka_broker.bootstrap_servers, tmp_path_factory.mktemp("backlog-logs"))
+    try:
+        yield played
+    finally:
+        if played.steady is not None:
+            played.steady.close()

@@ -220,7 +220,7 @@ def test_partition_for_bad_hex(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "demo")
+    code, out, _ = run(capsys, "demo", "--static")
     assert code == 0
     assert "Document 004" in out and "C3 crashes" in out and "Document 001" in out
     assert "client-3" in out  # members shown by label
@@ -290,6 +290,7 @@ def test_subcommands_are_pluggable() -> None:
         "decode",
         "simulate",
         "run",
+        "audit",
     }
 
 

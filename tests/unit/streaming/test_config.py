@@ -23,6 +23,7 @@ def test_defaults() -> None:
     assert c.bootstrap_servers == "127.0.0.1:19092"
     assert c.cluster == "local"
     assert c.membership_topic == "rebalance-monitor.membership"
+    assert c.offsets_topic == "__consumer_offsets"
     assert c.starting_offsets == "earliest"
     assert c.checkpoint_dir == str(DEFAULT_JOB_DIR / "checkpoint")
     assert c.delta_path == str(DEFAULT_JOB_DIR / "delta")
@@ -120,6 +121,8 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"bootstrap_servers": "h:99999"}, "bootstrap_servers"),
     ({"cluster": " "}, "cluster"),
     ({"membership_topic": "bad topic"}, "membership_topic"),
+    ({"offsets_topic": "a/b"}, "offsets_topic"),
+    ({"offsets_topic": "rebalance-monitor.membership"}, "offsets_topic"),
     ({"starting_offsets": "yesterday"}, "starting_offsets"),
     ({"checkpoint_dir": ""}, "checkpoint_dir"),
     ({"trigger_interval_s": 0}, "trigger_interval_s"),

@@ -5,6 +5,7 @@ The exporter runs for real (port 0) and is scraped over HTTP; events are hand-bu
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import urllib.request
 from collections.abc import Iterator
@@ -80,19 +81,40 @@ def rebalance(
     cause: str = "join",
     ts_ms: int | None = None,
     offset: int | None = None,
+    strategy: str | None = "range",
+    rebalance_protocol: str = "eager",
+    group_protocol: str = "classic",
+    own: str | None = None,
 ) -> RebalanceEvent:
+    """A rebalance whose expected assignments are ``roundrobin`` (not own) and, with ``own``,
+    the own strategy under that name (both matching the actual assignment)."""
     ts = T0 + generation * 1000 if ts_ms is None else ts_ms
     source_offset = 100 + generation if offset is None else offset
     actual = {m.member_id: m.partitions for m in members}
+    expected = tuple(
+        ExpectedAssignment(
+            strategy=name,
+            side="client",
+            own=name == own,
+            assignment=actual,
+            withheld=(),
+            error=None,
+            divergent=False,
+            divergent_members=(),
+            skew=skew([len(p) for p in actual.values()]),
+            churn=None,
+        )
+        for name in ([own] if own is not None else []) + ["roundrobin"]
+    )
     return RebalanceEvent(
         event_id=event_id("rebalance", CLUSTER, group, generation, f"7:{source_offset}"),
         cluster=CLUSTER,
         group_id=group,
         event_ts_ms=ts,
-        group_protocol="classic",
+        group_protocol=group_protocol,  # type: ignore[arg-type]
         protocol_type="consumer",
-        strategy="range",
-        rebalance_protocol="eager",
+        strategy=strategy,
+        rebalance_protocol=rebalance_protocol,  # type: ignore[arg-type]
         is_rebalance=True,
         generation_before=generation - 1 if generation else None,
         generation_after=generation,
@@ -130,22 +152,9 @@ def rebalance(
         paused_partitions=(),
         topic_partition_counts={"t": 3},
         topic_partition_count_sources={"t": "collector"},
-        expected=(
-            ExpectedAssignment(
-                strategy="roundrobin",
-                side="client",
-                own=False,
-                assignment=actual,
-                withheld=(),
-                error=None,
-                divergent=False,
-                divergent_members=(),
-                skew=skew([len(p) for p in actual.values()]),
-                churn=None,
-            ),
-        ),
-        divergent={"roundrobin": False},
-        own_strategy_divergent=False,
+        expected=expected,
+        divergent={e.strategy: False for e in expected},
+        own_strategy_divergent=False if own is not None else None,
         source_partition=7,
         source_offset=source_offset,
     )
@@ -188,7 +197,14 @@ def metrics_row(
 
 
 def status(
-    as_of_ms: int, state: str = "Stable", *, generation: int = 1, members: int = 2
+    as_of_ms: int,
+    state: str = "Stable",
+    *,
+    generation: int = 1,
+    members: int = 2,
+    strategy: str | None = "range",
+    rebalance_protocol: str | None = "eager",
+    group_protocol: str = "classic",
 ) -> GroupStatus:
     return GroupStatus(
         event_id=event_id("group_status", CLUSTER, GROUP),
@@ -196,15 +212,15 @@ def status(
         group_id=GROUP,
         event_ts_ms=as_of_ms,
         as_of_ts_ms=as_of_ms,
-        group_protocol="classic",
+        group_protocol=group_protocol,
         protocol_type="consumer",
-        strategy="range",
+        strategy=strategy,
         state=state,
         state_source="log",
         generation=generation,
         group_epoch=None,
         member_count=members,
-        rebalance_protocol="eager",
+        rebalance_protocol=rebalance_protocol,
         last_rebalance_ts_ms=T0,
         last_cause="join",
         committed_partitions=3,
@@ -277,7 +293,8 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 @pytest.fixture
 def sink() -> Iterator[PrometheusSink]:
     s = PrometheusSink(max_remembered_events=1000)
-    s.port = s.start(port=0)  # type: ignore[attr-defined]
+    bound = s.start(port=0)
+    assert s.port == bound
     try:
         yield s
     finally:
@@ -285,7 +302,7 @@ def sink() -> Iterator[PrometheusSink]:
 
 
 def scrape(s: PrometheusSink) -> Samples:
-    port = s.port  # type: ignore[attr-defined]
+    port = s.port
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
         assert resp.status == 200
         text = resp.read().decode()
@@ -312,17 +329,23 @@ G = {"cluster": CLUSTER, "group": GROUP}
 
 
 def test_start_binds_a_free_port_and_serves_health_metrics(sink: PrometheusSink) -> None:
-    assert sink.port > 0  # type: ignore[attr-defined]
-    sink.record_batch(2.5, 120, 3, 1_700_000_123.0, batch_id=0)
+    assert sink.port is not None and sink.port > 0
+    sink.record_batch(2.5, 120, 3, 1_700_000_123.0, batch_id=0, unrouted_records=4, offset_gaps=7)
+    sink.record_batch(1.0, 10, 0, 1_700_000_124.0, batch_id=1, offset_gaps=2)
     samples = scrape(sink)
-    assert value(samples, "rebalance_monitor_batches_total") == 1
-    assert value(samples, "rebalance_monitor_input_rows_total") == 120
+    assert value(samples, "rebalance_monitor_unrouted_records_total") == 4
+    assert value(samples, "rebalance_monitor_offset_gaps_total") == 9
+    sink.record_batch(0.5, 0, 0, 1_700_000_123.0, batch_id=0)  # replayed: ignored
+    samples = scrape(sink)
+    assert value(samples, "rebalance_monitor_batches_total") == 2
+    assert value(samples, "rebalance_monitor_input_rows_total") == 130
     assert value(samples, "rebalance_monitor_bad_records_total") == 3
-    assert value(samples, "rebalance_monitor_batch_input_rows") == 120
-    assert value(samples, "rebalance_monitor_last_batch_timestamp_seconds") == 1_700_000_123.0
-    assert value(samples, "rebalance_monitor_batch_duration_seconds_count") == 1
-    assert value(samples, "rebalance_monitor_batch_duration_seconds_sum") == 2.5
-    assert value(samples, "rebalance_monitor_batch_duration_seconds_bucket", le="5.0") == 1
+    assert value(samples, "rebalance_monitor_batch_input_rows") == 10
+    assert value(samples, "rebalance_monitor_last_batch_timestamp_seconds") == 1_700_000_124.0
+    assert value(samples, "rebalance_monitor_batch_duration_seconds_count") == 2
+    assert value(samples, "rebalance_monitor_batch_duration_seconds_sum") == 3.5
+    assert value(samples, "rebalance_monitor_batch_duration_seconds_bucket", le="1.0") == 1
+    assert value(samples, "rebalance_monitor_batch_duration_seconds_bucket", le="5.0") == 2
 
 
 def test_record_batch_ignores_a_replayed_batch_id(sink: PrometheusSink) -> None:
@@ -493,6 +516,170 @@ def test_group_deleted_removes_every_series_of_the_group(sink: PrometheusSink) -
     assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="join") == 1
     assert value(s, "kafka_consumergroup_members", **G) == 1
     assert value(s, "kafka_consumergroup_state", **G, state="Stable") == 1
+
+
+ASSIGNOR = "kafka_consumergroup_assignor_info"
+
+
+def assignors(s: Samples, group: str = GROUP) -> dict[tuple[str, str, str], float]:
+    """(strategy, rebalance_protocol, group_protocol) -> value of the group's info series."""
+    out = {}
+    for (name, labels), v in s.items():
+        lbl = dict(labels)
+        if name == ASSIGNOR and lbl["group"] == group:
+            assert set(lbl) == {
+                "cluster",
+                "group",
+                "strategy",
+                "rebalance_protocol",
+                "group_protocol",
+            }
+            out[(lbl["strategy"], lbl["rebalance_protocol"], lbl["group_protocol"])] = v
+    return out
+
+
+def test_assignor_info_names_the_own_strategy(sink: PrometheusSink) -> None:
+    sink.update([rebalance(1, [member("m-a", 0, 1)], own="range")])
+    assert assignors(scrape(sink)) == {("range", "eager", "classic"): 1}
+
+
+def test_assignor_info_takes_the_name_of_the_own_expected_assignment(
+    sink: PrometheusSink,
+) -> None:
+    """The ``strategy`` label the divergent series carry: a KIP-848 ``range`` server
+    assignor is ``server-range`` there, whether the own expected assignment says so or (a
+    static rejoin without expected assignments) the event's ``strategy`` does."""
+
+    def kip848(generation: int, m: MemberInfo, **kw: Any) -> RebalanceEvent:
+        return rebalance(
+            generation,
+            [m],
+            strategy="range",
+            rebalance_protocol="cooperative",
+            group_protocol="consumer",
+            **kw,
+        )
+
+    sink.update([to_row(kip848(1, member("m-a", 0), own="server-range"))])
+    assert assignors(scrape(sink)) == {("server-range", "cooperative", "consumer"): 1}
+    sink.update([dataclasses.replace(kip848(1, member("m-b", 0), offset=500), expected=())])
+    assert assignors(scrape(sink)) == {("server-range", "cooperative", "consumer"): 1}
+
+
+def test_a_changed_strategy_or_protocol_replaces_the_assignor_series(
+    sink: PrometheusSink,
+) -> None:
+    a = member("m-a", 0, 1)
+    sink.update([rebalance(1, [a], own="range")])
+    sink.update([rebalance(2, [a], own="cooperative-sticky", strategy="cooperative-sticky")])
+    assert assignors(scrape(sink)) == {("cooperative-sticky", "eager", "classic"): 1}
+    sink.update(
+        [
+            rebalance(
+                3,
+                [a],
+                own="cooperative-sticky",
+                strategy="cooperative-sticky",
+                rebalance_protocol="cooperative",
+            )
+        ]
+    )
+    assert assignors(scrape(sink)) == {("cooperative-sticky", "cooperative", "classic"): 1}
+    # A classic group that went empty has no strategy: no series.
+    sink.update([rebalance(4, [], strategy=None, cause="graceful_leave")])
+    assert assignors(scrape(sink)) == {}
+    sink.update([rebalance(5, [a], own="range")])
+    assert assignors(scrape(sink)) == {("range", "eager", "classic"): 1}
+
+
+def test_stale_and_replayed_rows_do_not_bring_back_an_old_strategy() -> None:
+    sink = PrometheusSink(max_remembered_events=1)  # replays are not recognised as such
+    a = member("m-a", 0, 1)
+    old = rebalance(5, [a], own="range")
+    new = rebalance(6, [a], own="cooperative-sticky", strategy="cooperative-sticky")
+    want = {("cooperative-sticky", "eager", "classic"): 1}
+
+    def now() -> dict[tuple[str, str, str], float]:
+        return assignors(
+            {
+                (s.name, frozenset(s.labels.items())): s.value
+                for family in sink.registry.collect()
+                for s in family.samples
+            }
+        )
+
+    sink.update(
+        [
+            old,
+            status(T0 + 5000, generation=5),
+            new,
+            status(T0 + 6000, generation=6, strategy="cooperative-sticky"),
+        ]
+    )
+    assert now() == want
+    # The older generation replayed (or arriving late under another id): ignored.
+    sink.update([old])
+    sink.update([dataclasses.replace(old, event_id="rebalance/late")])
+    assert now() == want
+    # An older status, replayed: ignored.
+    sink.update([status(T0 + 5000, generation=5)])
+    assert now() == want
+    # Once a rebalance has set it, a status does not change it (even a newer one).
+    sink.update([status(T0 + 7000, generation=6)])
+    assert now() == want
+
+
+def test_group_status_sets_the_assignor_until_a_rebalance_is_seen(sink: PrometheusSink) -> None:
+    """After an exporter restart a stable group shows its strategy from its status."""
+    sink.update(
+        [
+            status(
+                T0, strategy="uniform", rebalance_protocol="cooperative", group_protocol="consumer"
+            )
+        ]
+    )
+    assert assignors(scrape(sink)) == {("uniform", "cooperative", "consumer"): 1}
+    sink.update(
+        [
+            status(
+                T0 + 1,
+                strategy="range",
+                rebalance_protocol="cooperative",
+                group_protocol="consumer",
+            )
+        ]
+    )
+    assert assignors(scrape(sink)) == {("server-range", "cooperative", "consumer"): 1}
+    # A status without a strategy leaves it as it is.
+    sink.update([status(T0 + 2, strategy=None, rebalance_protocol=None, group_protocol="consumer")])
+    assert assignors(scrape(sink)) == {("server-range", "cooperative", "consumer"): 1}
+    sink.update([rebalance(2, [member("m-a", 0)], own="range")])
+    assert assignors(scrape(sink)) == {("range", "eager", "classic"): 1}
+
+
+def test_group_deleted_removes_the_assignor_series(sink: PrometheusSink) -> None:
+    sink.update(
+        [
+            rebalance(1, [member("m-a", 0)], own="range"),
+            rebalance(1, [member("x", 0)], group="other", own="range"),
+        ]
+    )
+    sink.update([deleted(T0 + 3000)])
+    s = scrape(sink)
+    assert assignors(s) == {}
+    assert assignors(s, group="other") == {("range", "eager", "classic"): 1}
+    # Rows from before the tombstone, and the status closing its batch, do not bring it back.
+    sink.update([status(T0 + 2500), status(T0 + 3000, "Dead", members=0)])
+    assert assignors(scrape(sink)) == {}
+    # The recreated group shows its new strategy only.
+    sink.update(
+        [
+            rebalance(
+                1, [member("m-c", 0)], ts_ms=T0 + 4000, offset=5000, own="sticky", strategy="sticky"
+            )
+        ]
+    )
+    assert assignors(scrape(sink)) == {("sticky", "eager", "classic"): 1}
 
 
 def test_applying_the_same_batch_twice_counts_once(sink: PrometheusSink) -> None:

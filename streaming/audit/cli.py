@@ -1,0 +1,458 @@
+"""``rebalance-monitor audit SUBCOMMAND``: argument parsing, exit codes, output.
+
+Parsing imports nothing but the standard library (``--help`` is instant); Spark starts only
+when a subcommand runs, after every argument has been checked, and a local ``--delta-path``
+without the tables fails before Spark starts.
+
+Exit codes: 0 success (an unknown group is not an error: the output is empty and a note on
+stderr says so); 1 Spark failed for another reason; 2 bad input (unparsable time, missing
+table, bad SQL, time travel before the first version, unknown strategy), with a one-line
+message on stderr naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from streaming.audit import AuditError, MissingTableError
+from streaming.audit.render import FORMATS
+from streaming.audit.times import TIME_HELP, parse_time
+
+__all__ = ["PROG", "build_parser", "cli_audit"]
+
+PROG = "rebalance-monitor audit"
+EXIT_OK, EXIT_SPARK, EXIT_USAGE = 0, 1, 2
+DEFAULT_LIMIT = 1000
+#: Over :data:`streaming.spark.session.DEFAULT_CONF`: no progress bars on a terminal.
+_SESSION_CONF = {"spark.ui.showConsoleProgress": "false"}
+
+_TIME_OPTIONS = ("--since", "--until", "--at")
+_NEGATIVE = re.compile(r"-\s*\d")
+_REBALANCE_EVENTS = "rebalance_events"  # streaming.sinks.tables (which imports pyspark)
+_MEMBER_ASSIGNMENTS = "member_assignments"
+_TABLES_OF = {
+    "history": (_REBALANCE_EVENTS,),
+    "storms": (_REBALANCE_EVENTS,),
+    "diverging": (_REBALANCE_EVENTS,),
+    "top-churn": (_REBALANCE_EVENTS,),
+    "owner": (_REBALANCE_EVENTS, _MEMBER_ASSIGNMENTS),
+    "sql": (),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors are one line on stderr (exit 2), no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a positive integer, got 0")
+    return value
+
+
+def _positive_minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes > 0, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected minutes > 0, got {text!r}")
+    return value
+
+
+def _common() -> _Parser:
+    p = _Parser(add_help=False)
+    g = p.add_argument_group("common options")
+    g.add_argument(
+        "--delta-path",
+        metavar="PATH",
+        help="base path of the Delta tables (default: the job's, from --config, "
+        "$REBALANCE_MONITOR_DELTA_PATH or .local/job/delta)",
+    )
+    g.add_argument("--config", metavar="FILE", help="the job's TOML config (for --delta-path)")
+    g.add_argument("--cluster", help="only this cluster label (default: every cluster)")
+    g.add_argument(
+        "--format", choices=FORMATS, default="table", help="output format (default: table)"
+    )
+    g.add_argument(
+        "--limit",
+        type=_non_negative_int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"at most N rows, a note says when more exist (default {DEFAULT_LIMIT}; 0: all)",
+    )
+    g.add_argument(
+        "--master",
+        default="local[*]",
+        help="Spark master (default: local[*]; 'none': spark-submit's)",
+    )
+    return p
+
+
+def _range(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", metavar="T", help=f"from T, inclusive: {TIME_HELP}")
+    p.add_argument("--until", metavar="T", help="up to T, exclusive (same forms)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``audit`` parser (argparse only)."""
+    common = _common()
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            "Questions asked of the Delta tables the job wrote (docs/tables.md). Times T: "
+            f"{TIME_HELP}. Ranges are since <= event time < until. Exit 2 on bad input."
+        ),
+    )
+    sub = parser.add_subparsers(
+        dest="command", metavar="SUBCOMMAND", required=True, parser_class=_Parser
+    )
+
+    p = sub.add_parser(
+        "history",
+        parents=[common],
+        help="a group's rebalances in order",
+        description=(
+            "The group's rebalances in event-time order: generation before/after, members "
+            "before/after, cause, partitions moved and revoked, skew (max - min partitions "
+            "per member), imbalance (max / mean) and the strategies whose expected "
+            "assignment differs from the actual one."
+        ),
+    )
+    p.add_argument("group", metavar="GROUP", help="the consumer group id")
+    _range(p)
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw the assignment timeline (members x generations, partitions held) "
+        "and the churn per rebalance into a PNG",
+    )
+
+    p = sub.add_parser(
+        "storms",
+        parents=[common],
+        help="groups that rebalanced N times within M minutes",
+        description=(
+            "Groups with at least N rebalances within some window of M minutes (a window "
+            "starts at each rebalance and spans [t, t + M)). Overlapping windows of a group "
+            "merge into one storm: its first and last rebalance, the rebalances in it, and "
+            "the most in one window."
+        ),
+    )
+    _range(p)
+    p.add_argument("--min-rebalances", type=_positive_int, default=5, metavar="N", help="default 5")
+    p.add_argument(
+        "--window", type=_positive_minutes, default=10.0, metavar="MINUTES", help="default 10"
+    )
+
+    p = sub.add_parser(
+        "diverging",
+        parents=[common],
+        help="groups whose latest assignment differs from what their strategy gives",
+        description=(
+            "Groups whose latest actual assignment (their most recent rebalance) differs "
+            "from the expected assignment of their own strategy, or of --strategy S, with "
+            "every strategy that differs. A group that ended empty does not diverge."
+        ),
+    )
+    p.add_argument(
+        "--strategy",
+        metavar="S",
+        help="compare with this strategy: range, roundrobin, sticky, cooperative-sticky, "
+        "uniform, server-range",
+    )
+
+    p = sub.add_parser(
+        "top-churn",
+        parents=[common],
+        help="groups ranked by partitions moved",
+        description="Groups ranked by partitions moved (then revoked) in the range.",
+    )
+    _range(p)
+
+    p = sub.add_parser(
+        "owner",
+        parents=[common],
+        help="who owned a topic-partition at time T",
+        description=(
+            "Who owned TOPIC-PARTITION at T, per group. The tables are read as they were at "
+            "T (Delta time travel to the last commit at or before T: what the monitor knew "
+            "then), and only events at or before T count. For each group that held the "
+            "partition, its latest generation at or before T decides: status 'owner' when "
+            "that generation assigns the partition (member_id owns it), 'released' when it "
+            "does not (member_id is then the last owner, in owner_generation). T before the "
+            "tables' first version is an error; --current reads the tables as they are now "
+            "instead (for history written after the fact, e.g. a backfill)."
+        ),
+    )
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("partition", metavar="PARTITION", type=_non_negative_int)
+    p.add_argument("--at", required=True, metavar="T", help=TIME_HELP)
+    p.add_argument("--group", metavar="G", help="only this group")
+    p.add_argument(
+        "--current",
+        action="store_true",
+        help="no time travel: read the tables as they are now, events up to T",
+    )
+
+    p = sub.add_parser(
+        "sql",
+        parents=[common],
+        help="ad-hoc Spark SQL over the tables",
+        description=(
+            "Run one read-only Spark SQL statement (SELECT, WITH, VALUES, TABLE, FROM, SHOW, "
+            "DESCRIBE, EXPLAIN) with every table registered as a temporary view under its "
+            "name: rebalance_events, member_assignments, group_metrics, offset_commits, "
+            "partition_lag, bad_records (only the --cluster rows when given)."
+        ),
+    )
+    p.add_argument("query", metavar="QUERY", help='e.g. "SELECT count(*) FROM rebalance_events"')
+    return parser
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def _delta_path(args: argparse.Namespace) -> str:
+    if args.delta_path:
+        return str(args.delta_path)
+    from streaming.config import JobConfigError, load_config
+
+    try:
+        return load_config(config_file=args.config).delta_path
+    except JobConfigError as e:
+        raise AuditError(f"config: {e}") from None
+
+
+def _local_dir(path: str) -> Path | None:
+    """``path`` as a local directory, None for a URI Spark resolves (hdfs://, s3a://...)."""
+    if path.startswith("file:"):
+        return Path(path.removeprefix("file:").removeprefix("//"))
+    if "://" in path:
+        return None
+    return Path(path)
+
+
+def _precheck_tables(base: str, command: str) -> None:
+    """Fail before Spark starts when a local base path lacks the tables a command reads."""
+    local = _local_dir(base)
+    if local is None:
+        return
+    if not local.is_dir():
+        raise MissingTableError(f"--delta-path: {base} does not exist (no Delta tables there)")
+    for table in _TABLES_OF[command]:
+        if not (local / table / "_delta_log").is_dir():
+            raise MissingTableError(
+                f"--delta-path: no Delta table {table} at {local / table} "
+                "(has the job written there? --delta-path names the tables' base)"
+            )
+
+
+def _times(args: argparse.Namespace, now_ms: int) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for name in ("since", "until", "at"):
+        text = getattr(args, name, None)
+        out[name] = None if text is None else parse_time(text, now_ms, option=f"--{name}")
+    if out["since"] is not None and out["until"] is not None and out["since"] >= out["until"]:
+        raise AuditError(f"--until: {args.until!r} is not after --since {args.since!r}")
+    return out
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if getattr(args, "strategy", None) is not None:
+        from assign_core.assignors.registry import STRATEGIES
+
+        if args.strategy not in STRATEGIES:
+            raise AuditError(
+                f"--strategy: unknown strategy {args.strategy!r}; known: {', '.join(STRATEGIES)}"
+            )
+    if getattr(args, "query", None) is not None:
+        from streaming.audit.readonly import check_read_only
+
+        check_read_only(args.query)
+    if getattr(args, "plot", None):
+        parent = Path(args.plot).expanduser().resolve().parent
+        if not parent.is_dir():
+            raise AuditError(f"--plot: folder {parent} does not exist")
+
+
+def _session(master: str) -> tuple[Any, bool]:
+    """The Spark session (reused when this process already has one) and whether it was
+    started here (then it is stopped at the end)."""
+    from pyspark.sql import SparkSession
+
+    from streaming.spark.session import build_session
+
+    _quiet_query_errors()
+    existing = SparkSession.getActiveSession()
+    if existing is not None:
+        return existing, False
+    chosen = None if master.strip().lower() in ("", "none") else master
+    conf = dict(_SESSION_CONF)
+    if chosen and chosen.startswith("local"):
+        # Delta rebuilds a table's state in 50 tasks by default, sized for a cluster;
+        # on one machine a few per core is as fast and far quicker for small tables
+        conf["spark.databricks.delta.snapshotPartitions"] = str(2 * (os.cpu_count() or 1))
+    session = build_session("rebalance-monitor-audit", master=chosen, conf=conf)
+    session.sparkContext.setLogLevel("ERROR")
+    return session, True
+
+
+def _quiet_query_errors() -> None:
+    """pyspark logs every SQL error with its JVM stack as JSON on stderr; the one-line
+    message of :class:`QueryError` says it all."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from streaming.audit.render import render
+
+    now_ms = time.time_ns() // 1_000_000
+    times = _times(args, now_ms)
+    _validate(args)
+    base = _delta_path(args)
+    _precheck_tables(base, args.command)
+
+    spark, started = _session(args.master)
+    try:
+        from streaming.audit.queries import Audit
+
+        audit = Audit(spark, base, cluster=args.cluster, limit=args.limit or None)
+        command: str = args.command
+        if command == "history":
+            result = audit.history(args.group, since_ms=times["since"], until_ms=times["until"])
+            if args.plot:
+                _plot(audit, args, times)
+        elif command == "storms":
+            result = audit.storms(
+                since_ms=times["since"],
+                until_ms=times["until"],
+                min_rebalances=args.min_rebalances,
+                window_ms=max(1, round(args.window * 60_000)),
+            )
+        elif command == "diverging":
+            result = audit.diverging(strategy=args.strategy)
+        elif command == "top-churn":
+            result = audit.top_churn(since_ms=times["since"], until_ms=times["until"])
+        elif command == "owner":
+            assert times["at"] is not None  # --at is required
+            result = audit.owner(
+                args.topic,
+                args.partition,
+                at_ms=times["at"],
+                group=args.group,
+                current=args.current,
+            )
+        else:
+            result = audit.sql(args.query)
+    finally:
+        if started:
+            spark.stop()
+    print(render(result, args.format))
+    for note in result.notes:
+        print(f"{PROG}: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _plot(audit: Any, args: argparse.Namespace, times: dict[str, int | None]) -> None:
+    from streaming.audit.plot import plot_timeline
+
+    timeline = audit.timeline(args.group, since_ms=times["since"], until_ms=times["until"])
+    if not timeline.generations:
+        print(f"{PROG}: nothing to plot: no rebalances of {args.group!r}", file=sys.stderr)
+        return
+    where = f" ({args.cluster})" if args.cluster else ""
+    out = plot_timeline(timeline, args.plot, title=f"group {args.group}{where}")
+    print(f"{PROG}: wrote {out}", file=sys.stderr)
+
+
+def _attach_relative_times(argv: Sequence[str]) -> list[str]:
+    """``--since -1h`` -> ``--since=-1h``: argparse takes a value starting with ``-`` that is
+    not a plain number for an option and would refuse it."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in _TIME_OPTIONS and i + 1 < len(argv) and _NEGATIVE.match(argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def cli_audit(argv: Sequence[str] | None = None) -> int:
+    """``rebalance-monitor audit ...``; returns the exit code (module docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(_attach_relative_times(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return _run(args)
+    except AuditError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # e.g. piped into `head`: stop quietly
+        import contextlib
+
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as e:  # Spark failed (not the input): one line, no traceback
+        message = _spark_failure(e)
+        if message is None:
+            raise
+        print(f"{PROG}: Spark failed: {message}", file=sys.stderr)
+        return EXIT_SPARK
+
+
+def _spark_failure(error: Exception) -> str | None:
+    """One line for an error of Spark or its setup; None for anything else (a bug)."""
+    from streaming.spark.session import SparkSetupError
+
+    if isinstance(error, SparkSetupError):
+        return str(error)
+    if "pyspark" not in sys.modules:
+        return None
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    if isinstance(error, PySparkException | Py4JError):
+        text = str(error).strip()
+        return text.splitlines()[0] if text else type(error).__name__
+    return None
+
+
+def main() -> None:
+    sys.exit(cli_audit(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,625 @@
+"""The Spark side of ``rebalance-monitor audit``: one method of :class:`Audit` per subcommand.
+
+Every method reads the Delta tables under one base path (``<base>/<table>``, see
+``docs/tables.md``), optionally restricted to one ``cluster``, and returns a
+:class:`~streaming.audit.render.Result`. Rows are de-duplicated by ``event_id`` (two app ids
+may have written the same events, ``docs/tables.md``), and time ranges also filter the
+``date`` partition column so Spark reads only the days concerned. Ranges are half-open:
+``since <= event time < until``.
+
+Semantics, numbered as the help texts refer to them:
+
+1. ``history``: every row of ``rebalance_events`` of the group in the range, in event-time
+   order (ties: generation, then ``__consumer_offsets`` position). ``skew`` is the actual
+   assignment's ``spread_partitions`` (max - min partitions per member), ``imbalance`` its
+   ``max / mean``; ``divergent`` lists the strategies whose assignment differs from it.
+2. ``storms``: rebalances (``is_rebalance``) of each group in the range; a window of
+   ``M`` minutes starting at each rebalance counts the rebalances in ``[t, t + M)``. A
+   window with at least ``N`` is stormy; overlapping stormy windows (sharing a rebalance)
+   merge into one storm, reported with its first and last rebalance, how many rebalances
+   it holds and the most found in one window (``max_in_window``).
+3. ``diverging``: per group, the latest row of ``rebalance_events`` (event time, then
+   generation); reported when its actual assignment differs from the expected one of the
+   group's own strategy (``own_strategy_divergent``), or of strategy ``S`` (``divergent[S]``).
+   A group that ended empty has nothing to diverge.
+4. ``top-churn``: per group, partitions moved and revoked summed over the range
+   (``churn`` of ``rebalance_events``), most moved first.
+5. ``owner``: see :meth:`Audit.owner`.
+6. ``sql``: every table registered as a temporary view under its name (restricted to the
+   cluster when one is given); only read-only statements run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
+
+from streaming.audit import AuditError, MissingTableError, QueryError, TimeTravelError
+from streaming.audit.readonly import check_read_only
+from streaming.audit.render import Result
+from streaming.audit.times import format_ms
+from streaming.sinks import tables as t
+
+__all__ = ["Audit", "Timeline"]
+
+_ORDER = ("event_ts_ms", "generation_after", "source_partition", "source_offset")
+_GROUP = ("cluster", "group_id")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _date(ts_ms: int) -> dt.date:
+    return t.date_of_ms(ts_ms)
+
+
+def _in_range(frame: DataFrame, since_ms: int | None, until_ms: int | None) -> DataFrame:
+    """``since <= event_ts_ms < until``, with the matching ``date`` bounds for pruning."""
+    if since_ms is not None:
+        frame = frame.filter(
+            (F.col(t.PARTITION_COLUMN) >= F.lit(_date(since_ms)))
+            & (F.col("event_ts_ms") >= F.lit(since_ms))
+        )
+    if until_ms is not None:
+        frame = frame.filter(
+            (F.col(t.PARTITION_COLUMN) <= F.lit(_date(until_ms)))
+            & (F.col("event_ts_ms") < F.lit(until_ms))
+        )
+    return frame
+
+
+def _divergent_strategies() -> Column:
+    return F.array_sort(F.map_keys(F.map_filter("divergent", lambda _k, v: v)))
+
+
+class Timeline:
+    """What ``history --plot`` draws: per rebalance, the partitions each member held."""
+
+    def __init__(self) -> None:
+        self.generations: list[int] = []
+        self.times_ms: list[int] = []
+        self.counts: list[dict[str, int]] = []  # member id -> partitions, per rebalance
+        self.labels: dict[str, str] = {}  # member id -> a short display name
+        self.moved: list[int] = []
+        self.revoked: list[int] = []
+        self.causes: list[str] = []
+
+
+class Audit:
+    """The Delta tables under ``base_path`` (``<base>/<table>``), read-only.
+
+    ``cluster``: restrict every query to that cluster label (None: every cluster).
+    ``limit``: the most rows a result keeps (None: all); a longer one gets a note.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        base_path: str,
+        *,
+        cluster: str | None = None,
+        limit: int | None = None,
+    ) -> None:
+        self.spark = spark
+        self.base_path = base_path.rstrip("/") or "/"
+        self.cluster = cluster
+        self.limit = limit
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def path(self, table: str) -> str:
+        return f"{self.base_path}/{table}"
+
+    def exists(self, table: str) -> bool:
+        from delta.tables import DeltaTable
+
+        return bool(DeltaTable.isDeltaTable(self.spark, self.path(table)))
+
+    def read(self, table: str, *, version: int | None = None) -> DataFrame:
+        """``table`` (at ``version``, else the latest), restricted to the cluster."""
+        if not self.exists(table):
+            raise MissingTableError(
+                f"--delta-path: no Delta table {table} at {self.path(table)} "
+                "(has the job written there? --delta-path names the tables' base)"
+            )
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        frame = reader.load(self.path(table))
+        if self.cluster is not None and "cluster" in frame.columns:
+            frame = frame.filter(F.col("cluster") == F.lit(self.cluster))
+        return frame
+
+    def _collect(self, frame: DataFrame, notes: list[str]) -> list[Any]:
+        if self.limit is None:
+            return frame.collect()
+        rows = frame.limit(self.limit + 1).collect()
+        if len(rows) > self.limit:
+            notes.append(f"showing the first {self.limit} rows (--limit N, 0 for all)")
+            rows = rows[: self.limit]
+        return rows
+
+    def _where(self) -> str:
+        return "" if self.cluster is None else f" in cluster {self.cluster!r}"
+
+    # -- 1. history ------------------------------------------------------------------------
+
+    def _group_events(self, group: str, since_ms: int | None, until_ms: int | None) -> DataFrame:
+        frame = self.read(t.REBALANCE_EVENTS).filter(F.col("group_id") == F.lit(group))
+        return _in_range(frame, since_ms, until_ms)
+
+    def history(self, group: str, *, since_ms: int | None, until_ms: int | None) -> Result:
+        """The group's rebalances in order (module docstring, 1)."""
+        columns = (
+            "time",
+            "cluster",
+            "generation_before",
+            "generation_after",
+            "members_before",
+            "members_after",
+            "cause",
+            "moved",
+            "revoked",
+            "skew",
+            "imbalance",
+            "strategy",
+            "divergent",
+        )
+        frame = (
+            self._group_events(group, since_ms, until_ms)
+            .select(
+                "event_id",
+                *_ORDER,
+                "cluster",
+                "generation_before",
+                F.size("members_before").alias("members_before"),
+                F.size("members_after").alias("members_after"),
+                "cause",
+                F.col("churn.moved_partitions").alias("moved"),
+                F.col("churn.revoked_partitions").alias("revoked"),
+                F.col("actual_skew.spread_partitions").alias("skew"),
+                F.col("actual_skew.imbalance_ratio").alias("imbalance"),
+                "strategy",
+                _divergent_strategies().alias("divergent"),
+            )
+            .dropDuplicates(["event_id"])
+            .orderBy(*_ORDER, "cluster")
+        )
+        notes: list[str] = []
+        rows = [
+            (format_ms(r["event_ts_ms"]), *(r[c] for c in columns[1:]))
+            for r in self._collect(frame, notes)
+        ]
+        if not rows:
+            notes.append(f"no rebalances of group {group!r}{self._where()} in the range")
+        return Result(columns, rows, notes)
+
+    def timeline(self, group: str, *, since_ms: int | None, until_ms: int | None) -> Timeline:
+        """Per rebalance of the group in the range (all of them, ``limit`` aside): the
+        partitions each member held, moved and revoked partitions (``history --plot``)."""
+        frame = (
+            self._group_events(group, since_ms, until_ms)
+            .select(
+                "event_id",
+                *_ORDER,
+                "cluster",
+                F.transform_values("actual", lambda _k, v: F.size(v)).alias("counts"),
+                F.transform(
+                    "members_after",
+                    lambda m: F.struct(
+                        m["member_id"].alias("member_id"),
+                        m["group_instance_id"].alias("group_instance_id"),
+                        m["client_id"].alias("client_id"),
+                    ),
+                ).alias("members"),
+                F.col("churn.moved_partitions").alias("moved"),
+                F.col("churn.revoked_partitions").alias("revoked"),
+                "cause",
+            )
+            .dropDuplicates(["event_id"])
+            .orderBy(*_ORDER)
+        )
+        rows = frame.collect()
+        clusters = sorted({r["cluster"] for r in rows})
+        if len(clusters) > 1:
+            raise AuditError(
+                f"--cluster: group {group!r} is in clusters {', '.join(clusters)}; "
+                "choose one with --cluster to plot it"
+            )
+        out = Timeline()
+        for r in rows:
+            out.generations.append(r["generation_after"])
+            out.times_ms.append(r["event_ts_ms"])
+            out.counts.append(dict(r["counts"] or {}))
+            out.moved.append(r["moved"])
+            out.revoked.append(r["revoked"])
+            out.causes.append(r["cause"])
+            for m in r["members"] or ():
+                out.labels[m["member_id"]] = _label(m["member_id"], m["group_instance_id"])
+        for counts in out.counts:
+            for member in counts:
+                out.labels.setdefault(member, _label(member, None))
+        return out
+
+    # -- 2. storms -------------------------------------------------------------------------
+
+    def storms(
+        self,
+        *,
+        since_ms: int | None,
+        until_ms: int | None,
+        min_rebalances: int,
+        window_ms: int,
+    ) -> Result:
+        """Groups with at least ``min_rebalances`` rebalances in a window of ``window_ms``
+        (module docstring, 2)."""
+        events = (
+            _in_range(self.read(t.REBALANCE_EVENTS), since_ms, until_ms)
+            .filter(F.col("is_rebalance"))
+            .select("event_id", *_GROUP, *_ORDER)
+            .dropDuplicates(["event_id"])
+        )
+        by_time = Window.partitionBy(*_GROUP).orderBy(*_ORDER)
+        # the window of each rebalance: itself, its peers (same ms) and those up to M later
+        ahead = Window.partitionBy(*_GROUP).orderBy("event_ts_ms").rangeBetween(0, window_ms - 1)
+        windows = (
+            events.withColumn("idx", F.row_number().over(by_time))
+            .withColumn("first_idx", F.min("idx").over(ahead))
+            .withColumn("last_idx", F.max("idx").over(ahead))
+            .withColumn("last_ts_ms", F.max("event_ts_ms").over(ahead))
+            .withColumn("n", F.col("last_idx") - F.col("first_idx") + 1)
+            .filter(F.col("n") >= min_rebalances)
+        )
+        # merge stormy windows that share a rebalance (gaps and islands)
+        before = (
+            Window.partitionBy(*_GROUP)
+            .orderBy("first_idx", "last_idx")
+            .rowsBetween(Window.unboundedPreceding, -1)
+        )
+        upto = (
+            Window.partitionBy(*_GROUP)
+            .orderBy("first_idx", "last_idx")
+            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        )
+        storms = (
+            windows.withColumn("prev_last", F.max("last_idx").over(before))
+            .withColumn(
+                "new",
+                F.when(
+                    F.col("prev_last").isNull() | (F.col("first_idx") > F.col("prev_last")), 1
+                ).otherwise(0),
+            )
+            .withColumn("storm", F.sum("new").over(upto))
+            .groupBy(*_GROUP, "storm")
+            .agg(
+                F.min("event_ts_ms").alias("start_ms"),
+                F.max("last_ts_ms").alias("end_ms"),
+                (F.max("last_idx") - F.min("first_idx") + 1).alias("rebalances"),
+                F.max("n").alias("max_in_window"),
+            )
+            .orderBy(F.desc("rebalances"), "start_ms", *_GROUP)
+        )
+        notes: list[str] = []
+        rows = [
+            (
+                r["cluster"],
+                r["group_id"],
+                format_ms(r["start_ms"]),
+                format_ms(r["end_ms"]),
+                r["rebalances"],
+                r["max_in_window"],
+            )
+            for r in self._collect(storms, notes)
+        ]
+        if not rows:
+            notes.append(
+                f"no group{self._where()} had {min_rebalances} or more rebalances within "
+                f"{window_ms / 60_000:g} minutes in the range"
+            )
+        columns = (
+            "cluster",
+            "group_id",
+            "window_start",
+            "window_end",
+            "rebalances",
+            "max_in_window",
+        )
+        return Result(columns, rows, notes)
+
+    # -- 3. diverging ----------------------------------------------------------------------
+
+    def diverging(self, *, strategy: str | None) -> Result:
+        """Groups whose latest actual assignment differs from their own strategy's (or
+        ``strategy``'s) expected one (module docstring, 3)."""
+        if strategy is None:
+            divergent = F.coalesce(F.col("own_strategy_divergent"), F.lit(False))
+            checked = F.filter("expected", lambda e: e["own"])
+        else:
+            divergent = F.coalesce(F.col("divergent").getItem(strategy), F.lit(False))
+            checked = F.filter("expected", lambda e: e["strategy"] == F.lit(strategy))
+        latest = Window.partitionBy(*_GROUP).orderBy(*(F.desc(c) for c in _ORDER))
+        frame = (
+            self.read(t.REBALANCE_EVENTS)
+            .select(
+                "event_id",
+                *_GROUP,
+                *_ORDER,
+                "strategy",
+                F.size("members_after").alias("members"),
+                divergent.alias("is_divergent"),
+                F.size(F.get(checked, 0)["divergent_members"]).alias("divergent_members"),
+                _divergent_strategies().alias("divergent"),
+            )
+            .dropDuplicates(["event_id"])
+            .withColumn("rank", F.row_number().over(latest))
+            .filter((F.col("rank") == 1) & F.col("is_divergent"))
+            .orderBy(*_GROUP)
+        )
+        notes: list[str] = []
+        rows = [
+            (
+                r["cluster"],
+                r["group_id"],
+                format_ms(r["event_ts_ms"]),
+                r["generation_after"],
+                r["strategy"],
+                strategy or r["strategy"],
+                r["members"],
+                # no expected entry for the strategy: size() is null (or -1, legacy)
+                None if (r["divergent_members"] or 0) < 0 else r["divergent_members"],
+                r["divergent"],
+            )
+            for r in self._collect(frame, notes)
+        ]
+        if not rows:
+            against = f"strategy {strategy!r}" if strategy else "their own strategy"
+            notes.append(f"no group{self._where()} diverges from {against} at its latest rebalance")
+        columns = (
+            "cluster",
+            "group_id",
+            "time",
+            "generation",
+            "strategy",
+            "checked",
+            "members",
+            "divergent_members",
+            "divergent",
+        )
+        return Result(columns, rows, notes)
+
+    # -- 4. top-churn ----------------------------------------------------------------------
+
+    def top_churn(self, *, since_ms: int | None, until_ms: int | None) -> Result:
+        """Groups by partitions moved (then revoked) in the range (module docstring, 4)."""
+        frame = (
+            _in_range(self.read(t.REBALANCE_EVENTS), since_ms, until_ms)
+            .select(
+                "event_id",
+                *_GROUP,
+                "is_rebalance",
+                F.col("churn.moved_partitions").alias("moved"),
+                F.col("churn.revoked_partitions").alias("revoked"),
+            )
+            .dropDuplicates(["event_id"])
+            .groupBy(*_GROUP)
+            .agg(
+                F.sum("moved").alias("moved"),
+                F.sum("revoked").alias("revoked"),
+                F.count_if(F.col("is_rebalance")).alias("rebalances"),
+                F.max("moved").alias("max_moved"),
+            )
+            .orderBy(F.desc("moved"), F.desc("revoked"), *_GROUP)
+        )
+        columns = ("cluster", "group_id", "moved", "revoked", "rebalances", "max_moved")
+        notes: list[str] = []
+        rows = [tuple(r[c] for c in columns) for r in self._collect(frame, notes)]
+        if not rows:
+            notes.append(f"no rebalances{self._where()} in the range")
+        return Result(columns, rows, notes)
+
+    # -- 5. owner --------------------------------------------------------------------------
+
+    def version_at(self, table: str, at_ms: int) -> int:
+        """The version of ``table`` Delta's ``timestampAsOf`` would read at ``at_ms``: the
+        last commit at or before it, from the table's history. :class:`TimeTravelError`
+        when ``at_ms`` is before the first version still in the log."""
+        from delta.tables import DeltaTable
+
+        if not self.exists(table):
+            self.read(table)  # raises MissingTableError
+        history = DeltaTable.forPath(self.spark, self.path(table)).history()
+        ts = F.unix_millis(F.col("timestamp"))
+        summary = history.agg(
+            F.max(F.when(ts <= F.lit(at_ms), F.col("version"))).alias("version"),
+            F.min_by("version", ts).alias("first_version"),
+            F.min(ts).alias("first_ms"),
+        ).collect()[0]
+        if summary["version"] is None:
+            raise TimeTravelError(
+                f"--at: {format_ms(at_ms)} is before the first version of {table} "
+                f"(version {summary['first_version']}, written {format_ms(summary['first_ms'])});"
+                " use a later --at, or --current to read the table as it is now"
+            )
+        return int(summary["version"])
+
+    def owner(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        at_ms: int,
+        group: str | None = None,
+        current: bool = False,
+    ) -> Result:
+        """Who owned ``topic``-``partition`` at ``at_ms``, per group.
+
+        1. Unless ``current``: ``rebalance_events`` and ``member_assignments`` are read as
+           they were at ``at_ms`` (Delta time travel: the last commit at or before it,
+           :meth:`version_at`), i.e. what the monitor had recorded by then. ``current``
+           reads today's tables (for history the job wrote after the fact, e.g. a
+           backfill, whose tables did not exist yet at ``at_ms``).
+        2. Only events at or before ``at_ms`` (event time) count.
+        3. Per group that held the partition in one of those generations: the group's
+           latest generation at or before ``at_ms``. If it assigns the partition, that
+           member is the owner (``status = owner``); if not (the group moved on, shrank to
+           nothing, or stopped consuming the topic), the row says ``released`` and names the
+           last owner and the generation it held the partition in (``owner_generation``).
+        """
+        re_version = ma_version = None
+        if not current:
+            re_version = self.version_at(t.REBALANCE_EVENTS, at_ms)
+            ma_version = self.version_at(t.MEMBER_ASSIGNMENTS, at_ms)
+
+        def upto(frame: DataFrame) -> DataFrame:
+            frame = frame.filter(
+                (F.col(t.PARTITION_COLUMN) <= F.lit(_date(at_ms)))
+                & (F.col("event_ts_ms") <= F.lit(at_ms))
+            )
+            return frame if group is None else frame.filter(F.col("group_id") == F.lit(group))
+
+        held = (
+            upto(self.read(t.MEMBER_ASSIGNMENTS, version=ma_version))
+            .filter((F.col("topic") == F.lit(topic)) & (F.col("partition") == F.lit(partition)))
+            .select(
+                "event_id",
+                *_GROUP,
+                "rebalance_event_id",
+                F.col("generation").alias("owner_generation"),
+                F.col("event_ts_ms").alias("held_ts_ms"),
+                "member_id",
+                "group_instance_id",
+                "client_id",
+            )
+            .dropDuplicates(["event_id"])
+            .withColumn(
+                "rank",
+                F.rank().over(
+                    Window.partitionBy(*_GROUP).orderBy(
+                        F.desc("held_ts_ms"), F.desc("owner_generation")
+                    )
+                ),
+            )
+            .filter(F.col("rank") == 1)
+            .drop("rank", "event_id")
+        )
+        latest = (
+            upto(self.read(t.REBALANCE_EVENTS, version=re_version))
+            .select("event_id", *_GROUP, *_ORDER)
+            .dropDuplicates(["event_id"])
+            .withColumn(
+                "rank",
+                F.row_number().over(
+                    Window.partitionBy(*_GROUP).orderBy(*(F.desc(c) for c in _ORDER))
+                ),
+            )
+            .filter(F.col("rank") == 1)
+            .select(
+                *_GROUP,
+                F.col("event_id").alias("latest_event_id"),
+                F.col("event_ts_ms").alias("latest_ts_ms"),
+                F.col("generation_after").alias("latest_generation"),
+            )
+        )
+        frame = held.join(latest, list(_GROUP), "left").orderBy(*_GROUP, "member_id")
+        notes: list[str] = []
+        try:
+            found = self._collect(frame, notes)
+        except PySparkException as e:
+            if current:
+                raise
+            raise TimeTravelError(
+                f"--at: cannot read the tables as of {format_ms(at_ms)} (versions "
+                f"{re_version}/{ma_version}): {_first_line(e)}"
+            ) from None
+        rows = []
+        for r in found:
+            owned = (
+                r["latest_event_id"] is None
+                or r["latest_event_id"] == r["rebalance_event_id"]
+                or r["held_ts_ms"] >= r["latest_ts_ms"]
+            )
+            generation = r["owner_generation"] if owned else r["latest_generation"]
+            since_ms = r["held_ts_ms"] if owned else r["latest_ts_ms"]
+            rows.append(
+                (
+                    r["cluster"],
+                    r["group_id"],
+                    generation,
+                    format_ms(since_ms),
+                    "owner" if owned else "released",
+                    r["member_id"],
+                    r["group_instance_id"],
+                    r["client_id"],
+                    r["owner_generation"],
+                )
+            )
+        if not rows:
+            who = f"group {group!r}" if group else "any group"
+            notes.append(
+                f"no record of {who}{self._where()} holding {topic}-{partition} at or before "
+                f"{format_ms(at_ms)}"
+            )
+        columns = (
+            "cluster",
+            "group_id",
+            "generation",
+            "generation_time",
+            "status",
+            "member_id",
+            "group_instance_id",
+            "client_id",
+            "owner_generation",
+        )
+        return Result(columns, rows, notes)
+
+    # -- 6. sql ----------------------------------------------------------------------------
+
+    def sql(self, statement: str) -> Result:
+        """``statement`` over the tables registered as temporary views (module docstring,
+        6); top-level timestamps come back as ISO-8601 UTC strings."""
+        check_read_only(statement)
+        registered = []
+        for table in t.TABLE_NAMES:
+            if self.exists(table):
+                self.read(table).createOrReplaceTempView(table)
+                registered.append(table)
+        if not registered:
+            raise MissingTableError(
+                f"--delta-path: no Delta tables under {self.base_path} "
+                f"(expected {', '.join(t.TABLE_NAMES)})"
+            )
+        notes: list[str] = []
+        try:
+            frame = self.spark.sql(statement)
+            frame = frame.select(*(_iso(f.name, f.dataType) for f in frame.schema.fields))
+            rows = self._collect(frame, notes)
+        except PySparkException as e:
+            raise QueryError(f"sql: {_first_line(e)}") from None
+        columns = tuple(frame.columns)
+        missing = sorted(set(t.TABLE_NAMES) - set(registered))
+        if missing:
+            notes.append(f"not found under {self.base_path}: {', '.join(missing)}")
+        return Result(columns, [tuple(r) for r in rows], notes)
+
+
+def _iso(name: str, dtype: Any) -> Column:
+    column = F.col(f"`{name.replace('`', '``')}`")
+    if isinstance(dtype, TimestampType):
+        # rendered in the session time zone (UTC, streaming.spark.session.DEFAULT_CONF)
+        return F.date_format(column, "yyyy-MM-dd'T'HH:mm:ss.SSSXXX").alias(name)
+    return column.alias(name)
+
+
+def _label(member_id: str, group_instance_id: str | None) -> str:
+    """A short name for a member: its static id, else the member id cut to 20 characters
+    (Kafka's ids are ``<client id>-<uuid>``, so the start is the readable part)."""
+    if group_instance_id:
+        return group_instance_id
+    return member_id if len(member_id) <= 20 else member_id[:19] + "…"

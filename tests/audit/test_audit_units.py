@@ -1,0 +1,188 @@
+"""The audit command's pure parts: time arguments, output formats, the read-only check, and
+``--help`` without Spark."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streaming.audit import BadTimeError, QueryError
+from streaming.audit.readonly import check_read_only
+from streaming.audit.render import Result, render
+from streaming.audit.times import format_ms, parse_time
+
+pytestmark = pytest.mark.unit
+
+NOW = 1_795_250_000_000  # 2026-11-21T08:33:20Z
+H = 3_600_000
+
+
+def ms(text: str) -> int:
+    return round(dt.datetime.fromisoformat(text).timestamp() * 1000)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # 1. ISO-8601 with Z, with an offset, with fractions
+        ("2026-11-21T10:00:00Z", ms("2026-11-21T10:00:00+00:00")),
+        ("2026-11-21T12:00:00+02:00", ms("2026-11-21T10:00:00+00:00")),
+        ("2026-11-21T06:06:52.572Z", ms("2026-11-21T06:06:52.572+00:00")),
+        # 2. no offset: UTC; a space instead of T
+        ("2026-11-21T10:00", ms("2026-11-21T10:00:00+00:00")),
+        ("2026-11-21 10:00:00", ms("2026-11-21T10:00:00+00:00")),
+        # 3. a date: midnight UTC
+        ("2026-11-21", ms("2026-11-21T00:00:00+00:00")),
+        # 4. relative to now
+        ("-1h", NOW - H),
+        ("-30m", NOW - 30 * 60_000),
+        ("-2d", NOW - 48 * H),
+        ("-45s", NOW - 45_000),
+        ("-1w", NOW - 7 * 24 * H),
+        ("-1.5h", NOW - 3 * H // 2),
+        (" -1H ", NOW - H),
+        ("now", NOW),
+    ],
+)
+def test_parse_time(text: str, expected: int) -> None:
+    assert parse_time(text, NOW) == expected
+
+
+@pytest.mark.parametrize("text", ["yesterday", "", "-1y", "1h", "2026-13-01", "21/11/2026"])
+def test_parse_time_names_the_option_and_value(text: str) -> None:
+    with pytest.raises(BadTimeError) as info:
+        parse_time(text, NOW, option="--since")
+    assert str(info.value).startswith(f"--since: cannot parse {text!r}")
+
+
+def test_format_ms_is_iso_utc_with_milliseconds() -> None:
+    assert format_ms(ms("2026-11-21T06:06:52.072+00:00")) == "2026-11-21T06:06:52.072Z"
+    assert parse_time(format_ms(NOW + 7), 0) == NOW + 7
+
+
+RESULT = Result(
+    ("group_id", "moved", "imbalance", "divergent", "own", "note"),
+    [
+        ("orders", 12, 1.1428571, ["range", "sticky"], True, None),
+        ("payments, eu", 3, 1.0, [], False, 'say "hi"'),
+    ],
+)
+
+
+def test_json_parses_back_to_the_rows() -> None:
+    text = render(RESULT, "json")
+    assert json.loads(text) == [
+        {
+            "group_id": "orders",
+            "moved": 12,
+            "imbalance": 1.1428571,
+            "divergent": ["range", "sticky"],
+            "own": True,
+            "note": None,
+        },
+        {
+            "group_id": "payments, eu",
+            "moved": 3,
+            "imbalance": 1.0,
+            "divergent": [],
+            "own": False,
+            "note": 'say "hi"',
+        },
+    ]
+    assert len(text.splitlines()) == 4  # one object per line
+    assert render(Result(("a",), []), "json") == "[]"
+
+
+def test_csv_parses_back_with_quoting() -> None:
+    rows = list(csv.reader(io.StringIO(render(RESULT, "csv"))))
+    assert rows == [
+        list(RESULT.columns),
+        ["orders", "12", "1.1428571", "range,sticky", "true", ""],
+        ["payments, eu", "3", "1.0", "", "false", 'say "hi"'],
+    ]
+
+
+def test_table_aligns_columns_and_right_aligns_numbers() -> None:
+    lines = render(RESULT, "table").splitlines()
+    assert lines == [
+        "group_id      moved  imbalance  divergent     own    note",
+        "orders           12       1.14  range,sticky  true   -",
+        'payments, eu      3       1.00                false  say "hi"',
+    ]
+
+
+def test_nested_values_render_as_json_text() -> None:
+    nested = Result(("m",), [({"c1": [{"topic": "t", "partition": 0}]},)])
+    assert render(nested, "csv").splitlines()[1] == '"{""c1"":[{""topic"":""t"",""partition"":0}]}"'
+    assert json.loads(render(nested, "json")) == [{"m": {"c1": [{"topic": "t", "partition": 0}]}}]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT 1",
+        "  select * from rebalance_events",
+        "(SELECT 1)",
+        "WITH x AS (SELECT 1) SELECT * FROM x",
+        "-- a comment\nSELECT 'DELETE' AS word",
+        "/* INSERT */ SELECT `update` FROM t",
+        "SHOW TABLES",
+        "DESCRIBE rebalance_events",
+        "EXPLAIN SELECT 1",
+        "VALUES (1)",
+        "FROM rebalance_events SELECT group_id",
+    ],
+)
+def test_read_only_statements_pass(query: str) -> None:
+    check_read_only(query)
+
+
+@pytest.mark.parametrize(
+    ("query", "word"),
+    [
+        ("DELETE FROM rebalance_events", "DELETE"),
+        ("drop table x", "DROP"),
+        ("WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", "INSERT"),
+        ("FROM s INSERT INTO t SELECT *", "INSERT"),
+        ("SET spark.sql.ansi.enabled=false", "SET"),
+        ("MERGE INTO t USING s ON true WHEN MATCHED THEN DELETE", "MERGE"),
+        ("OPTIMIZE rebalance_events", "OPTIMIZE"),
+        ("EXPLAIN DELETE FROM t", "DELETE"),
+    ],
+)
+def test_writing_statements_are_refused(query: str, word: str) -> None:
+    with pytest.raises(QueryError, match=f"sql: {word} is not allowed"):
+        check_read_only(query)
+
+
+def test_an_empty_statement_is_refused() -> None:
+    with pytest.raises(QueryError, match="empty"):
+        check_read_only("  -- nothing\n")
+
+
+def test_help_starts_without_spark() -> None:
+    code = (
+        "import sys\n"
+        "from streaming.cli import main\n"
+        "for argv in (['audit', '--help'], ['audit', 'owner', '--help']):\n"
+        "    assert main(argv) == 0\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pyspark', 'py4j', 'delta', 'matplotlib'))\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.stdout.splitlines()[-1] == ""
+    assert "Who owned TOPIC-PARTITION" in out.stdout

@@ -1,0 +1,1 @@
+"""Dashboards and alert rules: lint, promtool, and a real Prometheus (``promql.py``)."""

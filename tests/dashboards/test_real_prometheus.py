@@ -1,0 +1,207 @@
+"""Every dashboard and alert expression on a real Prometheus scraping the real exporter.
+
+The exporter is :class:`streaming.sinks.prometheus.PrometheusSink` on a free port. It is fed
+the way the job feeds it: the golden ``__consumer_offsets`` records of real groups
+(``tests/fixtures/golden``) go through the tracker in micro-batches of a few records
+(``streaming.tracking.apply``, as in ``tests/unit/streaming/tracking/test_golden.py``), the
+tracker events become the job's event rows (``events_to_rows``, then the JSON payload, as
+``Sinks.events_batch`` does) and reach :meth:`PrometheusSink.update`; each micro-batch is
+also recorded with :meth:`PrometheusSink.record_batch` (records read, offset gaps counted
+per source partition as ``Sinks.records_batch`` does). Lag comes from the tracker's
+``partition_lag`` rows: the fixtures' collector ``topics`` snapshot carries the end offsets
+the clients saw. Each group is replayed up to the micro-batch in which its last member
+leaves, so it is still running: members hold partitions, lag is measured.
+
+Prometheus (Debian's binary, the project's ``prometheus.yml`` and rules) scrapes it every
+second. Then every expression must parse and return at least one series: alert conditions
+are evaluated with their comparisons made ``bool`` (``promql.unthresholded``): the alerts
+rightly do not fire on healthy groups, and the ``bool`` form proves their selectors match;
+separately every rule must be loaded and evaluated healthy. About 10 s.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from streaming.sinks.prometheus import PrometheusSink
+from streaming.spark.stateful import events_to_rows
+from streaming.tracking import GroupState, RebalanceEvent, apply
+from streaming.tracking.reducer import ordered
+from tests.dashboards import promql
+from tests.dashboards.promql import PrometheusServer, Query
+from tests.unit.streaming.tracking.test_golden import FIXTURES, load, observations
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+CLUSTER = "golden"
+BATCH_RECORDS = 6
+
+
+@dataclass
+class Fed:
+    """What the replay gave the exporter (the job's progress-line totals)."""
+
+    port: int = 0
+    batches: int = 0
+    records: int = 0
+    offset_gaps: int = 0
+
+
+def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, int]) -> None:
+    """Feed one golden group to ``sink`` in micro-batches, counting into ``fed``."""
+    fixture = load(name)
+    obs = ordered(observations(fixture))
+    state = GroupState.new(CLUSTER, fixture["group_id"])
+    now_ms = max(o.timestamp_ms for o in obs) + 1
+    for start in range(0, len(obs), BATCH_RECORDS):
+        chunk = obs[start : start + BATCH_RECORDS]
+        state, events = apply(state, chunk, now_ms)
+        if any(isinstance(e, RebalanceEvent) and not e.members_after for e in events):
+            return  # the last member leaves: keep the group as it was while it ran
+        started = time.monotonic()
+        rows = [json.loads(row["payload"]) for row in events_to_rows(events)]
+        sink.update(rows)
+        gaps = offset_gaps(chunk, last_offsets)
+        sink.record_batch(
+            time.monotonic() - started,
+            len(chunk),
+            0,
+            time.time(),
+            batch_id=fed.batches,
+            unrouted_records=0,
+            offset_gaps=gaps,
+        )
+        fed.batches += 1
+        fed.records += len(chunk)
+        fed.offset_gaps += gaps
+
+
+def offset_gaps(chunk: list[Any], last_offsets: dict[Any, int]) -> int:
+    """Offsets never seen, per source partition: holes inside the batch and since the last
+    batch, as ``Sinks.records_batch`` counts them (the fixtures hold every record of their
+    ``__consumer_offsets`` partition, so this stays 0)."""
+    gaps = 0
+    by_partition: dict[Any, list[int]] = {}
+    for o in chunk:
+        by_partition.setdefault((o.source, o.partition), []).append(o.offset)
+    for key, offsets in by_partition.items():
+        lo, hi, n = min(offsets), max(offsets), len(set(offsets))
+        gaps += hi - lo + 1 - n
+        last = last_offsets.get(key)
+        if last is not None and lo > last + 1:
+            gaps += lo - last - 1
+        last_offsets[key] = max(hi, last if last is not None else -1)
+    return gaps
+
+
+@pytest.fixture(scope="module")
+def exporter() -> Iterator[Fed]:
+    sink = PrometheusSink()
+    fed = Fed(port=sink.start("127.0.0.1", 0))
+    last_offsets: dict[Any, int] = {}
+    try:
+        for name in FIXTURES:
+            replay(name, sink, fed, last_offsets)
+        yield fed
+    finally:
+        sink.stop()
+
+
+@pytest.fixture(scope="module")
+def prometheus(
+    exporter: Fed, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PrometheusServer]:
+    target = f"127.0.0.1:{exporter.port}"
+    server = PrometheusServer(tmp_path_factory.mktemp("prometheus"), target)
+    with server:
+        server.wait_for_scrape(samples=3)
+        server.wait_for_rule_evaluation()
+        yield server
+
+
+def test_the_replay_exports_every_metric(prometheus: PrometheusServer) -> None:
+    """Every metric of metric_names has a series: the data is rich enough for the check."""
+    missing = [
+        name
+        for name in sorted(promql.known_metric_names() - promql.PROMETHEUS_SERIES)
+        if not prometheus.query(f'{name}{{job="rebalance-monitor"}}')
+    ]
+    assert missing == []
+
+
+def test_every_dashboard_and_rule_query_returns_series(prometheus: PrometheusServer) -> None:
+    queries = [*promql.dashboard_queries(), *promql.rule_queries()]
+    assert len(queries) > 40
+    promql.assert_all_queries_return_series(prometheus, queries)
+
+
+def test_the_group_dashboard_with_concrete_values(prometheus: PrometheusServer) -> None:
+    """As Grafana sends them for one group: exact cluster and group matchers. The KIP-848
+    group, whose rebalances have durations (classic groups get them from collector
+    snapshots, which the fixtures do not have)."""
+    group = load("kip848-uniform")["group_id"]
+    queries = promql.dashboard_queries(
+        {"job": "rebalance-monitor", "cluster": CLUSTER, "group": group}
+    )
+    group_queries = [q for q in queries if q.source.startswith("group.json")]
+    assert any(f'group="{group}"' in q.expr for q in group_queries)
+    promql.assert_all_queries_return_series(prometheus, group_queries, check_rules=False)
+
+
+def test_the_variables_list_the_replayed_groups(prometheus: PrometheusServer) -> None:
+    (query,) = [
+        q
+        for q in promql.dashboard_queries({"cluster": CLUSTER})
+        if q.source == "group.json / variable 'group'"
+    ]
+    groups = {r["metric"]["group"] for r in prometheus.query(query.expr)}
+    assert groups == {load(name)["group_id"] for name in FIXTURES}
+
+
+def test_every_alert_rule_is_loaded_and_healthy(prometheus: PrometheusServer) -> None:
+    rules = prometheus.rules()
+    assert {r["name"] for r in rules} == {
+        str(r.get("alert") or r.get("record")) for _file, r in promql.load_rules()
+    }
+    assert [(r["name"], r["health"], r["lastError"]) for r in rules if r["health"] != "ok"] == []
+
+
+def test_the_check_fails_on_a_wrong_metric_and_on_bad_promql(
+    prometheus: PrometheusServer,
+) -> None:
+    """The check can fail, and names the expression: a misspelled metric returns nothing,
+    a syntax error comes back with Prometheus' parse error."""
+    typo = 'sum(kafka_consumergroup_lagg{cluster=~".+"})'
+    with pytest.raises(
+        AssertionError, match=r"no series\n    expression: sum\(kafka_consumergroup_lagg"
+    ):
+        promql.assert_all_queries_return_series(
+            prometheus, [Query("typo", typo)], check_rules=False
+        )
+    with pytest.raises(
+        AssertionError, match=r"broken: Prometheus refused it: bad_data: .*parse error"
+    ):
+        promql.assert_all_queries_return_series(
+            prometheus, [Query("broken", "sum(kafka_consumergroup_lag")], check_rules=False
+        )
+
+
+def test_the_health_metrics_are_what_the_replay_recorded(
+    prometheus: PrometheusServer, exporter: Fed
+) -> None:
+    def value(name: str) -> float:
+        (series,) = prometheus.query(f'{name}{{job="rebalance-monitor"}}')
+        return float(series["value"][1])
+
+    assert exporter.batches > len(FIXTURES)
+    assert value("rebalance_monitor_batches_total") == exporter.batches
+    assert value("rebalance_monitor_input_rows_total") == exporter.records
+    # the fixtures hold every record of their __consumer_offsets partition: no gaps
+    assert value("rebalance_monitor_offset_gaps_total") == exporter.offset_gaps == 0
+    assert value("rebalance_monitor_bad_records_total") == 0

@@ -1,0 +1,399 @@
+"""End to end: the recorded scenarios (:mod:`tests.spark.backlog`) through the running job.
+
+The job runs as in production (``launch``: processing-time trigger of 1 s, the exporter on
+a real port) in the session's local Spark, catches up on the backlog from the earliest
+offsets and keeps running while the tests read its Delta tables and scrape its exporter.
+Every expectation comes from the clients' own reports (member ids, generations and
+assignments each consumer printed), not from the tracker: generations, members,
+assignments, exact moved-partition counts, the cause of each membership change, the own
+strategy's assignment equal to what the clients got, and the metric values.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from streaming.config import load_config
+from tests.conftest import free_ports
+from tests.spark.backlog import GARBAGE, PLAYS, Backlog, Play
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streaming.job import RunningJob
+    from streaming.simulate.scenarios import GroupSnapshot, ScenarioResult
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
+
+TP = tuple[str, int]
+Owners = dict[str, set[TP]]
+
+
+@dataclass
+class Live:
+    job: RunningJob
+    tables: dict[str, list[Any]]
+    delta_path: Path
+
+    def events(self, group: str) -> list[Any]:
+        """The group's rebalance rows with members after, in generation order."""
+        return sorted(
+            (r for r in self.tables["rebalance_events"] if r.group_id == group),
+            key=lambda r: (r.generation_after, r.event_ts_ms),
+        )
+
+
+@pytest.fixture(scope="module")
+def live(
+    spark: SparkSession, backlog: Backlog, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    from streaming.job import launch
+
+    work = tmp_path_factory.mktemp("e2e-job")
+    (port,) = free_ports(1)
+    config = load_config(
+        environ={},
+        overrides={
+            "bootstrap_servers": backlog.bootstrap_servers,
+            "membership_topic": backlog.membership_topic,
+            "checkpoint_dir": str(work / "checkpoint"),
+            "delta_path": str(work / "delta"),
+            "metrics_host": "127.0.0.1",
+            "metrics_port": port,
+            "trigger_interval_s": 1.0,
+        },
+    )
+    job = launch(config, spark=spark, progress=lambda line: print(line, flush=True))
+    try:
+        job.await_backlog()
+        tables = {
+            name: spark.read.format("delta").load(str(work / "delta" / name)).collect()
+            for name in (
+                "rebalance_events",
+                "member_assignments",
+                "group_metrics",
+                "offset_commits",
+                "partition_lag",
+                "bad_records",
+            )
+        }
+        yield Live(job, tables, work / "delta")
+    finally:
+        job.stop()
+
+
+# -- what the clients reported ----------------------------------------------------------------
+
+
+def snapshots(result: ScenarioResult) -> list[GroupSnapshot]:
+    return [step.stable for step in result.steps if step.stable is not None]
+
+
+def reported(result: ScenarioResult, snap: GroupSnapshot) -> Owners:
+    """member id -> (real topic, partition) set, as the members printed them."""
+    return {
+        m.member_id: {(result.topics[topic], p) for topic, p in m.partitions} for m in snap.members
+    }
+
+
+def actual_of(row: Any) -> Owners:
+    return {member: {(tp.topic, tp.partition) for tp in tps} for member, tps in row.actual.items()}
+
+
+def moved(before: Mapping[str, set[TP]], after: Mapping[str, set[TP]]) -> int:
+    """Partitions owned before and after, by another member after (no static members here)."""
+    was = {tp: m for m, tps in before.items() for tp in tps}
+    now = {tp: m for m, tps in after.items() for tp in tps}
+    return sum(1 for tp, m in was.items() if tp in now and now[tp] != m)
+
+
+def play_ids() -> list[str]:
+    return [play.label for play in PLAYS]
+
+
+@pytest.fixture(params=PLAYS, ids=play_ids())
+def play(request: pytest.FixtureRequest) -> Play:
+    return request.param  # type: ignore[no-any-return]
+
+
+# -- Delta --------------------------------------------------------------------------------------
+
+
+def test_every_stable_generation_the_clients_saw_is_a_rebalance_row(
+    live: Live, backlog: Backlog, play: Play
+) -> None:
+    result = backlog.results[play]
+    rows = {r.generation_after: r for r in live.events(result.group_id)}
+    for snap in snapshots(result):
+        row = rows.get(snap.generation)
+        assert row is not None, f"generation {snap.generation} missing; rows: {sorted(rows)}"
+        assert {m.member_id for m in row.members_after} == {m.member_id for m in snap.members}
+        assert actual_of(row) == reported(result, snap)
+        assert row.cluster == "local" and row.strategy == play.assignor
+
+
+def test_generations_rise_and_membership_changes_match_the_steps(
+    live: Live, backlog: Backlog, play: Play
+) -> None:
+    result = backlog.results[play]
+    rows = live.events(result.group_id)
+    generations = [r.generation_after for r in rows]
+    assert generations == sorted(set(generations))
+    for prev, row in pairwise(rows):
+        assert row.generation_before == prev.generation_after
+    # the members at the last stable point are the members of that generation's row
+    last = snapshots(result)[-1]
+    by_gen = {r.generation_after: r for r in rows}
+    assert sorted(m.member_id for m in by_gen[last.generation].members_after) == sorted(
+        m.member_id for m in last.members
+    )
+
+
+def test_moved_partition_counts_are_exact(live: Live, backlog: Backlog, play: Play) -> None:
+    """Between two stable points one generation apart, the row's moved count equals the
+    count from the clients' reports; the row's moved list names exactly those partitions."""
+    result = backlog.results[play]
+    rows = {r.generation_after: r for r in live.events(result.group_id)}
+    checked = 0
+    snaps = snapshots(result)
+    for before, after in pairwise(snaps):
+        row = rows[after.generation]
+        if row.generation_before != before.generation:
+            continue  # an intermediate generation (e.g. a cooperative follow-up round)
+        expected = moved(reported(result, before), reported(result, after))
+        assert row.churn.moved_partitions == expected, (before.generation, after.generation)
+        checked += 1
+    # every row's churn agrees with its own before/after assignments
+    ordered = [rows[g] for g in sorted(rows)]
+    for prev, row in pairwise(ordered):
+        assert row.churn.moved_partitions == moved(actual_of(prev), actual_of(row))
+        checked += 1
+    assert checked >= 1
+
+
+def test_scripted_moved_counts(live: Live, backlog: Backlog) -> None:
+    """The source documents' numbers: range on Order(7)+Stock(5) after C3's crash moves 5
+    partitions (Order 3, 5, 6 and Stock 2, 4); roundrobin moves 8 of 12; sticky moves only
+    C3's 4; cooperative-sticky's third join hands exactly 2 of 6 to C3, in two rounds."""
+    assert _after_crash(live, backlog, "range").churn.moved_partitions == 5
+    assert _after_crash(live, backlog, "roundrobin").churn.moved_partitions == 8
+    assert _after_crash(live, backlog, "sticky").churn.moved_partitions == 4
+    coop = backlog.result("cooperative", "cooperative-sticky")
+    two, three = (coop.stable(label) for label in ("two", "three"))
+    assert moved(reported(coop, two), reported(coop, three)) == 2
+    # churn is per generation: a cooperative move is revoked in the first round (the
+    # partition is unowned in between) and assigned in the follow-up round, so neither row
+    # counts it as moved; the two rows revoke and assign exactly the 2 partitions
+    rounds = [
+        r
+        for r in live.events(coop.group_id)
+        if two.generation < r.generation_after <= three.generation
+    ]
+    assert [r.cause for r in rounds] == ["join", "cooperative_followup"]
+    assert [r.churn.revoked_partitions for r in rounds] == [2, 0]
+    assert [r.churn.assigned_partitions for r in rounds] == [0, 2]
+    assert [r.churn.moved_partitions for r in rounds] == [0, 0]
+
+
+def _after_crash(live: Live, backlog: Backlog, assignor: str) -> Any:
+    result = backlog.result("crash", assignor)
+    (row,) = [
+        r
+        for r in live.events(result.group_id)
+        if r.generation_after == result.stable("after").generation
+    ]
+    return row
+
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin", "sticky"])
+def test_the_crash_is_classified_as_a_crash(live: Live, backlog: Backlog, assignor: str) -> None:
+    result = backlog.result("crash", assignor)
+    c3 = next(m.member_id for m in result.stable("before").members if m.name == "C3")
+    row = _after_crash(live, backlog, assignor)
+    assert row.cause == "crash", row.cause_detail
+    assert list(row.left) == [c3]
+    (departure,) = row.departures
+    assert (departure.member_id, departure.kind) == (c3, "crash")
+    # eager: every partition owned before was paused
+    assert len(row.paused_partitions) == 12
+    assert row.rebalance_protocol == "eager"
+
+
+def test_graceful_leave_join_and_partition_increase_causes(live: Live, backlog: Backlog) -> None:
+    leave = backlog.result("graceful-leave", "range")
+    (row,) = [
+        r
+        for r in live.events(leave.group_id)
+        if r.generation_after == leave.stable("after").generation
+    ]
+    assert row.cause == "graceful_leave", row.cause_detail
+    assert row.departures[0].kind == "graceful"
+
+    grow = backlog.result("partition-increase", "range")
+    (row,) = [
+        r
+        for r in live.events(grow.group_id)
+        if r.generation_after == grow.stable("after").generation
+    ]
+    assert row.cause == "partition_count_change", row.cause_detail
+    assert sum(len(tps) for tps in row.actual.values()) == 4
+
+    joins = backlog.result("join-one-by-one", "range")
+    for snap in snapshots(joins)[1:]:
+        (row,) = [r for r in live.events(joins.group_id) if r.generation_after == snap.generation]
+        assert row.cause == "join", row.cause_detail
+        assert len(row.joined) == 1
+
+
+def test_cooperative_pauses_only_what_moves(live: Live, backlog: Backlog) -> None:
+    coop = backlog.result("cooperative", "cooperative-sticky")
+    two, three = coop.stable("two"), coop.stable("three")
+    rows = [
+        r
+        for r in live.events(coop.group_id)
+        if two.generation < r.generation_after <= three.generation
+    ]
+    assert rows and all(r.rebalance_protocol == "cooperative" for r in rows)
+    paused = {(tp.topic, tp.partition) for r in rows for tp in r.paused_partitions}
+    before, after = reported(coop, two), reported(coop, three)
+    was = {tp: m for m, tps in before.items() for tp in tps}
+    now = {tp: m for m, tps in after.items() for tp in tps}
+    assert paused == {tp for tp, m in was.items() if now.get(tp) != m}
+    assert len(paused) == 2
+
+
+def test_actual_equals_the_own_strategys_expected_assignment(
+    live: Live, backlog: Backlog, play: Play
+) -> None:
+    result = backlog.results[play]
+    rows = [r for r in live.events(result.group_id) if r.members_after]
+    assert rows
+    for row in rows:
+        own = [e for e in row.expected if e.own]
+        assert [e.strategy for e in own] == [play.assignor]
+        assert own[0].error is None, own[0].error
+        assert row.own_strategy_divergent is False, (row.generation_after, own[0])
+        assert row.divergent[play.assignor] is False
+        expected = {
+            m: {(tp.topic, tp.partition) for tp in tps} for m, tps in own[0].assignment.items()
+        }
+        assert {m: tps for m, tps in expected.items() if tps} == {
+            m: tps for m, tps in actual_of(row).items() if tps
+        }
+        # every other classic strategy was evaluated for the same membership
+        assert {"range", "roundrobin", "sticky", "cooperative-sticky"} <= set(row.divergent)
+
+
+def test_member_assignments_and_group_metrics_follow_the_events(
+    live: Live, backlog: Backlog
+) -> None:
+    for result in backlog.results.values():
+        events = live.events(result.group_id)
+        flat = [r for r in live.tables["member_assignments"] if r.group_id == result.group_id]
+        for row in events:
+            mine = {
+                (a.member_id, a.topic, a.partition)
+                for a in flat
+                if a.generation == row.generation_after
+            }
+            assert mine == {(m, t, p) for m, tps in actual_of(row).items() for t, p in tps}
+        actual = {
+            r.rebalance_event_id: r
+            for r in live.tables["group_metrics"]
+            if r.group_id == result.group_id and r.is_actual
+        }
+        for row in events:
+            assert actual[row.event_id].moved_partitions == row.churn.moved_partitions
+            assert actual[row.event_id].spread_partitions == row.actual_skew.spread_partitions
+
+
+def test_commits_and_lag_are_recorded(live: Live, backlog: Backlog) -> None:
+    for result in backlog.results.values():
+        commits = [r for r in live.tables["offset_commits"] if r.group_id == result.group_id]
+        assert commits, result.group_id
+        assert {r.topic for r in commits} <= set(result.topics.values())
+    lag = [r for r in live.tables["partition_lag"] if r.group_id in set(backlog.groups)]
+    assert lag and all(r.lag_records is None or r.lag_records >= 0 for r in lag)
+
+
+def test_the_garbage_record_is_quarantined(live: Live, backlog: Backlog) -> None:
+    bad = [r for r in live.tables["bad_records"] if r.topic == backlog.membership_topic]
+    assert [bytes(r.value) for r in bad] == [GARBAGE]
+    assert bad[0].error_type == "MembershipEventError"
+    assert live.job.stats.bad_records >= 1
+
+
+# -- Prometheus ---------------------------------------------------------------------------------
+
+
+def scrape(job: RunningJob) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    url = job.metrics_url
+    assert url is not None
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        text = resp.read().decode()
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_scraped_metrics_match_the_tables(live: Live, backlog: Backlog) -> None:
+    samples = scrape(live.job)
+
+    def value(name: str, **labels: str) -> float | None:
+        return samples.get((name, frozenset(labels.items())))
+
+    for play, result in backlog.results.items():
+        g = {"cluster": "local", "group": result.group_id}
+        rows = live.events(result.group_id)
+        assert value("kafka_consumergroup_generation", **g) == rows[-1].generation_after
+        assert value("kafka_consumergroup_members", **g) == len(rows[-1].members_after)
+        moved_total = sum(r.churn.moved_partitions for r in rows if r.generation_before is not None)
+        assert value("kafka_consumergroup_partitions_moved_total", **g) == moved_total
+        causes: dict[str, int] = {}
+        for r in rows:
+            if r.generation_before is not None and r.is_rebalance:
+                causes[r.cause] = causes.get(r.cause, 0) + 1
+        for cause, n in causes.items():
+            assert value("kafka_consumergroup_rebalances_total", **g, cause=cause) == n, cause
+        if play.scenario == "crash":
+            assert causes.get("crash") == 1
+        last_with_members = [r for r in rows if r.members_after][-1]
+        if rows[-1] is last_with_members:
+            assert (
+                value("kafka_consumergroup_assignment_divergent", **g, strategy=play.assignor) == 0
+            )
+    assert (value("rebalance_monitor_bad_records_total") or 0) >= 1
+    assert (value("rebalance_monitor_input_rows_total") or 0) >= live.job.stats.input_records > 0
+    assert value("rebalance_monitor_last_batch_timestamp_seconds") is not None
+
+
+def test_real_prometheus_runs_every_dashboard_and_alert_query(
+    live: Live, backlog: Backlog, tmp_path: Path
+) -> None:
+    """Debian's Prometheus with the project's scrape config and rules, scraping the running
+    job: every PromQL expression of the dashboards and the alert rules parses and returns at
+    least one series (``tests/dashboards/promql.py``), and every rule evaluates healthy."""
+    from tests.dashboards.promql import PrometheusServer, assert_all_queries_return_series
+
+    url = live.job.metrics_url
+    assert url is not None and backlog.steady is not None
+    target = url.removeprefix("http://").removesuffix("/metrics")
+    with PrometheusServer(tmp_path, target) as server:
+        server.wait_for_scrape()
+        server.wait_for_rule_evaluation()
+        assert_all_queries_return_series(server)
+        # the live group is there with its members
+        members = server.query(
+            f'kafka_consumergroup_member_assigned_partitions{{group="{backlog.steady.group}"}}'
+        )
+        assert sorted(float(m["value"][1]) for m in members) == [2.0, 2.0]
