@@ -13,8 +13,10 @@
             │     transformWithStateInPandas,       bad rows -> Delta ``bad_records``;
             │     state per group on RocksDB        counts (input, bad, unrouted, offset
             ▼                                       gaps) -> Prometheus + progress line
-    query "events": foreachBatch -> rows per table -> DeltaSink (txnAppId/txnVersion)
-                    and PrometheusSink.update; a progress line per batch
+    query "events": foreachBatch -> each table's rows parsed on the executors (from_json,
+                    streaming.sinks.tables.table_frame) -> DeltaSink (txnAppId/txnVersion);
+                    the rows the exporter needs (DRIVER_KINDS) -> PrometheusSink.update;
+                    a progress line per batch
 
 Two queries, because the quarantine must see every record while the stateful operator sees
 only good, routed ones; each has its checkpoint under ``<checkpoint_dir>/``. Both write with
@@ -76,8 +78,14 @@ __all__ = [
 
 PROG = "rebalance-monitor run"
 Progress = Callable[[str], None]
-#: Receives each micro-batch's tracker rows (``to_row`` dicts) after they are written.
+#: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts) after
+#: they are written.
 EventsListener = Callable[[list[dict[str, Any]]], None]
+#: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
+#: (commits, per-member assignments) goes from the executors to Delta only.
+DRIVER_KINDS = frozenset(
+    {"rebalance", "group_metrics", "group_status", "partition_lag", "group_deleted"}
+)
 
 #: Job defaults under the user's ``spark_conf``: Delta rebuilds a table's snapshot with 50
 #: tasks by default, which dominates a micro-batch that appends to six small tables.
@@ -256,23 +264,32 @@ class Sinks:
         self.progress(line)
 
     def events_batch(self, df: DataFrame, batch_id: int) -> None:
-        """Tracker events: one Delta append per table, then Prometheus."""
-        from streaming.sinks.tables import rows_by_table
+        """Tracker events: each table's rows parsed and appended by Spark (one Delta append
+        per table that has rows), then the rows Prometheus needs, on the driver."""
+        from pyspark.sql import functions as F
 
-        rows = [json.loads(r.payload) for r in df.select("payload").collect()]
-        self.delta.write_batch(batch_id, rows_by_table(rows))
+        from streaming.sinks.tables import KIND_TO_TABLE, table_frame
+
+        df = df.persist()
+        try:
+            kinds = {str(r.kind): int(r["count"]) for r in df.groupBy("kind").count().collect()}
+            tables = sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
+            self.delta.write_batch(batch_id, {table: table_frame(df, table) for table in tables})
+            rows: list[dict[str, Any]] = []
+            if self.prometheus is not None or self.on_events is not None:
+                wanted = df.where(F.col("kind").isin(list(DRIVER_KINDS)))
+                rows = [json.loads(r.payload) for r in wanted.select("payload").collect()]
+        finally:
+            df.unpersist()
         if self.prometheus is not None:
             self.prometheus.update(rows)
         if self.on_events is not None:
             self.on_events(rows)
-        kinds: dict[str, int] = {}
-        for row in rows:
-            kinds[row["kind"]] = kinds.get(row["kind"], 0) + 1
         with self._lock:
             for kind, n in kinds.items():
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
         shown = ", ".join(f"{k}={n}" for k, n in sorted(kinds.items())) or "none"
-        self.progress(f"[events] batch {batch_id}: {len(rows)} events ({shown})")
+        self.progress(f"[events] batch {batch_id}: {sum(kinds.values())} events ({shown})")
 
 
 def _bad_records_rows(bad: DataFrame, batch_id: int) -> DataFrame:

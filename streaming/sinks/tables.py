@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import (
     ArrayType,
@@ -54,6 +54,9 @@ from pyspark.sql.types import (
 
 from streaming.sinks import UnknownTableError
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 __all__ = [
     "BAD_RECORDS",
     "DERIVED_COLUMNS",
@@ -70,6 +73,7 @@ __all__ = [
     "date_of_ms",
     "rows_by_table",
     "schema",
+    "table_frame",
     "to_spark_row",
 ]
 
@@ -439,6 +443,28 @@ def rows_by_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[Any
         if table is not None:
             out.setdefault(table, []).append(to_spark_row(table, row))
     return out
+
+
+def table_frame(events: DataFrame, table: str) -> DataFrame:
+    """The rows of ``table`` from a DataFrame of tracker events (``kind`` and ``payload``:
+    the ``to_row`` dict as JSON, see :func:`streaming.spark.stateful.events_to_rows`), parsed
+    by Spark on the executors (``from_json`` with the table's schema, ``FAILFAST``: a payload
+    that does not fit fails the batch instead of losing a value), ``event_time`` and ``date``
+    derived from ``event_ts_ms`` as :func:`to_spark_row` derives them."""
+    from pyspark.sql import functions as F
+
+    kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
+    if not kinds:
+        raise UnknownTableError(table)
+    target = schema(table)
+    body = StructType([f for f in target.fields if f.name not in ("event_time", PARTITION_COLUMN)])
+    parsed = (
+        events.where(F.col("kind").isin(kinds))
+        .select(F.from_json("payload", body, {"mode": "FAILFAST"}).alias("row"))
+        .select("row.*")
+        .withColumn("event_time", F.timestamp_millis("event_ts_ms"))
+    )
+    return parsed.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(*target.fieldNames())
 
 
 def bad_record_row(

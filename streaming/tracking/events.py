@@ -443,11 +443,31 @@ EVENT_TYPES: dict[str, type[Any]] = {
 # -- rows <-> dicts ---------------------------------------------------------------------------
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: Per type: its dataclass field names, or None when it is not a dataclass (the hot path of
+#: every emitted row: ``dataclasses.fields`` and ``is_dataclass`` per value are slow).
+_FIELD_NAMES: dict[type[Any], tuple[str, ...] | None] = {}
+
+
 def _plain(value: Any) -> Any:
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is TopicPartition:
+        return {"topic": value.topic, "partition": value.partition}
+    try:
+        names = _FIELD_NAMES[cls]
+    except KeyError:
+        names = (
+            tuple(f.name for f in dataclasses.fields(value))
+            if dataclasses.is_dataclass(value) and not isinstance(value, type)
+            else None
+        )
+        _FIELD_NAMES[cls] = names
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, TopicPartition):
         return {"topic": value.topic, "partition": value.partition}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
