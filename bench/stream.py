@@ -221,6 +221,22 @@ def jvm_pid(spark: Any) -> int:
 # -- the phases -----------------------------------------------------------------------------
 
 
+def _job_config(bootstrap: str, topic: str, membership: str, work: Path, port: int) -> Any:
+    """The job on the bench topics: trigger 1 s, state under ``work``, exporter on ``port``."""
+    return load_config(
+        environ={},
+        overrides={
+            "bootstrap_servers": bootstrap,
+            "offsets_topic": topic,
+            "membership_topic": membership,
+            "checkpoint_dir": str(work / "checkpoint"),
+            "delta_path": str(work / "delta"),
+            "metrics_port": port,
+            "trigger_interval_s": 1.0,
+        },
+    )
+
+
 @dataclass
 class CatchUp:
     records: int
@@ -253,17 +269,7 @@ def catch_up(spark: Any, bootstrap: str, groups: int, work: Path) -> CatchUp:
     seen, loop_s = reference_catch_up(bootstrap, topic, records)
     print(f"  {seen:,} records in {loop_s:.1f} s = {seen / loop_s:,.0f} records/s", flush=True)
 
-    config = load_config(
-        environ={},
-        overrides={
-            "bootstrap_servers": bootstrap,
-            "offsets_topic": topic,
-            "membership_topic": membership,
-            "checkpoint_dir": str(work / "catchup" / "checkpoint"),
-            "delta_path": str(work / "catchup" / "delta"),
-            "metrics_port": free_ports(1)[0],
-        },
-    )
+    config = _job_config(bootstrap, topic, membership, work / "catchup", free_ports(1)[0])
     print("the job: --once over the backlog ...", flush=True)
     # peaks of the job alone, not of producing the backlog or of the reference loop
     reset_peak(os.getpid())
@@ -325,18 +331,7 @@ def latency(spark: Any, bootstrap: str, trials: int, work: Path) -> Latency:
     create_topics(bootstrap, (topic, PARTITIONS), (membership, 1))
     produce_backlog(bootstrap, topic, 100, "warm")
     (port,) = free_ports(1)
-    config = load_config(
-        environ={},
-        overrides={
-            "bootstrap_servers": bootstrap,
-            "offsets_topic": topic,
-            "membership_topic": membership,
-            "checkpoint_dir": str(work / "latency" / "checkpoint"),
-            "delta_path": str(work / "latency" / "delta"),
-            "metrics_port": port,
-            "trigger_interval_s": 1.0,
-        },
-    )
+    config = _job_config(bootstrap, topic, membership, work / "latency", port)
     job = launch(config, spark=spark, progress=lambda _line: None)
     watcher = ReferenceWatcher(bootstrap, topic)
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
