@@ -155,9 +155,7 @@ def _flag(value: bool | None) -> str:
 def _process(name: str, argv: Sequence[str], log_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A ``rebalance-monitor`` subcommand in its own session, logging to ``<name>.log``;
     interrupted (SIGINT, then SIGKILL) on exit."""
-    exe = Path(sys.executable).with_name("rebalance-monitor")
-    command = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else
-               ["-m", "streaming.cli"]), *argv]  # fmt: skip
+    command = [sys.executable, "-m", "streaming.cli", *argv]
     log: IO[bytes] = open(log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
@@ -363,7 +361,7 @@ def _watch(
         for query in job.queries:
             if not query.isActive:
                 raise RuntimeError(f"query {query.name} stopped: {query.exception()}")
-        stopped = [p.args[1] for p in helpers if p.poll() is not None]
+        stopped = [p.args[3] for p in helpers if p.poll() is not None]  # the subcommand
         stats = job.stats
         header = (
             f"rebalance-monitor demo — {time.monotonic() - started:.0f}s — metrics {url} — "

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from streaming import kafka_local
 from streaming.kafka_local import BrokerConfig, BrokerInfo
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TEST_PORT = 19192
 TEST_CONTROLLER_PORT = 19193
@@ -65,3 +69,16 @@ def kafka_broker(kafka_broker_config: BrokerConfig) -> Iterator[BrokerInfo]:
         yield info
     finally:
         kafka_local.stop(kafka_broker_config)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One local SparkSession for every Spark test (real Spark, the pinned jars, Delta): a
+    JVM holds one SparkContext, so the Spark, audit and end-to-end tiers share it."""
+    from streaming.spark.session import build_session
+
+    session = build_session("rebalance-monitor-tests", master="local[2]")
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -42,7 +42,7 @@ are handed over as Spark delivers them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streaming.spark.decode import observation_of
@@ -60,6 +60,7 @@ __all__ = [
     "EVENTS_SCHEMA",
     "STATE_SCHEMA",
     "Reducer",
+    "event_row",
     "events_to_rows",
     "load_reducer",
     "logical_now_ms",
@@ -124,22 +125,22 @@ def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observati
     return out, failed
 
 
+def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict (payload: the row
+    as JSON)."""
+    return {
+        "cluster": row.get("cluster"),
+        "group_id": row.get("group_id"),
+        "kind": row["kind"],
+        "event_id": row["event_id"],
+        "event_ts_ms": int(row["event_ts_ms"]),
+        "payload": json.dumps(row, separators=(",", ":"), default=str),
+    }
+
+
 def events_to_rows(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """Tracker events -> :data:`EVENTS_SCHEMA` dicts (payload: ``to_row`` as JSON)."""
-    rows = []
-    for event in events:
-        row = to_row(event)
-        rows.append(
-            {
-                "cluster": row.get("cluster"),
-                "group_id": row.get("group_id"),
-                "kind": row["kind"],
-                "event_id": row["event_id"],
-                "event_ts_ms": int(row["event_ts_ms"]),
-                "payload": json.dumps(row, separators=(",", ":"), default=str),
-            }
-        )
-    return rows
+    """Tracker events -> :data:`EVENTS_SCHEMA` dicts."""
+    return [event_row(to_row(event)) for event in events]
 
 
 def logical_now_ms(state: GroupState, observations: Sequence[Observation]) -> int:

@@ -466,8 +466,6 @@ def _plain(value: Any) -> Any:
         _FIELD_NAMES[cls] = names
     if names is not None:
         return {name: _plain(getattr(value, name)) for name in names}
-    if isinstance(value, TopicPartition):
-        return {"topic": value.topic, "partition": value.partition}
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):

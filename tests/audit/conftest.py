@@ -23,7 +23,6 @@ version 2  batch 1: ``golden-range`` generation 4 (C2 leaves, two partitions mov
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,24 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 GAP_S = 1.2
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """The session's SparkSession: the same fixture as ``tests/spark/conftest.py``; when
-    another directory's fixture already started one in this process, it is reused (one
-    SparkContext per JVM) and left for its owner to stop."""
-    from pyspark.sql import SparkSession
-
-    from streaming.spark.session import build_session
-
-    existing = SparkSession.getActiveSession()
-    session = build_session("rebalance-monitor-tests", master="local[2]")
-    try:
-        yield session
-    finally:
-        if existing is None:
-            session.stop()
 
 
 def _now_ms() -> int:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -42,6 +41,7 @@ from typing import Any
 import yaml
 
 from streaming.sinks import metric_names as mn
+from tests.conftest import free_ports
 
 __all__ = [
     "DASHBOARDS",
@@ -315,12 +315,6 @@ def known_metric_names() -> frozenset[str]:
 # -- the real server -------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class PrometheusServer:
     """Debian's ``prometheus`` binary with the project's configuration (module docstring).
 
@@ -385,7 +379,7 @@ class PrometheusServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.write_config()
         for _attempt in range(3):  # a free port can be taken between probe and bind
-            self.port = free_port()
+            (self.port,) = free_ports(1)
             with self._log.open("ab") as log:
                 self._process = subprocess.Popen(
                     [

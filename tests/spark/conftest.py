@@ -1,5 +1,5 @@
-"""One local SparkSession for the Spark tier (real Spark, the pinned jars, Delta), and the
-recorded scenario backlog the end-to-end tests read."""
+"""The recorded scenario backlog the end-to-end tests read (the ``spark`` fixture is in
+``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,7 @@ import pytest
 from tests.spark.backlog import Backlog, record
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from streaming.kafka_local import BrokerInfo
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    from streaming.spark.session import build_session
-
-    session = build_session("rebalance-monitor-tests", master="local[2]")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 @pytest.fixture(scope="session")

@@ -239,17 +239,10 @@ def test_table_frame_parses_events_on_the_executors_exactly_as_the_row_path(
 ) -> None:
     """The job's path (tracker events as JSON payloads, parsed by Spark with ``from_json``)
     gives the same rows, column for column, as ``to_spark_row`` on the driver."""
-    from streaming.spark.stateful import EVENTS_SCHEMA
+    from streaming.spark.stateful import EVENTS_SCHEMA, event_row
 
     tracker = [r for batch in rows for r in batch]
-    events = spark.createDataFrame(
-        [
-            (r.get("cluster"), r.get("group_id"), r["kind"], r["event_id"], int(r["event_ts_ms"]),
-             json.dumps(r, separators=(",", ":"), default=str))
-            for r in tracker
-        ],
-        schema=EVENTS_SCHEMA,
-    )  # fmt: skip
+    events = spark.createDataFrame([event_row(r) for r in tracker], schema=EVENTS_SCHEMA)
     expected = t.rows_by_table(tracker)
     assert set(expected) >= {t.REBALANCE_EVENTS, t.MEMBER_ASSIGNMENTS, t.GROUP_METRICS}
     for table, wanted in expected.items():
