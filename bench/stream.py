@@ -52,7 +52,6 @@ sys.path.insert(0, str(REPO))
 from assign_core.placement import coordinator_partition  # noqa: E402
 from streaming import kafka_local  # noqa: E402
 from streaming.codec.decode import decode_record  # noqa: E402
-from streaming.config import load_config  # noqa: E402
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
 STATE = REPO / ".local" / "bench-stream"
@@ -199,42 +198,137 @@ class ReferenceWatcher:
         self.consumer.close()
 
 
-# -- memory ---------------------------------------------------------------------------------
+# -- the job as its own process ------------------------------------------------------------
 
 
-def _vm_hwm_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            out += [int(c) for c in task.read_text().split()]
+    return out
+
+
+def _status_kib(pid: int, field: str) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
     return 0
 
 
-def reset_peak(pid: int) -> None:
-    """Reset the process's peak RSS (``VmHWM``): writing 5 to ``clear_refs`` (Linux)."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
+def _cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return ""
 
 
-def jvm_pid(spark: Any) -> int:
-    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+@dataclass
+class Memory:
+    """Peaks of the job's processes, in bytes: the driver's Python, its JVM (local mode:
+    driver and executors in one JVM) and the sum of the Python workers at any one time."""
+
+    driver_python: int = 0
+    jvm: int = 0
+    workers: int = 0
+
+    def sample(self, driver_pid: int) -> None:
+        self.driver_python = max(self.driver_python, _status_kib(driver_pid, "VmHWM") * 1024)
+        workers = 0
+        stack = _children(driver_pid)
+        while stack:
+            pid = stack.pop()
+            cmd = _cmdline(pid)
+            if "java" in cmd.split(" ", 1)[0]:
+                self.jvm = max(self.jvm, _status_kib(pid, "VmHWM") * 1024)
+            elif "pyspark" in cmd or "python" in cmd:
+                workers += _status_kib(pid, "VmRSS") * 1024
+            stack += _children(pid)
+        self.workers = max(self.workers, workers)
+
+
+class JobProcess:
+    """``python -m streaming.cli run`` on the bench topics, its lines timestamped as they
+    arrive and its memory sampled every 200 ms."""
+
+    def __init__(
+        self, bootstrap: str, topic: str, membership: str, work: Path, port: int, *extra: str
+    ) -> None:
+        import subprocess
+
+        self.lines: list[tuple[float, str]] = []
+        self.memory = Memory()
+        cmd = [
+            sys.executable,
+            "-m",
+            "streaming.cli",
+            "run",
+            "--bootstrap-server",
+            bootstrap,
+            "--offsets-topic",
+            topic,
+            "--membership-topic",
+            membership,
+            "--checkpoint-dir",
+            str(work / "checkpoint"),
+            "--delta-path",
+            str(work / "delta"),
+            "--metrics-port",
+            str(port),
+            "--trigger-interval",
+            "1",
+            *extra,
+        ]
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append((time.perf_counter(), line.rstrip("\n")))
+
+    def _sample(self) -> None:
+        while self.proc.poll() is None:
+            self.memory.sample(self.proc.pid)
+            time.sleep(0.2)
+
+    def first(self, prefix: str, timeout_s: float = 300) -> tuple[float, str]:
+        """The first line starting with ``prefix`` (waits for it)."""
+        deadline = time.perf_counter() + timeout_s
+        while time.perf_counter() < deadline:
+            for at, line in list(self.lines):
+                if line.startswith(prefix):
+                    return at, line
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.05)
+        tail = "\n".join(line for _, line in self.lines[-30:])
+        raise SystemExit(f"the job printed no {prefix!r} line; its last lines:\n{tail}")
+
+    def wait(self) -> int:
+        code = self.proc.wait()
+        self._reader.join(timeout=5)
+        return code
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except Exception:
+                self.proc.kill()
+        self._reader.join(timeout=5)
 
 
 # -- the phases -----------------------------------------------------------------------------
-
-
-def _job_config(bootstrap: str, topic: str, membership: str, work: Path, port: int) -> Any:
-    """The job on the bench topics: trigger 1 s, state under ``work``, exporter on ``port``."""
-    return load_config(
-        environ={},
-        overrides={
-            "bootstrap_servers": bootstrap,
-            "offsets_topic": topic,
-            "membership_topic": membership,
-            "checkpoint_dir": str(work / "checkpoint"),
-            "delta_path": str(work / "delta"),
-            "metrics_port": port,
-            "trigger_interval_s": 1.0,
-        },
-    )
 
 
 @dataclass
@@ -242,8 +336,7 @@ class CatchUp:
     records: int
     job_s: float
     loop_s: float
-    jvm_peak: int
-    python_peak: int
+    memory: Memory
     groups_exported: int
 
     @property
@@ -255,8 +348,9 @@ class CatchUp:
         return self.records / self.loop_s
 
 
-def catch_up(spark: Any, bootstrap: str, groups: int, work: Path) -> CatchUp:
-    from streaming.job import launch
+def catch_up(bootstrap: str, groups: int, work: Path, *extra: str) -> CatchUp:
+    import re
+
     from tests.conftest import free_ports
 
     topic, membership = "bench.offsets", "bench.membership"
@@ -269,43 +363,24 @@ def catch_up(spark: Any, bootstrap: str, groups: int, work: Path) -> CatchUp:
     seen, loop_s = reference_catch_up(bootstrap, topic, records)
     print(f"  {seen:,} records in {loop_s:.1f} s = {seen / loop_s:,.0f} records/s", flush=True)
 
-    config = _job_config(bootstrap, topic, membership, work / "catchup", free_ports(1)[0])
-    print("the job: --once over the backlog ...", flush=True)
-    # peaks of the job alone, not of producing the backlog or of the reference loop
-    reset_peak(os.getpid())
-    reset_peak(jvm_pid(spark))
-    batches: list[str] = []
-    job = launch(config, once=True, spark=spark, progress=batches.append)
-    started = time.perf_counter()
-    job.wait()
-    job_s = time.perf_counter() - started
-    job.stop()
-    stats = job.stats
-    for line in batches:
-        if line.startswith("[records]"):
+    print("the job: rebalance-monitor run --once over the backlog (its own process) ...")
+    job = JobProcess(
+        bootstrap, topic, membership, work / "catchup", free_ports(1)[0], "--once", *extra
+    )
+    started, _ = job.first("started:")
+    code = job.wait()
+    ended, summary = job.first("stopped after")
+    for _, line in job.lines:
+        if line.startswith(("[records]", "[events]", "stopped")):
             print("  " + line, flush=True)
-    print(
-        f"  {stats.input_records:,} records in {job_s:.1f} s = "
-        f"{stats.input_records / job_s:,.0f} records/s",
-        flush=True,
-    )
-    if stats.input_records != records:
-        raise SystemExit(f"the job read {stats.input_records} records, not {records}")
-    assert job.sinks.prometheus is not None
-    exported = {
-        s.labels["group"]
-        for family in job.sinks.prometheus.registry.collect()
-        if family.name == "kafka_consumergroup_generation"
-        for s in family.samples
-    }
-    return CatchUp(
-        records=records,
-        job_s=job_s,
-        loop_s=loop_s,
-        jvm_peak=_vm_hwm_bytes(jvm_pid(spark)),
-        python_peak=_vm_hwm_bytes(os.getpid()),
-        groups_exported=len(exported),
-    )
+    if code != 0:
+        raise SystemExit(f"the job exited with {code}")
+    match = re.search(r": (\d+) records .*, (\d+) groups in the exporter", summary)
+    if match is None or int(match.group(1)) != records:
+        raise SystemExit(f"the job did not read the {records} records: {summary}")
+    job_s = ended - started
+    print(f"  {records:,} records in {job_s:.1f} s = {records / job_s:,.0f} records/s", flush=True)
+    return CatchUp(records, job_s, loop_s, job.memory, int(match.group(2)))
 
 
 @dataclass
@@ -319,29 +394,26 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def latency(spark: Any, bootstrap: str, trials: int, work: Path) -> Latency:
+def latency(bootstrap: str, trials: int, work: Path, *extra: str) -> Latency:
     import random
 
     from kafka import KafkaProducer
 
-    from streaming.job import launch
     from tests.conftest import free_ports
 
     topic, membership = "bench.latency.offsets", "bench.latency.membership"
     create_topics(bootstrap, (topic, PARTITIONS), (membership, 1))
     produce_backlog(bootstrap, topic, 100, "warm")
     (port,) = free_ports(1)
-    config = _job_config(bootstrap, topic, membership, work / "latency", port)
-    job = launch(config, spark=spark, progress=lambda _line: None)
+    job = JobProcess(bootstrap, topic, membership, work / "latency", port, *extra)
+    url = f"http://127.0.0.1:{port}/metrics"
     watcher = ReferenceWatcher(bootstrap, topic)
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
     template = next(t for t in load_templates() if t.name == "range")
     _dt, key, value = next(r for r in template.records if struct.unpack_from(">h", r[1])[0] == 2)
-    url = job.metrics_url
-    assert url is not None
     result = Latency([], [])
     try:
-        job.await_backlog()
+        job.first("[events] batch 0")  # the warm-up backlog is processed
         print(f"latency: {trials} trials, trigger 1 s, exporter {url}", flush=True)
         for n in range(trials):
             time.sleep(random.uniform(0.5, 1.5))  # land anywhere in the trigger interval
@@ -397,34 +469,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=10_000, help="groups in the backlog")
     parser.add_argument("--trials", type=int, default=20, help="detection-latency trials")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--skip-catch-up", action="store_true")
+    parser.add_argument(
+        "--job-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="an extra argument of `rebalance-monitor run` (repeatable), e.g. --job-arg=--conf "
+        "--job-arg=spark.driver.memory=1g",
+    )
     args = parser.parse_args(argv)
-
-    from streaming.spark.session import build_session
 
     shutil.rmtree(STATE, ignore_errors=True)
     STATE.mkdir(parents=True)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     print(f"machine: {os.cpu_count()} cores", flush=True)
+    c = lat = None
     with _broker(STATE / "kafka") as bootstrap:
-        spark = build_session("rebalance-monitor-bench", master="local[*]")
-        try:
-            c = catch_up(spark, bootstrap, args.groups, STATE)
-            lat = None if args.skip_latency else latency(spark, bootstrap, args.trials, STATE)
-        finally:
-            spark.stop()
+        if not args.skip_catch_up:
+            c = catch_up(bootstrap, args.groups, STATE, *args.job_arg)
+        if not args.skip_latency:
+            lat = latency(bootstrap, args.trials, STATE, *args.job_arg)
     shutil.rmtree(STATE, ignore_errors=True)
 
     gib = 1024**3
     print()
-    print(f"catch-up, {c.records:,} records of {args.groups:,} groups")
-    print(f"  kafka-python read+decode loop  {c.loop_rate:>10,.0f} records/s  ({c.loop_s:.1f} s)")
-    print(f"  the job (--once, all sinks)    {c.job_rate:>10,.0f} records/s  ({c.job_s:.1f} s)")
-    print(f"  ratio job / loop               {c.job_rate / c.loop_rate:>10.2f}   (target >= 1.0)")
-    print(f"driver memory with {c.groups_exported:,} groups tracked")
-    print(f"  Spark JVM peak RSS             {c.jvm_peak / gib:>10.2f} GiB")
-    print(f"  driver Python peak RSS         {c.python_peak / gib:>10.2f} GiB")
-    total = (c.jvm_peak + c.python_peak) / gib
-    print(f"  total                          {total:>10.2f} GiB   (target < 2 GiB)")
+    if c is not None:
+        m = c.memory
+        print(f"catch-up, {c.records:,} records of {args.groups:,} groups")
+        print(
+            f"  kafka-python read+decode loop  {c.loop_rate:>10,.0f} records/s  ({c.loop_s:.1f} s)"
+        )
+        print(f"  the job (--once, all sinks)    {c.job_rate:>10,.0f} records/s  ({c.job_s:.1f} s)")
+        print(
+            f"  ratio job / loop               {c.job_rate / c.loop_rate:>10.2f}   (target >= 1.0)"
+        )
+        print(f"driver memory with {c.groups_exported:,} groups tracked (the job's own process)")
+        print(f"  driver JVM peak RSS            {m.jvm / gib:>10.2f} GiB  (local: with executors)")
+        print(f"  driver Python peak RSS         {m.driver_python / gib:>10.2f} GiB")
+        total = (m.jvm + m.driver_python) / gib
+        print(f"  driver total                   {total:>10.2f} GiB   (target < 2 GiB)")
+        print(f"  Python workers, peak sum       {m.workers / gib:>10.2f} GiB  (executor side)")
     if lat is not None:
         jp50, jp95 = statistics.median(lat.job_ms), _p(lat.job_ms, 0.95)
         lp50, lp95 = statistics.median(lat.loop_ms), _p(lat.loop_ms, 0.95)

@@ -5,24 +5,27 @@
     kafka_stream(__consumer_offsets) ─┐    streaming.spark.sources (backfill from earliest,
     kafka_stream(membership topic) ───┤    failOnDataLoss=false: compacted topic)
                                       ▼
-    envelope -> decode                     streaming.spark.decode: mapInArrow on the executors
-                                      │
-            ┌─────────────────────────┴───────────────────────┐
-            ▼                                                 ▼
-    track(good)   streaming.spark.stateful          query "records" (every decoded row):
-            │     transformWithStateInPandas,       bad rows -> Delta ``bad_records``;
-            │     state per group on RocksDB        counts (input, bad, unrouted, offset
-            ▼                                       gaps) -> Prometheus + progress line
-    query "events": foreachBatch -> each table's rows parsed on the executors (from_json,
-                    streaming.sinks.tables.table_frame) -> DeltaSink (txnAppId/txnVersion);
-                    the rows the exporter needs (DRIVER_KINDS) -> PrometheusSink.update;
-                    a progress line per batch
+    envelope -> decode                     streaming.spark.decode: mapInArrow on the executors;
+                                      │    per source partition and Arrow batch a stats row
+                                      ▼    (records, bad, without a group, lowest/highest offset)
+    track                                  streaming.spark.stateful: transformWithStateInPandas,
+                                      │    state per group on RocksDB; bad rows and stats rows
+                                      │    pass through under keys of their own
+                                      ▼
+    query "events": foreachBatch -> one job computes the batch (persisted) and collects the
+                    exporter's rows (DRIVER_KINDS; rebalances as their summary) and the stats
+                    -> PrometheusSink.update first (detection latency), counters (input, bad,
+                    unrouted, offset gaps); then each table's rows parsed on the executors
+                    (from_json, streaming.sinks.tables.table_frame) and the bad rows ->
+                    DeltaSink, the tables side by side (txnAppId/txnVersion); two progress
+                    lines per batch ([records], [events])
 
-Two queries, because the quarantine must see every record while the stateful operator sees
-only good, routed ones; each has its checkpoint under ``<checkpoint_dir>/``. Both write with
-``txnAppId = <id>:<query>`` where ``<id>`` is a UUID kept in ``<checkpoint_dir>/app-id``
-(created with the checkpoint; a new checkpoint gets a new id, see
-:mod:`streaming.sinks.delta`).
+One query, so every record is read from Kafka and decoded once: the quarantine and the
+counters ride through the stateful step instead of a second query reading and decoding the
+same records (``bench/stream.py`` measured what that cost). Its checkpoint is
+``<checkpoint_dir>/events``. It writes with ``txnAppId`` = the id kept in
+``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint; a new checkpoint gets a new
+id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
 
 Offset gaps: ``__consumer_offsets`` is compacted and cleaned, so the job reads it with
 ``failOnDataLoss=false`` and counts the offsets it never saw (per source partition: holes
@@ -78,13 +81,21 @@ __all__ = [
 
 PROG = "rebalance-monitor run"
 Progress = Callable[[str], None]
-#: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts) after
-#: they are written.
+#: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts; a
+#: rebalance as :func:`streaming.spark.stateful.summary_row`) before they are written to Delta.
 EventsListener = Callable[[list[dict[str, Any]]], None]
 #: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
 #: (commits, per-member assignments) goes from the executors to Delta only.
 DRIVER_KINDS = frozenset(
     {"rebalance", "group_metrics", "group_status", "partition_lag", "group_deleted"}
+)
+
+#: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
+SOURCE_STATS, BAD_RECORD = "source_stats", "bad_record"
+BAD_RECORD_JSON = (
+    "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
+    "key string, value string, error string, error_type string, error_field string, "
+    "error_offset int"
 )
 
 #: Job defaults under the user's ``spark_conf``: Delta rebuilds a table's snapshot with 50
@@ -98,8 +109,8 @@ JOB_CONF: dict[str, str] = {"spark.databricks.delta.snapshotPartitions": "2"}
 def start(
     spark: SparkSession, config: JobConfig, sinks: Sinks, *, once: bool = False
 ) -> list[StreamingQuery]:
-    """Build the pipeline and start its two queries (see the module docstring)."""
-    from streaming.spark.decode import decode, envelope, split
+    """Build the pipeline and start its query (see the module docstring)."""
+    from streaming.spark.decode import decode, envelope
     from streaming.spark.sources import kafka_stream
     from streaming.spark.stateful import track
 
@@ -113,18 +124,14 @@ def start(
     offsets = kafka_stream(spark, topic=config.offsets_topic, **common)
     membership = kafka_stream(spark, topic=config.membership_topic, **common)
 
-    # 2. decode on the executors; bad rows split off
-    decoded = decode(envelope(offsets, membership), partitions=config.decode_partitions)
-    good, _bad = split(decoded)
+    # 2. decode on the executors (bad rows marked, per source partition a stats row)
+    decoded = decode(envelope(offsets, membership), partitions=config.decode_partitions, stats=True)
 
-    # 3. track: per-group state, tracker events out
-    events = track(good, cluster=config.cluster)
+    # 3. track: per-group state; bad rows and stats pass through, one query for all
+    events = track(decoded, cluster=config.cluster)
 
     # 4. sinks
-    return [
-        _start_query(decoded, "records", sinks.records_batch, config, once=once),
-        _start_query(events, "events", sinks.events_batch, config, once=once),
-    ]
+    return [_start_query(events, "events", sinks.events_batch, config, once=once)]
 
 
 def _start_query(
@@ -178,6 +185,7 @@ class Sinks:
         self.on_events = on_events
         self.stats = JobStats()
         self._lock = threading.Lock()
+        self._batch_started = time.monotonic()
 
     @classmethod
     def open(
@@ -204,43 +212,30 @@ class Sinks:
         if self.prometheus is not None:
             self.prometheus.stop()
 
-    def records_batch(self, df: DataFrame, batch_id: int) -> None:
-        """Every decoded row: quarantine the bad ones, count, report."""
-        from pyspark.sql import functions as F
-
-        started = time.monotonic()
-        df = df.persist()
-        try:
-            bad = df.where(F.col("error").isNotNull())
-            bad_count = bad.count()
-            if bad_count:
-                self.delta.write_bad_records(batch_id, _bad_records_rows(bad, batch_id))
-            per_partition = (
-                df.groupBy("topic", "partition")
-                .agg(
-                    F.min("offset").alias("lo"),
-                    F.max("offset").alias("hi"),
-                    F.count_distinct("offset").alias("n"),
-                    F.sum((F.col("group_id").isNull() & F.col("error").isNull()).cast("int")).alias(
-                        "unrouted"
-                    ),
-                )
-                .collect()
-            )
-        finally:
-            df.unpersist()
+    def _count_records(self, stats_rows: list[dict[str, Any]], batch_id: int) -> None:
+        """Sum a batch's source stats (:func:`streaming.spark.decode.source_stats`) per source
+        partition: records, bad, without a group, offset gaps; to Prometheus and a line."""
+        per_partition: dict[tuple[str, int], list[int]] = {}  # lo, hi, records, unrouted, bad
+        for s in stats_rows:
+            key = (str(s["topic"]), int(s["partition"]))
+            got = per_partition.get(key)
+            if got is None:
+                per_partition[key] = [s["lo"], s["hi"], s["records"], s["unrouted"], s["bad"]]
+            else:
+                got[0], got[1] = min(got[0], s["lo"]), max(got[1], s["hi"])
+                got[2] += s["records"]
+                got[3] += s["unrouted"]
+                got[4] += s["bad"]
         with self._lock:
             stats = self.stats
-            records = sum(int(r.n) for r in per_partition)
-            unrouted = sum(int(r.unrouted or 0) for r in per_partition)
-            gaps = 0
-            for r in per_partition:
-                key = (str(r.topic), int(r.partition))
+            records = unrouted = bad_count = gaps = 0
+            for key, (lo, hi, n, no_group, bad) in per_partition.items():
+                records, unrouted, bad_count = records + n, unrouted + no_group, bad_count + bad
                 last = stats.last_offsets.get(key)
-                gaps += int(r.hi) - int(r.lo) + 1 - int(r.n)
-                if last is not None and int(r.lo) > last + 1:
-                    gaps += int(r.lo) - last - 1
-                stats.last_offsets[key] = max(int(r.hi), last if last is not None else -1)
+                gaps += hi - lo + 1 - n
+                if last is not None and lo > last + 1:
+                    gaps += lo - last - 1
+                stats.last_offsets[key] = max(hi, last if last is not None else -1)
             stats.input_records += records
             stats.bad_records += bad_count
             stats.unrouted_records += unrouted
@@ -253,7 +248,7 @@ class Sinks:
             )
         if self.prometheus is not None:
             self.prometheus.record_batch(
-                time.monotonic() - started,
+                time.monotonic() - self._batch_started,
                 records,
                 bad_count,
                 time.time(),
@@ -264,46 +259,73 @@ class Sinks:
         self.progress(line)
 
     def events_batch(self, df: DataFrame, batch_id: int) -> None:
-        """Tracker events: each table's rows parsed and appended by Spark (one Delta append
-        per table that has rows), then the rows Prometheus needs, on the driver."""
+        """One micro-batch of the stateful step's rows: the source stats counted, then the
+        rows the driver needs (exporter, listener), then each table's rows parsed and
+        appended by Spark (one Delta append per table with rows, side by side; the bad
+        records into ``bad_records``).
+
+        The exporter goes first because it is what alerts read: a batch's values are served
+        while its Delta commits run (detection latency). If a commit then fails, the query
+        stops and a restart replays the batch into the (new) exporter and into Delta, which
+        skips the tables already committed (``txnVersion``)."""
         from pyspark.sql import functions as F
 
-        from streaming.sinks.tables import KIND_TO_TABLE, table_frame
+        from streaming.sinks.tables import BAD_RECORDS, KIND_TO_TABLE, table_frame
 
+        self._batch_started = time.monotonic()
         df = df.persist()
         try:
+            # one job computes the batch (persisted) and brings the driver its rows: the
+            # exporter's (a rebalance as its summary, without the expected partition lists)
+            # and the source stats; the batch cap (max_offsets_per_trigger) bounds them
+            text = F.coalesce(F.col("summary"), F.col("payload")).alias("text")
+            small = (
+                df.where(F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS]))
+                .select("kind", text)
+                .collect()
+            )
+            driver = [json.loads(r.text) for r in small if r.kind != SOURCE_STATS]
+            if self.prometheus is not None:
+                self.prometheus.update(driver)
+            if self.on_events is not None:
+                self.on_events(driver)
+            del driver
+            stats = [json.loads(r.text) for r in small if r.kind == SOURCE_STATS]
+            self._count_records(stats, batch_id)
+            del small
             kinds = {str(r.kind): int(r["count"]) for r in df.groupBy("kind").count().collect()}
-            tables = sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
-            self.delta.write_batch(batch_id, {table: table_frame(df, table) for table in tables})
-            rows: list[dict[str, Any]] = []
-            if self.prometheus is not None or self.on_events is not None:
-                wanted = df.where(F.col("kind").isin(list(DRIVER_KINDS)))
-                rows = [json.loads(r.payload) for r in wanted.select("payload").collect()]
+            frames = {
+                table: table_frame(df, table)
+                for table in sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
+            }
+            if kinds.get(BAD_RECORD):
+                frames[BAD_RECORDS] = _bad_records_rows(df, batch_id)
+            self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
-        if self.prometheus is not None:
-            self.prometheus.update(rows)
-        if self.on_events is not None:
-            self.on_events(rows)
+        events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
         with self._lock:
-            for kind, n in kinds.items():
+            for kind, n in events.items():
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
-        shown = ", ".join(f"{k}={n}" for k, n in sorted(kinds.items())) or "none"
-        self.progress(f"[events] batch {batch_id}: {sum(kinds.values())} events ({shown})")
+        shown = ", ".join(f"{k}={n}" for k, n in sorted(events.items())) or "none"
+        self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
 
 
-def _bad_records_rows(bad: DataFrame, batch_id: int) -> DataFrame:
-    """The bad side in the ``bad_records`` table's columns."""
+def _bad_records_rows(events: DataFrame, batch_id: int) -> DataFrame:
+    """The ``bad_record`` rows (:func:`streaming.spark.stateful.bad_record_json`) in the
+    ``bad_records`` table's columns, parsed on the executors."""
     from pyspark.sql import functions as F
 
-    return bad.select(
+    bad = F.from_json("payload", BAD_RECORD_JSON, {"mode": "FAILFAST"})
+    rows = events.where(F.col("kind") == BAD_RECORD).select(bad.alias("b")).select("b.*")
+    return rows.select(
         "topic",
         "partition",
         "offset",
         "timestamp_ms",
         F.timestamp_millis("timestamp_ms").alias("timestamp"),
-        "key",
-        "value",
+        F.unhex("key").alias("key"),
+        F.unhex("value").alias("value"),
         "error",
         "error_type",
         F.col("error_field").alias("field"),
@@ -369,7 +391,7 @@ def _runtime_conf(spark: SparkSession, config: JobConfig) -> None:
 
 
 class RunningJob:
-    """A started job: its two queries and sinks (:func:`launch`); stop it with :meth:`stop`."""
+    """A started job: its query and sinks (:func:`launch`); stop it with :meth:`stop`."""
 
     def __init__(self, config: JobConfig, sinks: Sinks, queries: list[StreamingQuery]) -> None:
         self.config = config
@@ -388,7 +410,7 @@ class RunningJob:
         return f"http://{self.config.metrics_host}:{prometheus.port}/metrics"
 
     def await_backlog(self) -> None:
-        """Block until both queries have processed everything available now."""
+        """Block until the query has processed everything available now."""
         for query in self.queries:
             query.processAllAvailable()
 
@@ -452,13 +474,21 @@ def run(
     """Start the job and wait: until the backlog is processed (``once``), ``duration_s``
     passes, a query fails (re-raised) or Ctrl-C."""
     job = launch(config, once=once, spark=spark, progress=progress)
+    started = time.monotonic()
     try:
         job.wait(duration_s)
     except KeyboardInterrupt:
         progress("interrupted: stopping")
     finally:
         job.stop()
-    return job.stats
+    stats = job.stats
+    exporter = job.sinks.prometheus
+    progress(
+        f"stopped after {time.monotonic() - started:.1f} s: {stats.input_records} records "
+        f"({stats.bad_records} bad), {sum(stats.events.values())} events"
+        + ("" if exporter is None else f", {exporter.groups} groups in the exporter")
+    )
+    return stats
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:

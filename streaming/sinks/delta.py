@@ -109,6 +109,7 @@ class DeltaSink:
         if batch_id < 0:
             raise ValueError("batch_id must be >= 0")
         written: dict[str, int | None] = {}
+        appends: list[tuple[DataFrame, str]] = []
         for table, rows in rows_by_table.items():
             path = self.path(table)
             count: int | None
@@ -119,9 +120,26 @@ class DeltaSink:
                     continue
                 frame = self.spark.createDataFrame(list(rows), schema=t.schema(table))
                 count = len(rows)
-            self._append(frame, path, batch_id)
+            appends.append((frame, path))
             written[table] = count
+        self._append_all(appends, batch_id)
         return written
+
+    def _append_all(self, appends: Sequence[tuple[DataFrame, str]], batch_id: int) -> None:
+        """The appends side by side: each table is its own Delta log, and most of an append's
+        time is its commit's round trips on the driver, not the executors' work. Every append
+        is waited for; the first failure is raised."""
+        if len(appends) <= 1:
+            for frame, path in appends:
+                self._append(frame, path, batch_id)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(appends), thread_name_prefix="delta-append") as pool:
+            futures = [pool.submit(self._append, frame, path, batch_id) for frame, path in appends]
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise errors[0]  # type: ignore[misc]
 
     def write_bad_records(
         self, batch_id: int, rows: DataFrame | Sequence[Sequence[Any]]

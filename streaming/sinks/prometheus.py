@@ -129,6 +129,12 @@ class PrometheusSink:
         """The port ``/metrics`` is served on, ``None`` when not serving."""
         return None if self._server is None else int(self._server.server_port)
 
+    @property
+    def groups(self) -> int:
+        """How many groups have a generation series (the groups the exporter tracks)."""
+        with self._lock:
+            return len(self._generation)
+
     def stop(self) -> None:
         """Stop serving (idempotent)."""
         server, thread = self._server, self._thread

@@ -59,12 +59,15 @@ __all__ = [
     "BAD_RECORDS_SCHEMA",
     "DECODED_SCHEMA",
     "ENVELOPE_SCHEMA",
+    "STATS_KEY",
     "Decoded",
     "decode",
     "decode_batch",
     "decode_batches",
+    "decode_batches_with_stats",
     "envelope",
     "observation_of",
+    "source_stats",
     "split",
 ]
 
@@ -78,8 +81,11 @@ ENVELOPE_SCHEMA = (
 DECODED_SCHEMA = (
     "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
     "key binary, value binary, group_id string, record_type string, "
-    "error string, error_type string, error_field string, error_offset int"
+    "error string, error_type string, error_field string, error_offset int, stats string"
 )
+#: The ``group_id`` of a source-stats row (:func:`source_stats`); no Kafka group is named so.
+STATS_KEY = "\x00rebalance-monitor:source-stats"
+STATS_TYPE = "SourceStats"
 #: The bad side of :func:`split`: the raw bytes, where they were read, and the error.
 BAD_RECORDS_SCHEMA = (
     "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
@@ -102,6 +108,7 @@ _ARROW_DECODED = pa.schema(
         ("error_type", pa.string()),
         ("error_field", pa.string()),
         ("error_offset", pa.int32()),
+        ("stats", pa.string()),
     ]
 )
 
@@ -192,14 +199,72 @@ def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
         pa.array(error_types, type=pa.string()),
         pa.array(fields, type=pa.string()),
         pa.array(offsets, type=pa.int32()),
+        pa.nulls(len(take), type=pa.string()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_ARROW_DECODED)
+
+
+def source_stats(decoded: pa.RecordBatch) -> pa.RecordBatch:
+    """One row per source partition of a decoded batch: ``group_id`` = :data:`STATS_KEY`,
+    ``stats`` = JSON ``{"topic", "partition", "lo", "hi", "records", "unrouted", "bad"}``
+    (lowest and highest offset, how many records, how many of them name no group, how many
+    are bad). A record that fans out to several groups counts once. The job sums these per
+    micro-batch (input records, offset gaps) instead of reading and decoding the records a
+    second time."""
+    import json
+
+    seen: dict[tuple[str, str, int], dict[int, int]] = {}  # offset -> 0 ok, 1 unrouted, 2 bad
+    for source, topic, partition, offset, group_id, error in zip(
+        decoded.column("source").to_pylist(),
+        decoded.column("topic").to_pylist(),
+        decoded.column("partition").to_pylist(),
+        decoded.column("offset").to_pylist(),
+        decoded.column("group_id").to_pylist(),
+        decoded.column("error").to_pylist(),
+        strict=True,
+    ):
+        kind = 2 if error is not None else 1 if group_id is None else 0
+        offsets = seen.setdefault((source, topic, partition), {})
+        offsets[offset] = max(kind, offsets.get(offset, 0))
+    rows = []
+    for (source, topic, partition), offsets in seen.items():
+        kinds = list(offsets.values())
+        stats = {
+            "topic": topic,
+            "partition": partition,
+            "lo": min(offsets),
+            "hi": max(offsets),
+            "records": len(offsets),
+            "unrouted": kinds.count(1),
+            "bad": kinds.count(2),
+        }
+        rows.append(
+            {
+                "source": source,
+                "topic": topic,
+                "partition": partition,
+                "offset": stats["lo"],
+                "group_id": STATS_KEY,
+                "record_type": STATS_TYPE,
+                "stats": json.dumps(stats, separators=(",", ":")),
+            }
+        )
+    return pa.RecordBatch.from_pylist(rows, schema=_ARROW_DECODED)
 
 
 def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function (runs on the executors)."""
     for batch in batches:
         yield decode_batch(batch)
+
+
+def decode_batches_with_stats(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """:func:`decode_batches`, each decoded batch followed by its :func:`source_stats`."""
+    for batch in batches:
+        decoded = decode_batch(batch)
+        yield decoded
+        if decoded.num_rows:
+            yield source_stats(decoded)
 
 
 # -- Spark -----------------------------------------------------------------------------------
@@ -232,8 +297,11 @@ def envelope(offsets: DataFrame | None, membership: DataFrame | None) -> DataFra
     return out
 
 
-def decode(envelope_df: DataFrame, *, partitions: int | None = None) -> DataFrame:
-    """Decode every record on the executors, per Arrow batch (``DECODED_SCHEMA``).
+def decode(
+    envelope_df: DataFrame, *, partitions: int | None = None, stats: bool = False
+) -> DataFrame:
+    """Decode every record on the executors, per Arrow batch (``DECODED_SCHEMA``); with
+    ``stats``, each batch's :func:`source_stats` rows too.
 
     ``partitions``: coalesce the input to at most this many tasks first. The Kafka source
     makes one task per topic partition, and ``__consumer_offsets`` has 50, mostly empty
@@ -251,15 +319,17 @@ def decode(envelope_df: DataFrame, *, partitions: int | None = None) -> DataFram
         "key",
         "value",
     )
-    return prepared.mapInArrow(decode_batches, DECODED_SCHEMA)
+    return prepared.mapInArrow(
+        decode_batches_with_stats if stats else decode_batches, DECODED_SCHEMA
+    )
 
 
 def split(decoded: DataFrame) -> tuple[DataFrame, DataFrame]:
     """``(good, bad)``: good rows (routed or not) and the ``bad_records`` rows."""
     from pyspark.sql import functions as F
 
-    good = decoded.where(F.col("error").isNull()).drop(
-        "error", "error_type", "error_field", "error_offset"
+    good = decoded.where(F.col("error").isNull() & F.col("stats").isNull()).drop(
+        "error", "error_type", "error_field", "error_offset", "stats"
     )
     bad = decoded.where(F.col("error").isNotNull()).select(
         "source",

@@ -10,7 +10,8 @@
         │                                      Observations -> reducer.apply -> events
         ▼
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
-                                               event_ts_ms, payload (to_row as JSON)
+                                               event_ts_ms, payload (to_row as JSON),
+                                               summary (rebalances: the driver's part)
 
 Why ``transformWithStateInPandas`` and not ``applyInPandasWithState``: it is the
 RocksDB-backed state API v2 (state variables have their own schema and can be changed and
@@ -45,7 +46,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from streaming.spark.decode import observation_of
+from streaming.spark.decode import STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import to_row
 from streaming.tracking.model import Observation
@@ -57,23 +58,28 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, TimerValues
 
 __all__ = [
+    "BAD_KEY",
     "EVENTS_SCHEMA",
     "STATE_SCHEMA",
     "Reducer",
+    "bad_record_json",
     "event_row",
     "events_to_rows",
     "load_reducer",
     "logical_now_ms",
     "rows_to_observations",
+    "summary_row",
     "track",
 ]
 
 EVENTS_SCHEMA = (
     "cluster string, group_id string, kind string, event_id string, "
-    "event_ts_ms bigint, payload string"
+    "event_ts_ms bigint, payload string, summary string"
 )
-_EVENT_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload")
+_EVENT_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
 STATE_SCHEMA = "state string"
+#: The key of the bad rows in the stateful step (no Kafka group is named so).
+BAD_KEY = "\x00rebalance-monitor:bad-records"
 
 #: ``apply(state, observations, now_ms) -> (state, events)``, the pure reducer.
 Reducer = Callable[[GroupState, Sequence[Observation], int], tuple[GroupState, Sequence[Any]]]
@@ -126,21 +132,72 @@ def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observati
 
 
 def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict (payload: the row
-    as JSON)."""
+    """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: ``payload`` is the
+    row as JSON; ``summary``, for a rebalance, the row without the expected assignments' partition
+    lists (what the driver's exporter reads; null for other kinds: their payload is small)."""
     return {
         "cluster": row.get("cluster"),
         "group_id": row.get("group_id"),
         "kind": row["kind"],
         "event_id": row["event_id"],
         "event_ts_ms": int(row["event_ts_ms"]),
-        "payload": json.dumps(row, separators=(",", ":"), default=str),
+        "payload": _json(row),
+        "summary": _json(summary_row(row)) if row["kind"] == "rebalance" else None,
     }
+
+
+def summary_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A rebalance row with ``assignment`` and ``withheld`` of every expected assignment
+    emptied: the bulk of the row (one partition list per member and strategy), which only the
+    Delta table keeps. Figures, flags and the actual assignment stay."""
+    return {
+        **row,
+        "expected": [
+            {**expected, "assignment": None, "withheld": []} for expected in row["expected"]
+        ],
+    }
+
+
+def _json(row: Mapping[str, Any]) -> str:
+    return json.dumps(row, separators=(",", ":"), default=str)
 
 
 def events_to_rows(events: Iterable[Any]) -> list[dict[str, Any]]:
     """Tracker events -> :data:`EVENTS_SCHEMA` dicts."""
     return [event_row(to_row(event)) for event in events]
+
+
+def _records(frames: Iterable[pd.DataFrame]) -> Iterator[dict[str, Any]]:
+    for frame in frames:
+        yield from frame.to_dict("records")
+
+
+def bad_record_json(row: Mapping[str, Any]) -> str:
+    """A bad row as the payload of a ``bad_record`` row (the ``bad_records`` table's source
+    columns; key and value as hex, so every byte survives)."""
+
+    def hex_of(raw: Any) -> str | None:
+        return None if raw is None else bytes(raw).hex()
+
+    return _json(
+        {
+            "source": row["source"],
+            "topic": row["topic"],
+            "partition": int(row["partition"]),
+            "offset": int(row["offset"]),
+            "timestamp_ms": _int_or_none(row["timestamp_ms"]),
+            "key": hex_of(row["key"]),
+            "value": hex_of(row["value"]),
+            "error": row["error"],
+            "error_type": row["error_type"],
+            "error_field": row["error_field"],
+            "error_offset": _int_or_none(row["error_offset"]),
+        }
+    )
+
+
+def _int_or_none(v: Any) -> int | None:
+    return None if v is None or v != v else int(v)  # pandas gives NaN for a null int
 
 
 def logical_now_ms(state: GroupState, observations: Sequence[Observation]) -> int:
@@ -171,8 +228,28 @@ def _processor_class() -> type:
         def handleInputRows(
             self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
         ) -> Iterator[pd.DataFrame]:
-            observations, _failed = rows_to_observations(rows)
-            yield self._step(key[0], observations)
+            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+            if key[0] == STATS_KEY:
+                out = [self._passed("source_stats", r, r["stats"]) for r in _records(rows)]
+                yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
+            elif key[0] == BAD_KEY:
+                out = [self._passed("bad_record", r, bad_record_json(r)) for r in _records(rows)]
+                yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
+            else:
+                observations, _failed = rows_to_observations(rows)
+                yield self._step(key[0], observations)
+
+        def _passed(self, kind: str, row: Mapping[str, Any], payload: str) -> dict[str, Any]:
+            return {
+                "cluster": self._cluster,
+                "group_id": None,
+                "kind": kind,
+                "event_id": f"{row['topic']}:{row['partition']}:{row['offset']}:{kind}",
+                "event_ts_ms": _int_or_none(row["timestamp_ms"]) or 0,
+                "payload": payload,
+                "summary": None,
+            }
 
         def close(self) -> None:
             pass
@@ -196,12 +273,30 @@ def _processor_class() -> type:
     return GroupTracker
 
 
-def track(good: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
-    """The routed good rows -> tracker events (:data:`EVENTS_SCHEMA`), state per group id."""
+def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
+    """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
+    (:data:`EVENTS_SCHEMA`), state per group id. Two keys are not groups and keep no state:
+    the bad rows go under :data:`BAD_KEY` and come out as ``bad_record`` rows, the source
+    stats rows (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one
+    query both tracks and quarantines and counts. Good rows without a group are dropped
+    here; the stats count them."""
     from pyspark.sql import functions as F
 
-    routed = good.where(F.col("group_id").isNotNull()).select(
-        "group_id", "source", "partition", "offset", "timestamp_ms", "key", "value"
+    key = F.when(F.col("error").isNotNull(), F.lit(BAD_KEY)).otherwise(F.col("group_id"))
+    routed = decoded.where(F.col("group_id").isNotNull() | F.col("error").isNotNull()).select(
+        key.alias("group_id"),
+        "source",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp_ms",
+        "key",
+        "value",
+        "error",
+        "error_type",
+        "error_field",
+        "error_offset",
+        "stats",
     )
     processor = _processor_class()(cluster, config)
     return routed.groupBy("group_id").transformWithStateInPandas(

@@ -80,21 +80,21 @@ def _row(source: str, key: bytes | None, value: bytes | None, offset: int) -> di
     }
 
 
+_ENVELOPE_ARROW = pa.schema(
+    [
+        ("source", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp_ms", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+    ]
+)
+
+
 def test_decode_batch_routes_fans_out_and_reports_errors() -> None:
-    batch = pa.RecordBatch.from_pylist(
-        _envelope_rows(0),
-        schema=pa.schema(
-            [
-                ("source", pa.string()),
-                ("topic", pa.string()),
-                ("partition", pa.int32()),
-                ("offset", pa.int64()),
-                ("timestamp_ms", pa.int64()),
-                ("key", pa.binary()),
-                ("value", pa.binary()),
-            ]
-        ),
-    )
+    batch = pa.RecordBatch.from_pylist(_envelope_rows(0), schema=_ENVELOPE_ARROW)
     out = decode_batch(batch).to_pylist()
     good = [r for r in out if r["error"] is None]
     bad = [r for r in out if r["error"] is not None]
@@ -111,6 +111,39 @@ def test_decode_batch_routes_fans_out_and_reports_errors() -> None:
     assert [(r["key"], r["value"]) for r in bad] == [(k, v) for _s, k, v, _t, _f in GARBAGE]
     assert bad[0]["error_offset"] == 2  # the group string's length prefix ends at byte 2
     assert all(r["group_id"] is None for r in bad)
+
+
+def test_source_stats_count_each_record_once_per_source_partition() -> None:
+    from streaming.spark.decode import STATS_KEY, source_stats
+
+    no_groups = json.loads(TOPICS_EVENT)
+    no_groups["group_ids"] = []
+    rows = [*_envelope_rows(0), _row("membership", b"local", json.dumps(no_groups).encode(), 11)]
+    batch = pa.RecordBatch.from_pylist(rows, schema=_ENVELOPE_ARROW)
+    out = source_stats(decode_batch(batch)).to_pylist()
+    assert {r["group_id"] for r in out} == {STATS_KEY}
+    stats = {r["topic"]: json.loads(r["stats"]) for r in out}
+    # offsets: 3 good records (0-2) and 2 garbage (20, 21)
+    assert stats["__consumer_offsets"] == {
+        "topic": "__consumer_offsets",
+        "partition": 0,
+        "lo": 0,
+        "hi": 21,
+        "records": 5,
+        "unrouted": 0,
+        "bad": 2,
+    }
+    # membership: the topics event fans out to two groups but is one record (10), one
+    # without groups (11), 2 garbage (22, 23)
+    assert stats["rebalance-monitor.membership"] == {
+        "topic": "rebalance-monitor.membership",
+        "partition": 0,
+        "lo": 10,
+        "hi": 23,
+        "records": 4,
+        "unrouted": 1,
+        "bad": 2,
+    }
 
 
 def _write_batch(spark: SparkSession, folder: Path, name: str, offset_base: int) -> None:

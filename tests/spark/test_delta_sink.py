@@ -257,7 +257,7 @@ def test_a_payload_that_does_not_fit_fails_the_batch(spark: SparkSession) -> Non
 
     bad = json.dumps({"event_id": "x", "event_ts_ms": "not a number", "kind": "offset_commit"})
     events = spark.createDataFrame(
-        [("local", "g", "offset_commit", "x", 0, bad)], schema=EVENTS_SCHEMA
+        [("local", "g", "offset_commit", "x", 0, bad, None)], schema=EVENTS_SCHEMA
     )
     with pytest.raises(Exception, match=r"(?i)malformed|parse|FAILFAST"):
         t.table_frame(events, t.OFFSET_COMMITS).collect()

@@ -767,3 +767,39 @@ def test_metric_names_are_unique_and_all_exposed(sink: PrometheusSink) -> None:
     for spec in mn.ALL_METRICS:
         wanted = spec.name + ("_count" if spec.type == "histogram" else "")
         assert wanted in exposed, spec.name
+
+
+def _registry_samples(sink: PrometheusSink) -> dict[tuple[str, frozenset[Any]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in sink.registry.collect()
+        for s in family.samples
+        if not s.name.endswith("_created")
+    }
+
+
+def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> None:
+    """The job hands the exporter a rebalance as its summary (no expected partition lists):
+    every series of every golden capture must be what the full rows give."""
+    import json
+
+    from streaming.spark.stateful import event_row
+    from tests.unit.streaming.tracking.test_golden import FIXTURES
+    from tests.unit.streaming.tracking.test_golden import run as track_golden
+
+    full, summary = PrometheusSink(), PrometheusSink()
+    rebalances = 0
+    for name in FIXTURES:
+        _state, events = track_golden(name)
+        rows = [event_row(to_row(e)) for e in events]
+        full.update([json.loads(r["payload"]) for r in rows])
+        summary.update([json.loads(r["summary"] or r["payload"]) for r in rows])
+        small = [r for r in rows if r["summary"] is not None]
+        rebalances += len(small)
+        assert all(
+            len(r["summary"]) < len(r["payload"]) for r in small if '"assignment":{' in r["payload"]
+        )
+        assert all(r["kind"] == "rebalance" for r in small)
+    assert rebalances > 20
+    assert _registry_samples(summary) == _registry_samples(full)
+    assert full.groups == summary.groups == len(FIXTURES)
