@@ -82,7 +82,8 @@ __all__ = [
 PROG = "rebalance-monitor run"
 Progress = Callable[[str], None]
 #: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts; a
-#: rebalance as :func:`streaming.spark.stateful.summary_row`) before they are written to Delta.
+#: rebalance as :func:`streaming.spark.stateful.summary_row`), in order and in chunks of
+#: :data:`DRIVER_CHUNK`, before they are written to Delta.
 EventsListener = Callable[[list[dict[str, Any]]], None]
 #: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
 #: (commits, per-member assignments) goes from the executors to Delta only.
@@ -97,6 +98,9 @@ BAD_RECORD_JSON = (
     "key string, value string, error string, error_type string, error_field string, "
     "error_offset int"
 )
+
+#: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
+DRIVER_CHUNK = 5_000
 
 #: Job defaults under the user's ``spark_conf``: Delta rebuilds a table's snapshot with 50
 #: tasks by default, which dominates a micro-batch that appends to six small tables.
@@ -282,17 +286,20 @@ class Sinks:
             small = (
                 df.where(F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS]))
                 .select("kind", text)
-                .collect()
+                .toArrow()  # Arrow buffers, not a Python object per row
             )
-            driver = [json.loads(r.text) for r in small if r.kind != SOURCE_STATS]
-            if self.prometheus is not None:
-                self.prometheus.update(driver)
-            if self.on_events is not None:
-                self.on_events(driver)
-            del driver
-            stats = [json.loads(r.text) for r in small if r.kind == SOURCE_STATS]
-            self._count_records(stats, batch_id)
+            stats: list[dict[str, Any]] = []
+            for start in range(0, small.num_rows, DRIVER_CHUNK):
+                driver = []
+                for row in small.slice(start, DRIVER_CHUNK).to_pylist():
+                    parsed = json.loads(row["text"])
+                    (stats if row["kind"] == SOURCE_STATS else driver).append(parsed)
+                if self.prometheus is not None:
+                    self.prometheus.update(driver)
+                if self.on_events is not None:
+                    self.on_events(driver)
             del small
+            self._count_records(stats, batch_id)
             kinds = {str(r.kind): int(r["count"]) for r in df.groupBy("kind").count().collect()}
             frames = {
                 table: table_frame(df, table)

@@ -77,7 +77,10 @@ def spark() -> Iterator[SparkSession]:
     JVM holds one SparkContext, so the Spark, audit and end-to-end tiers share it."""
     from streaming.spark.session import build_session
 
-    session = build_session("rebalance-monitor-tests", master="local[2]")
+    # one JVM for every tier, the whole run: more heap than the job's own default
+    session = build_session(
+        "rebalance-monitor-tests", master="local[2]", conf={"spark.driver.memory": "2g"}
+    )
     try:
         yield session
     finally:

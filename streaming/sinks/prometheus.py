@@ -42,7 +42,7 @@ Series removal:
 
 from __future__ import annotations
 
-import contextlib
+import bisect
 import math
 import threading
 from collections import OrderedDict
@@ -50,7 +50,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from streaming.sinks import metric_names as mn
 from streaming.sinks.metric_names import MetricSpec
@@ -71,20 +79,72 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PrometheusSink"]
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9108
 
-_Metric = Counter | Gauge | Histogram
 _GroupKey = tuple[str, str]
 _Series = tuple[str, tuple[str, ...]]
 _Labels = tuple[str, ...]
 
 
-def _build(spec: MetricSpec, registry: CollectorRegistry) -> _Metric:
-    if spec.type == "counter":
-        return Counter(spec.base_name, spec.help, spec.labels, registry=registry)
-    if spec.type == "gauge":
-        return Gauge(spec.base_name, spec.help, spec.labels, registry=registry)
-    return Histogram(
-        spec.base_name, spec.help, spec.labels, registry=registry, buckets=spec.buckets
-    )
+class _Store(Collector):
+    """Every series' value in plain dicts, turned into metric families at scrape time.
+
+    ``prometheus_client``'s labelled metrics keep an object with its own lock per series,
+    about 1 KB each; a group has ~50 series, so 10,000 groups took ~0.5 GB of the driver.
+    Here a series is a dict entry (label tuple -> value; for a histogram, its per-bucket
+    counts and sum). The exposition is the same (names, ``_total``, ``_bucket``/``_sum``/
+    ``_count``), without the ``_created`` samples nothing here reads. Callers hold ``lock``
+    while they change values; a scrape takes it too."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.lock = lock
+        self.values: dict[str, dict[_Labels, Any]] = {spec.name: {} for spec in mn.ALL_METRICS}
+        self._specs = {spec.name: spec for spec in mn.ALL_METRICS}
+
+    def set(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
+        self.values[spec.name][labels] = float(value)
+
+    def inc(self, spec: MetricSpec, labels: _Labels, amount: float) -> None:
+        series = self.values[spec.name]
+        series[labels] = series.get(labels, 0.0) + amount
+
+    def observe(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
+        series = self.values[spec.name]
+        counts = series.get(labels)
+        if counts is None:  # one count per bucket (the last: +Inf), then the sum
+            counts = series[labels] = [0.0] * (len(spec.buckets) + 2)
+        counts[bisect.bisect_left(spec.buckets, value)] += 1
+        counts[-1] += value
+
+    def remove(self, name: str, labels: _Labels) -> None:
+        self.values[name].pop(labels, None)
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family(spec) for spec in mn.ALL_METRICS]
+
+    def collect(self) -> Iterable[Metric]:
+        with self.lock:
+            return [self._family(spec, self.values[spec.name]) for spec in mn.ALL_METRICS]
+
+    @staticmethod
+    def _family(spec: MetricSpec, values: Mapping[_Labels, Any] | None = None) -> Metric:
+        labels = list(spec.labels)
+        if spec.type == "counter":
+            family: Metric = CounterMetricFamily(spec.base_name, spec.help, labels=labels)
+        elif spec.type == "gauge":
+            family = GaugeMetricFamily(spec.name, spec.help, labels=labels)
+        else:
+            family = HistogramMetricFamily(spec.name, spec.help, labels=labels)
+        if not values and not spec.labels:  # always exposed, as prometheus_client does
+            values = {(): [0.0] * (len(spec.buckets) + 2) if spec.type == "histogram" else 0.0}
+        for key, value in (values or {}).items():
+            if spec.type == "histogram":
+                cumulative, buckets = 0.0, []
+                for bound, count in zip((*spec.buckets, math.inf), value, strict=False):
+                    cumulative += count
+                    buckets.append((floatToGoString(bound), cumulative))
+                family.add_metric(list(key), buckets, value[-1])  # type: ignore[call-arg]
+            else:
+                family.add_metric(list(key), value)
+        return family
 
 
 class PrometheusSink:
@@ -93,11 +153,10 @@ class PrometheusSink:
     def __init__(self, *, max_remembered_events: int = 200_000) -> None:
         if max_remembered_events < 1:
             raise ValueError("max_remembered_events must be at least 1")
-        self.registry = CollectorRegistry(auto_describe=True)
-        self._metrics: dict[str, _Metric] = {
-            spec.name: _build(spec, self.registry) for spec in mn.ALL_METRICS
-        }
         self._lock = threading.Lock()
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._store = _Store(self._lock)
+        self.registry.register(self._store)
         self._max_remembered = max_remembered_events
         self._applied: OrderedDict[str, None] = OrderedDict()
         self._series: dict[_GroupKey, set[_Series]] = {}
@@ -361,38 +420,35 @@ class PrometheusSink:
 
     # -- series bookkeeping ----------------------------------------------------------------
 
-    def _child(self, spec: MetricSpec, labels: tuple[str, ...]) -> _Metric:
-        metric = self._metrics[spec.name]
-        if not spec.labels:
-            return metric
+    def _track(self, spec: MetricSpec, labels: _Labels) -> None:
         if len(labels) >= 2:
             self._series.setdefault((labels[0], labels[1]), set()).add((spec.name, labels))
-        return metric.labels(*labels)
 
-    def _set(self, spec: MetricSpec, labels: tuple[str, ...], value: float) -> None:
-        child = self._child(spec, labels)
-        assert isinstance(child, Gauge), spec.name
-        child.set(value)
+    def _set(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
+        assert spec.type == "gauge", spec.name
+        self._track(spec, labels)
+        self._store.set(spec, labels, value)
 
-    def _inc(self, spec: MetricSpec, labels: tuple[str, ...], amount: float) -> None:
-        child = self._child(spec, labels)
-        assert isinstance(child, Counter), spec.name
-        child.inc(amount)
+    def _inc(self, spec: MetricSpec, labels: _Labels, amount: float) -> None:
+        assert spec.type == "counter", spec.name
+        if amount < 0:
+            raise ValueError(f"{spec.name}: counters only go up, got {amount}")
+        self._track(spec, labels)
+        self._store.inc(spec, labels, amount)
 
-    def _observe(self, spec: MetricSpec, labels: tuple[str, ...], value: float) -> None:
-        child = self._child(spec, labels)
-        assert isinstance(child, Histogram), spec.name
-        child.observe(value)
+    def _observe(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
+        assert spec.type == "histogram", spec.name
+        self._track(spec, labels)
+        self._store.observe(spec, labels, value)
 
-    def _remove(self, group: _GroupKey, spec: MetricSpec, labels: tuple[str, ...]) -> None:
+    def _remove(self, group: _GroupKey, spec: MetricSpec, labels: _Labels) -> None:
         series = self._series.get(group)
         if series is not None:
             series.discard((spec.name, labels))
         self._unregister_child(spec.name, labels)
 
-    def _unregister_child(self, metric: str, labels: tuple[str, ...]) -> None:
-        with contextlib.suppress(KeyError):
-            self._metrics[metric].remove(*labels)
+    def _unregister_child(self, metric: str, labels: _Labels) -> None:
+        self._store.remove(metric, labels)
 
 
 def _strategy_label(strategy: str | None, group_protocol: str | None) -> str | None:

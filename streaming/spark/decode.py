@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = [
+    "ARROW_ENVELOPE",
     "BAD_RECORDS_SCHEMA",
     "DECODED_SCHEMA",
     "ENVELOPE_SCHEMA",
@@ -93,7 +94,8 @@ BAD_RECORDS_SCHEMA = (
     "error_offset int"
 )
 _PASSTHROUGH = ("source", "topic", "partition", "offset", "timestamp_ms", "key", "value")
-_ARROW_DECODED = pa.schema(
+#: An envelope batch as :func:`decode_batch` takes it (the columns of ``_PASSTHROUGH``).
+ARROW_ENVELOPE = pa.schema(
     [
         ("source", pa.string()),
         ("topic", pa.string()),
@@ -102,6 +104,11 @@ _ARROW_DECODED = pa.schema(
         ("timestamp_ms", pa.int64()),
         ("key", pa.binary()),
         ("value", pa.binary()),
+    ]
+)
+_ARROW_DECODED = pa.schema(
+    [
+        *ARROW_ENVELOPE,
         ("group_id", pa.string()),
         ("record_type", pa.string()),
         ("error", pa.string()),

@@ -283,21 +283,8 @@ def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_C
     from pyspark.sql import functions as F
 
     key = F.when(F.col("error").isNotNull(), F.lit(BAD_KEY)).otherwise(F.col("group_id"))
-    routed = decoded.where(F.col("group_id").isNotNull() | F.col("error").isNotNull()).select(
-        key.alias("group_id"),
-        "source",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp_ms",
-        "key",
-        "value",
-        "error",
-        "error_type",
-        "error_field",
-        "error_offset",
-        "stats",
-    )
+    routed = decoded.where(F.col("group_id").isNotNull() | F.col("error").isNotNull())
+    routed = routed.withColumn("group_id", key)
     processor = _processor_class()(cluster, config)
     return routed.groupBy("group_id").transformWithStateInPandas(
         statefulProcessor=processor,

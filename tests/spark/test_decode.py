@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.codec import decode_record
-from streaming.spark.decode import DECODED_SCHEMA, decode, decode_batch, split
+from streaming.spark.decode import ARROW_ENVELOPE, DECODED_SCHEMA, decode, decode_batch, split
 from streaming.tracking.model import group_id_of
 from tests.unit.streaming.codec.corpus import pairs
 
@@ -80,21 +80,8 @@ def _row(source: str, key: bytes | None, value: bytes | None, offset: int) -> di
     }
 
 
-_ENVELOPE_ARROW = pa.schema(
-    [
-        ("source", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp_ms", pa.int64()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-    ]
-)
-
-
 def test_decode_batch_routes_fans_out_and_reports_errors() -> None:
-    batch = pa.RecordBatch.from_pylist(_envelope_rows(0), schema=_ENVELOPE_ARROW)
+    batch = pa.RecordBatch.from_pylist(_envelope_rows(0), schema=ARROW_ENVELOPE)
     out = decode_batch(batch).to_pylist()
     good = [r for r in out if r["error"] is None]
     bad = [r for r in out if r["error"] is not None]
@@ -119,7 +106,7 @@ def test_source_stats_count_each_record_once_per_source_partition() -> None:
     no_groups = json.loads(TOPICS_EVENT)
     no_groups["group_ids"] = []
     rows = [*_envelope_rows(0), _row("membership", b"local", json.dumps(no_groups).encode(), 11)]
-    batch = pa.RecordBatch.from_pylist(rows, schema=_ENVELOPE_ARROW)
+    batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_ENVELOPE)
     out = source_stats(decode_batch(batch)).to_pylist()
     assert {r["group_id"] for r in out} == {STATS_KEY}
     stats = {r["topic"]: json.loads(r["stats"]) for r in out}
