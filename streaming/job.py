@@ -263,10 +263,10 @@ class Sinks:
         self.progress(line)
 
     def events_batch(self, df: DataFrame, batch_id: int) -> None:
-        """One micro-batch of the stateful step's rows: the source stats counted, then the
-        rows the driver needs (exporter, listener), then each table's rows parsed and
-        appended by Spark (one Delta append per table with rows, side by side; the bad
-        records into ``bad_records``).
+        """One micro-batch of the stateful step's rows: the rows the driver needs (exporter,
+        listener), then each table's rows parsed and appended by Spark (one Delta append per
+        table with rows, side by side; the bad records into ``bad_records``), then the
+        source stats counted (the batch's duration, input, bad, unrouted, gaps).
 
         The exporter goes first because it is what alerts read: a batch's values are served
         while its Delta commits run (detection latency). If a commit then fails, the query
@@ -299,7 +299,6 @@ class Sinks:
                 if self.on_events is not None:
                     self.on_events(driver)
             del small
-            self._count_records(stats, batch_id)
             kinds = {str(r.kind): int(r["count"]) for r in df.groupBy("kind").count().collect()}
             frames = {
                 table: table_frame(df, table)
@@ -310,6 +309,7 @@ class Sinks:
             self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
+        self._count_records(stats, batch_id)
         events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
         with self._lock:
             for kind, n in events.items():
