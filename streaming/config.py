@@ -100,9 +100,10 @@ class JobConfig:
     * ``spark_conf``: Spark settings over :data:`streaming.spark.session.DEFAULT_CONF`.
     * ``kafka_options``: Kafka client settings of both sources (security settings), without
       the ``kafka.`` prefix; ``repr`` never shows them.
-    * ``max_offsets_per_trigger``: caps a micro-batch, per source (default 50,000 records:
-      a catch-up runs in bounded batches, and the driver holds one batch's exporter rows at
-      a time, see ``bench/stream.py``); None: no cap.
+    * ``max_offsets_per_trigger``: caps a micro-batch, per source (None, the default: no
+      cap). A cap bounds a catch-up's batches, but lets the small membership topic run
+      ahead of ``__consumer_offsets``, so a rebalance can be judged after the snapshot that
+      already shows it (cause ``unknown``).
     * ``decode_partitions``: the decode stage's tasks per micro-batch (the Kafka source's
       one task per partition, 50+ mostly empty ones for ``__consumer_offsets``, coalesced
       to this many); None: one task per Kafka partition.
@@ -121,7 +122,7 @@ class JobConfig:
     spark_master: str | None = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
-    max_offsets_per_trigger: int | None = 50_000
+    max_offsets_per_trigger: int | None = None
     decode_partitions: int | None = 4
 
     def __post_init__(self) -> None:

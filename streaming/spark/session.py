@@ -46,9 +46,10 @@ DEFAULT_CONF: dict[str, str] = {
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
     ),
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # local mode: driver and executors share this heap; 10,000 groups fit in 1 GB with
-    # 50,000-record batches (bench/stream.py); RocksDB's memory (off-heap) is capped apart
-    "spark.driver.memory": "1g",
+    # local mode: driver and executors share this heap; a 10,000-group catch-up fits in
+    # 1 GB with 50,000-record batches (docs/operations.md), a backlog in one batch needs
+    # more; RocksDB's memory (off-heap) is capped apart
+    "spark.driver.memory": "2g",
     "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
     "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "256",
     # Python workers and the JVM connect to each other over local sockets; the default 15 s

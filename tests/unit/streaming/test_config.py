@@ -31,7 +31,7 @@ def test_defaults() -> None:
     assert (c.metrics_host, c.metrics_port) == ("127.0.0.1", 9108)
     assert c.spark_master == "local[*]"
     assert dict(c.spark_conf) == {} and dict(c.kafka_options) == {}
-    assert c.max_offsets_per_trigger == 50_000
+    assert c.max_offsets_per_trigger is None
     assert c.decode_partitions == 4
 
 
