@@ -189,7 +189,6 @@ class Sinks:
         self.on_events = on_events
         self.stats = JobStats()
         self._lock = threading.Lock()
-        self._batch_started = time.monotonic()
 
     @classmethod
     def open(
@@ -216,9 +215,12 @@ class Sinks:
         if self.prometheus is not None:
             self.prometheus.stop()
 
-    def _count_records(self, stats_rows: list[dict[str, Any]], batch_id: int) -> None:
+    def _count_records(
+        self, stats_rows: list[dict[str, Any]], batch_id: int, started: float
+    ) -> None:
         """Sum a batch's source stats (:func:`streaming.spark.decode.source_stats`) per source
-        partition: records, bad, without a group, offset gaps; to Prometheus and a line."""
+        partition: records, bad, without a group, offset gaps; to Prometheus (with the batch's
+        duration since ``started``, :func:`time.monotonic`) and a line."""
         per_partition: dict[tuple[str, int], list[int]] = {}  # lo, hi, records, unrouted, bad
         for s in stats_rows:
             key = (str(s["topic"]), int(s["partition"]))
@@ -252,7 +254,7 @@ class Sinks:
             )
         if self.prometheus is not None:
             self.prometheus.record_batch(
-                time.monotonic() - self._batch_started,
+                time.monotonic() - started,
                 records,
                 bad_count,
                 time.time(),
@@ -276,7 +278,7 @@ class Sinks:
 
         from streaming.sinks.tables import BAD_RECORDS, KIND_TO_TABLE, table_frame
 
-        self._batch_started = time.monotonic()
+        started = time.monotonic()
         df = df.persist()
         try:
             # one job computes the batch (persisted) and brings the driver its rows: the
@@ -309,7 +311,7 @@ class Sinks:
             self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
-        self._count_records(stats, batch_id)
+        self._count_records(stats, batch_id, started)
         events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
         with self._lock:
             for kind, n in events.items():

@@ -1,4 +1,4 @@
-"""Decode on the executors: both sources -> one envelope -> routed rows, bad rows split off.
+"""Decode on the executors: both sources -> one envelope -> routed rows and bad rows.
 
 ::
 
@@ -7,11 +7,10 @@
         │                                    key, value
         ▼
     decode(envelope_df)                      mapInArrow(decode_batches): per Arrow batch, on
-        │                                    the executors, every record is decoded once
-        │                                    (codec / membership JSON) -> DECODED_SCHEMA
-        ▼
-    split(decoded_df) -> (good, bad)         good: error is null; bad: the raw bytes, where
-                                             they were read, and error / field / byte offset
+                                             the executors, every record is decoded once
+                                             (codec / membership JSON) -> DECODED_SCHEMA; a
+                                             bad row keeps its raw bytes, where they were
+                                             read, and error / field / byte offset
 
 What a decoded row carries. ``group_id`` is the routing key of the stateful step:
 :func:`streaming.tracking.model.routing_keys` — the record's group, or, for a collector
@@ -57,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARROW_ENVELOPE",
-    "BAD_RECORDS_SCHEMA",
     "DECODED_SCHEMA",
     "ENVELOPE_SCHEMA",
     "STATS_KEY",
@@ -69,7 +67,6 @@ __all__ = [
     "envelope",
     "observation_of",
     "source_stats",
-    "split",
 ]
 
 OFFSETS = "offsets"
@@ -87,12 +84,6 @@ DECODED_SCHEMA = (
 #: The ``group_id`` of a source-stats row (:func:`source_stats`); no Kafka group is named so.
 STATS_KEY = "\x00rebalance-monitor:source-stats"
 STATS_TYPE = "SourceStats"
-#: The bad side of :func:`split`: the raw bytes, where they were read, and the error.
-BAD_RECORDS_SCHEMA = (
-    "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
-    "key binary, value binary, error string, error_type string, error_field string, "
-    "error_offset int"
-)
 _PASSTHROUGH = ("source", "topic", "partition", "offset", "timestamp_ms", "key", "value")
 #: An envelope batch as :func:`decode_batch` takes it (the columns of ``_PASSTHROUGH``).
 ARROW_ENVELOPE = pa.schema(
@@ -329,26 +320,3 @@ def decode(
     return prepared.mapInArrow(
         decode_batches_with_stats if stats else decode_batches, DECODED_SCHEMA
     )
-
-
-def split(decoded: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """``(good, bad)``: good rows (routed or not) and the ``bad_records`` rows."""
-    from pyspark.sql import functions as F
-
-    good = decoded.where(F.col("error").isNull() & F.col("stats").isNull()).drop(
-        "error", "error_type", "error_field", "error_offset", "stats"
-    )
-    bad = decoded.where(F.col("error").isNotNull()).select(
-        "source",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp_ms",
-        "key",
-        "value",
-        "error",
-        "error_type",
-        "error_field",
-        "error_offset",
-    )
-    return good, bad

@@ -10,14 +10,18 @@ Departure rules (``f`` = ``TrackerConfig.crash_session_fraction``, ``s`` = the m
 session timeout; *last alive* = the newest sign of life: the generation's start
 (CompletingRebalance, all members had joined), a commit of one of its partitions, a record
 about it; *removed* = when the coordinator dropped it, known between ``removed_after`` and
-``removed_by``):
+``removed_by``; the collector polls every ``snapshot_interval_ms``, so a member last listed at
+``removed_after`` was gone by ``removed_after + snapshot_interval_ms`` too):
 
 D1. graceful: ``removed_by - last_alive < f * s``. A session timeout cannot remove a member
     that showed life less than ``s`` (minus a heartbeat interval, at most ``s / 3``) before:
     it sent LeaveGroup (or an admin removed it).
 D2. crash: the member committed regularly (median interval ``< f * s``) and was silent for
-    ``>= f * s`` before it was removed (``removed_after`` if known, else ``removed_by``):
-    its heartbeats stopped and the coordinator waited for the session timeout.
+    ``>= f * s`` before it was removed: its heartbeats stopped and the coordinator waited for
+    the session timeout. The removal is taken as ``removed_by`` when nothing else is known,
+    ``removed_after`` when the collector's interval is unknown, else the middle of the window
+    from ``removed_after`` to the earlier of ``removed_by`` and the next snapshot (off by at
+    most half a collector interval, where ``removed_after`` alone is off by up to a whole one).
 D3. undetermined: neither (no commits to judge by, or an irregular committer).
 
 Cause rules, first match wins:
@@ -68,6 +72,18 @@ class DepartureEvidence:
     removed_after_ts_ms: int | None
     removed_by_ts_ms: int | None
     commit_interval_ms: int | None
+    snapshot_interval_ms: int | None = None
+    """The collector's polling interval (the usual gap between its snapshots)."""
+
+
+def _removal_ts_ms(ev: DepartureEvidence) -> int | None:
+    """The best estimate of when the coordinator removed the member (rule D2)."""
+    after, by = ev.removed_after_ts_ms, ev.removed_by_ts_ms
+    if after is None:
+        return by
+    if by is None or ev.snapshot_interval_ms is None:
+        return after
+    return after + min(by - after, ev.snapshot_interval_ms) // 2
 
 
 def judge_departure(ev: DepartureEvidence, crash_fraction: float) -> Departure:
@@ -77,7 +93,7 @@ def judge_departure(ev: DepartureEvidence, crash_fraction: float) -> Departure:
     silence: int | None = None
     alive = ev.last_alive_ts_ms
     session = ev.session_timeout_ms
-    removed = ev.removed_after_ts_ms if ev.removed_after_ts_ms is not None else ev.removed_by_ts_ms
+    removed = _removal_ts_ms(ev)
     if alive is not None and removed is not None:
         silence = max(0, removed - alive)
     if alive is not None and session is not None and session > 0:

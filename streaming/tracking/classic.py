@@ -41,6 +41,7 @@ from streaming.tracking.context import (
     counts_for,
     last_commit_ts_ms,
     racks_for,
+    snapshot_interval_ms,
     topic_ids_for,
 )
 from streaming.tracking.events import (
@@ -137,6 +138,7 @@ def _departure(
             removed_after_ts_ms=removed_after,
             removed_by_ts_ms=removed_by,
             commit_interval_ms=commit_interval_ms(state, m.partitions),
+            snapshot_interval_ms=snapshot_interval_ms(state),
         ),
         ctx.config.crash_session_fraction,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from assign_core.model import TopicPartition
 from streaming.tracking.config import TrackerConfig
@@ -26,6 +27,7 @@ __all__ = [
     "counts_for",
     "last_commit_ts_ms",
     "racks_for",
+    "snapshot_interval_ms",
     "topic_ids_for",
 ]
 
@@ -158,6 +160,14 @@ def commit_interval_ms(state: GroupState, partitions: Iterable[TopicPartition]) 
     if not gaps:
         return None
     return int(statistics.median(gaps))
+
+
+def snapshot_interval_ms(state: GroupState) -> int | None:
+    """The collector's polling interval: the median gap between its snapshots of the group
+    (None: fewer than two)."""
+    ts = [t for t, _ in state.collector.states]
+    gaps = [b - a for a, b in pairwise(ts) if b > a]
+    return int(statistics.median(gaps)) if gaps else None
 
 
 def collector_window(

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.codec import decode_record
-from streaming.spark.decode import ARROW_ENVELOPE, DECODED_SCHEMA, decode, decode_batch, split
+from streaming.spark.decode import ARROW_ENVELOPE, DECODED_SCHEMA, decode, decode_batch
 from streaming.tracking.model import group_id_of
 from tests.unit.streaming.codec.corpus import pairs
 
@@ -150,6 +150,14 @@ def _write_batch(spark: SparkSession, folder: Path, name: str, offset_base: int)
     )
 
 
+def _split(decoded: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(good rows, bad rows) of a decoded batch."""
+    from pyspark.sql import functions as F
+
+    good = decoded.where(F.col("error").isNull() & F.col("stats").isNull())
+    return good, decoded.where(F.col("error").isNotNull())
+
+
 def test_garbage_goes_to_the_bad_side_and_the_query_keeps_running(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -167,7 +175,7 @@ def test_garbage_goes_to_the_bad_side_and_the_query_keeps_running(
     seen: dict[str, list[Any]] = {"good": [], "bad": [], "batches": []}
 
     def collect(df: DataFrame, batch_id: int) -> None:
-        good, bad = split(df)
+        good, bad = _split(df)
         seen["good"] += good.collect()
         seen["bad"] += bad.collect()
         seen["batches"].append(batch_id)

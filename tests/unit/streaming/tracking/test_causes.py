@@ -30,8 +30,11 @@ def ev(
     removed_after: int | None = None,
     interval: int | None = None,
     session: int | None = 45 * S,
+    polled_every: int | None = None,
 ) -> DepartureEvidence:
-    return DepartureEvidence("m-1", None, session, alive, removed_after, removed_by, interval)
+    return DepartureEvidence(
+        "m-1", None, session, alive, removed_after, removed_by, interval, polled_every
+    )
 
 
 DEPARTURE_TABLE = [
@@ -49,6 +52,26 @@ DEPARTURE_TABLE = [
     # D3 the removal is known only to lie between 110 s (last sighting) and 146 s: the
     #    silence proven (10 s) is too short for a timeout, too long ago for D1
     ("D3", ev(100 * S, 146 * S, removed_after=110 * S, interval=5 * S), "undetermined"),
+    # D2 last listed 26 s after its last commit by a collector polling every 10 s: removed
+    #    between 126 s and 136 s, taken as the middle (silence 31 s)
+    (
+        "D2",
+        ev(100 * S, 146 * S, removed_after=126 * S, interval=5 * S, polled_every=10 * S),
+        "crash",
+    ),
+    # D3 the same one poll earlier (last listed at 124 s: silence 29 s)
+    (
+        "D3",
+        ev(100 * S, 146 * S, removed_after=124 * S, interval=5 * S, polled_every=10 * S),
+        "undetermined",
+    ),
+    # D3 a slow poll does not stretch the window past the new generation (removed by 130 s,
+    #    taken as 127.5 s: silence 27.5 s)
+    (
+        "D3",
+        ev(100 * S, 130 * S, removed_after=125 * S, interval=5 * S, polled_every=60 * S),
+        "undetermined",
+    ),
     # D3 no commits to judge by: a long generation then gone
     ("D3", ev(100 * S, 700 * S), "undetermined"),
     # D3 commits less often than the threshold: silence proves nothing

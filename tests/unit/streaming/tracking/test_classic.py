@@ -99,10 +99,17 @@ SUBS = ["Order", "Stock"]
 
 
 def _three_then_two(
-    log: Log, t: Tracker, *, c3_last_commit_s: int, next_gen_s: int, listed_until_s: int | None
+    log: Log,
+    t: Tracker,
+    *,
+    c3_last_commit_s: int,
+    next_gen_s: int,
+    listed_until_s: int | None,
+    polls_s: range | None = None,
 ) -> RebalanceEvent:
     """Generation 5 with C1..C3, everyone commits every 5 s; C3 stops at ``c3_last_commit_s``;
-    generation 6 (C1, C2) starts CompletingRebalance at ``next_gen_s``."""
+    generation 6 (C1, C2) starts CompletingRebalance at ``next_gen_s``. The collector polls
+    at each commit second (or at ``polls_s``) and lists C3 until ``listed_until_s``."""
     members = [("C1", SUBS), ("C2", SUBS), ("C3", SUBS)]
     actual = assign("roundrobin", members, TOPICS)
     t.feed([log.snap(topics_snapshot(1 * S, {"Order": [0] * 7, "Stock": [0] * 5}))])
@@ -118,8 +125,11 @@ def _three_then_two(
             if m == "C3" and second > c3_last_commit_s:
                 continue
             log.commits(actual[m], ts=second * S)
+    for second in polls_s or range(15, next_gen_s, 5):
         if listed_until_s is not None and second <= listed_until_s:
             log.snap(group_snapshot(second * S + 1, "Stable", ["C1", "C2", "C3"]))
+        elif polls_s is not None and second < next_gen_s:
+            log.snap(group_snapshot(second * S + 1, "PreparingRebalance", ["C1", "C2"]))
     t.feed(log.take())
     after = assign("roundrobin", members[:2], TOPICS, owned={m: actual[m] for m in ("C1", "C2")})
     log.gm(
@@ -156,6 +166,20 @@ def test_doc004_crash_among_three() -> None:
     # roundrobin result for C1, C2 (documented in the seeds README, after C3 crashes)
     assert sorted(event.actual["C1"]) == sorted(tps("Order", 0, 2, 4, 6) + tps("Stock", 1, 3))
     assert event.assignment_duration_ms == 400
+
+
+def test_crash_last_listed_a_whole_poll_before_its_removal() -> None:
+    log, t = Log(), Tracker()
+    # a collector polling every 25 s last lists C3 at 120 s (20 s of silence); its next poll,
+    # at 145 s, finds it gone: removed in (120 s, 145 s], taken as 132.5 s (32.5 s of silence)
+    event = _three_then_two(
+        log, t, c3_last_commit_s=100, next_gen_s=146, listed_until_s=120, polls_s=range(20, 150, 25)
+    )
+    assert (event.cause, event.cause_rule) == ("crash", 4)
+    (dep,) = event.departures
+    assert (dep.kind, dep.rule) == ("crash", "D2")
+    assert dep.removed_after_ts_ms == 120 * S + 1
+    assert dep.silence_ms == 32_500 + 1  # the snapshots are taken 1 ms past the second
 
 
 def test_doc004_graceful_leave() -> None:
