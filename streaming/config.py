@@ -100,10 +100,10 @@ class JobConfig:
     * ``spark_conf``: Spark settings over :data:`streaming.spark.session.DEFAULT_CONF`.
     * ``kafka_options``: Kafka client settings of both sources (security settings), without
       the ``kafka.`` prefix; ``repr`` never shows them.
-    * ``max_offsets_per_trigger``: caps a micro-batch, per source (None, the default: no
-      cap). A cap bounds a catch-up's batches, but lets the small membership topic run
-      ahead of ``__consumer_offsets``, so a rebalance can be judged after the snapshot that
-      already shows it (cause ``unknown``).
+    * ``max_offsets_per_trigger``: caps a micro-batch (None, the default: no cap). Spark
+      shares the cap out over the partitions of both topics in proportion to their backlog,
+      so a catch-up advances through both together, but only roughly in time: a collector
+      snapshot can be read before the coordinator records it follows on from.
     * ``decode_partitions``: the decode stage's tasks per micro-batch (the Kafka source's
       one task per partition, 50+ mostly empty ones for ``__consumer_offsets``, coalesced
       to this many); None: one task per Kafka partition.

@@ -2,8 +2,9 @@
 
 ::
 
-    kafka_stream(__consumer_offsets) ─┐    streaming.spark.sources (backfill from earliest,
-    kafka_stream(membership topic) ───┤    failOnDataLoss=false: compacted topic)
+    kafka_stream(__consumer_offsets,       streaming.spark.sources: one source for both
+                 membership topic)         (backfill from earliest, failOnDataLoss=false:
+                                      │    compacted topic; a batch cap shared by both)
                                       ▼
     envelope -> decode                     streaming.spark.decode: mapInArrow on the executors;
                                       │    per source partition and Arrow batch a stats row
@@ -125,11 +126,12 @@ def start(
         "kafka_options": config.kafka_options,
         "max_offsets_per_trigger": config.max_offsets_per_trigger,
     }
-    offsets = kafka_stream(spark, topic=config.offsets_topic, **common)
-    membership = kafka_stream(spark, topic=config.membership_topic, **common)
+    kafka = kafka_stream(spark, topics=(config.offsets_topic, config.membership_topic), **common)
 
     # 2. decode on the executors (bad rows marked, per source partition a stats row)
-    decoded = decode(envelope(offsets, membership), partitions=config.decode_partitions, stats=True)
+    decoded = decode(
+        envelope(kafka, config.offsets_topic), partitions=config.decode_partitions, stats=True
+    )
 
     # 3. track: per-group state; bad rows and stats pass through, one query for all
     events = track(decoded, cluster=config.cluster)

@@ -2,7 +2,7 @@
 
 ::
 
-    envelope(offsets_df, membership_df)      one schema for both topics (ENVELOPE_SCHEMA):
+    envelope(kafka_df, offsets_topic)        one schema for both topics (ENVELOPE_SCHEMA):
         │                                    source, topic, partition, offset, timestamp,
         │                                    key, value
         ▼
@@ -268,31 +268,21 @@ def decode_batches_with_stats(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.
 # -- Spark -----------------------------------------------------------------------------------
 
 
-def envelope(offsets: DataFrame | None, membership: DataFrame | None) -> DataFrame:
-    """The union of the Kafka sources in :data:`ENVELOPE_SCHEMA` (either may be None)."""
+def envelope(kafka: DataFrame, offsets_topic: str) -> DataFrame:
+    """A Kafka source's rows in :data:`ENVELOPE_SCHEMA`: ``offsets_topic``'s records are the
+    coordinator's (source ``offsets``), every other topic's the collector's (``membership``)."""
     from pyspark.sql import functions as F
 
-    parts = []
-    for source, df in ((OFFSETS, offsets), (MEMBERSHIP, membership)):
-        if df is None:
-            continue
-        parts.append(
-            df.select(
-                F.lit(source).alias("source"),
-                F.col("topic").cast("string"),
-                F.col("partition").cast("int"),
-                F.col("offset").cast("bigint"),
-                F.col("timestamp").cast("timestamp"),
-                F.col("key").cast("binary"),
-                F.col("value").cast("binary"),
-            )
-        )
-    if not parts:
-        raise ValueError("envelope: at least one source is needed")
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
+    topic = F.col("topic").cast("string")
+    return kafka.select(
+        F.when(topic == offsets_topic, F.lit(OFFSETS)).otherwise(F.lit(MEMBERSHIP)).alias("source"),
+        topic.alias("topic"),
+        F.col("partition").cast("int"),
+        F.col("offset").cast("bigint"),
+        F.col("timestamp").cast("timestamp"),
+        F.col("key").cast("binary"),
+        F.col("value").cast("binary"),
+    )
 
 
 def decode(

@@ -1,4 +1,4 @@
-"""The job's two Kafka sources: ``__consumer_offsets`` and the collector's membership topic.
+"""The job's Kafka source: ``__consumer_offsets`` and the collector's membership topic.
 
 ``__consumer_offsets`` is an internal topic. Spark's default, admin-based Kafka offset reader
 lists partitions through ``describeTopics`` and drops internal topics (it filters
@@ -10,7 +10,14 @@ internal topics when they are named explicitly. :func:`check_offset_fetching` re
 build the source without it. ``tests/spark/test_sources.py`` proves both halves against the
 real broker.
 
-The topic is compacted and cleaned, so offsets can vanish between two batches:
+Both topics are read by one source (one subscription), so a batch cap
+(``maxOffsetsPerTrigger``) is shared out over every partition of both in proportion to its
+backlog: a catch-up advances through both topics together. With a source per topic each
+would get the whole cap, and the small membership topic would run ahead of
+``__consumer_offsets`` (collector snapshots of members whose joins the tracker has not read
+yet).
+
+``__consumer_offsets`` is compacted and cleaned, so offsets can vanish between two batches:
 ``failOnDataLoss=false`` keeps the query running (the gap is counted by the job).
 
 :data:`DEFAULT_KAFKA_OPTIONS` are consumer settings under the user's ``kafka_options``.
@@ -23,7 +30,7 @@ broker, with 10 ms ~0.25 s (``bench/stream.py`` detection latency).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,22 +59,24 @@ def kafka_stream(
     spark: SparkSession,
     *,
     bootstrap_servers: str,
-    topic: str,
+    topics: Sequence[str],
     starting_offsets: str = "earliest",
     kafka_options: Mapping[str, str] | None = None,
     max_offsets_per_trigger: int | None = None,
 ) -> DataFrame:
-    """A streaming DataFrame over one topic (key, value, topic, partition, offset, timestamp).
+    """A streaming DataFrame over ``topics`` (key, value, topic, partition, offset, timestamp).
 
     ``kafka_options`` are Kafka client settings without the ``kafka.`` prefix (security
     settings such as ``security.protocol``, ``sasl.jaas.config``...).
     """
-    if topic == CONSUMER_OFFSETS:
+    if not topics or any(not t or "," in t for t in topics):
+        raise SourceConfigError(f"topics: expected topic names, got {list(topics)!r}")
+    if CONSUMER_OFFSETS in topics:
         check_offset_fetching(spark)
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap_servers)
-        .option("subscribe", topic)
+        .option("subscribe", ",".join(topics))
         .option("startingOffsets", starting_offsets)
         .option("failOnDataLoss", "false")
         .option("includeHeaders", "false")

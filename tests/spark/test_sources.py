@@ -13,6 +13,7 @@ import pytest
 
 from streaming.codec import decode_record
 from streaming.codec.model import OffsetCommit
+from streaming.spark.decode import MEMBERSHIP, OFFSETS, envelope
 from streaming.spark.sources import (
     CONSUMER_OFFSETS,
     OFFSET_FETCHING_CONF,
@@ -21,7 +22,7 @@ from streaming.spark.sources import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, Row, SparkSession
 
     from streaming.kafka_local import BrokerInfo
 
@@ -64,18 +65,22 @@ def committed_group(kafka_broker: BrokerInfo) -> dict[int, int]:
 
 
 def _read_all(spark: SparkSession, bootstrap: str) -> list[tuple[bytes, bytes | None]]:
-    df = kafka_stream(spark, bootstrap_servers=bootstrap, topic=CONSUMER_OFFSETS)
+    rows = _drain(kafka_stream(spark, bootstrap_servers=bootstrap, topics=[CONSUMER_OFFSETS]))
+    return [(bytes(r.key), None if r.value is None else bytes(r.value)) for r in rows]
+
+
+def _drain(df: DataFrame) -> list[Row]:
+    """Every row a streaming DataFrame has now (``availableNow``)."""
     query = (
-        df.select("key", "value")
-        .writeStream.format("memory")
+        df.writeStream.format("memory")
         .queryName("offsets_probe")
         .trigger(availableNow=True)
         .start()
     )
     query.awaitTermination(120)
-    rows = spark.sql("select key, value from offsets_probe").collect()
-    spark.catalog.dropTempView("offsets_probe")
-    return [(bytes(r.key), None if r.value is None else bytes(r.value)) for r in rows]
+    rows = df.sparkSession.sql("select * from offsets_probe").collect()
+    df.sparkSession.catalog.dropTempView("offsets_probe")
+    return rows
 
 
 def test_consumer_offsets_records_arrive_in_spark(
@@ -90,6 +95,35 @@ def test_consumer_offsets_records_arrive_in_spark(
     assert commits == committed_group
 
 
+def test_one_source_reads_the_internal_topic_and_a_plain_one(
+    spark: SparkSession, kafka_broker: BrokerInfo, committed_group: dict[int, int]
+) -> None:
+    # the job's subscription: __consumer_offsets and the membership topic in one source,
+    # each record tagged with the source it came from (streaming.spark.decode.envelope)
+    kafka = kafka_stream(
+        spark, bootstrap_servers=kafka_broker.bootstrap_servers, topics=[CONSUMER_OFFSETS, TOPIC]
+    )
+    rows = _drain(envelope(kafka, CONSUMER_OFFSETS).select("source", "topic", "key", "value"))
+    by_source: dict[str, set[str]] = {}
+    for r in rows:
+        by_source.setdefault(r.source, set()).add(r.topic)
+    assert by_source == {OFFSETS: {CONSUMER_OFFSETS}, MEMBERSHIP: {TOPIC}}
+    plain = sorted(bytes(r.value) for r in rows if r.topic == TOPIC)
+    assert plain == [b"v%d" % i for i in range(6)]  # every record the fixture produced
+    commits = {
+        r.partition: r.offset
+        for r in (decode_record(bytes(x.key), bytes(x.value)) for x in rows if x.source == OFFSETS)
+        if isinstance(r, OffsetCommit) and r.group_id == GROUP and r.topic == TOPIC
+    }
+    assert commits == committed_group
+
+
+@pytest.mark.parametrize("topics", [[], [""], ["a,b"]], ids=["none", "empty", "comma"])
+def test_topics_must_be_names(spark: SparkSession, topics: list[str]) -> None:
+    with pytest.raises(SourceConfigError, match="topics"):
+        kafka_stream(spark, bootstrap_servers="127.0.0.1:9", topics=topics)
+
+
 def test_the_default_offset_reader_silently_reads_nothing(
     spark: SparkSession, kafka_broker: BrokerInfo, committed_group: dict[int, int]
 ) -> None:
@@ -98,7 +132,7 @@ def test_the_default_offset_reader_silently_reads_nothing(
     try:
         with pytest.raises(SourceConfigError):
             kafka_stream(
-                spark, bootstrap_servers=kafka_broker.bootstrap_servers, topic=CONSUMER_OFFSETS
+                spark, bootstrap_servers=kafka_broker.bootstrap_servers, topics=[CONSUMER_OFFSETS]
             )
         rows = (
             spark.read.format("kafka")
