@@ -1,0 +1,51 @@
+"""Which sessions get ``jvm/localfs`` (``streaming.spark.session.local_fs_conf``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from streaming.spark.session import LOCAL_FS_CONF, LOCAL_FS_JAR, SparkSetupError, local_fs_conf
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def jars_dir(tmp_path: Path) -> Path:
+    jar = tmp_path / LOCAL_FS_JAR
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"PK")
+    return tmp_path / "spark"
+
+
+@pytest.mark.parametrize("master", ["local", "local[*]", "local[2]"])
+def test_local_masters_get_the_nio_file_systems(jars_dir: Path, master: str) -> None:
+    conf = local_fs_conf(master, {}, jars_dir)
+    assert conf == {
+        **LOCAL_FS_CONF,
+        "spark.driver.extraClassPath": str(jars_dir.parent / LOCAL_FS_JAR),
+    }
+
+
+@pytest.mark.parametrize("master", [None, "spark://127.0.0.1:7077", "local-cluster[2,1,1024]"])
+def test_other_masters_keep_hadoops(jars_dir: Path, master: str | None) -> None:
+    # executors in other JVMs would not have the jar on their class path
+    assert local_fs_conf(master, {}, jars_dir) == {}
+
+
+def test_the_users_settings_win_and_their_class_path_is_kept(jars_dir: Path) -> None:
+    user = {
+        "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.LocalFileSystem",
+        "spark.driver.extraClassPath": "/opt/extra.jar",
+    }
+    conf = local_fs_conf("local[*]", user, jars_dir)
+    assert conf["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.LocalFileSystem"
+    jar = str(jars_dir.parent / LOCAL_FS_JAR)
+    assert conf["spark.driver.extraClassPath"] == f"{jar}{os.pathsep}/opt/extra.jar"
+
+
+def test_a_missing_jar_says_how_to_build_it(tmp_path: Path) -> None:
+    with pytest.raises(SparkSetupError, match="make setup"):
+        local_fs_conf("local[*]", {}, tmp_path / "spark")
