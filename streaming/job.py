@@ -14,12 +14,12 @@
                                       │    pass through under keys of their own
                                       ▼
     query "events": foreachBatch -> one job computes the batch (persisted) and collects the
-                    exporter's rows (DRIVER_KINDS; rebalances as their summary) and the stats
-                    -> PrometheusSink.update first (detection latency), counters (input, bad,
-                    unrouted, offset gaps); then each table's rows parsed on the executors
-                    (from_json, streaming.sinks.tables.table_frame) and the bad rows ->
-                    DeltaSink, the tables side by side (txnAppId/txnVersion); two progress
-                    lines per batch ([records], [events])
+                    exporter's rows (DRIVER_KINDS; rebalances as their summary), the stats
+                    and every row's kind -> PrometheusSink.update first (detection latency),
+                    counters (input, bad, unrouted, offset gaps); then each table's rows
+                    parsed on the executors (from_json, streaming.sinks.tables.table_frame)
+                    and the bad rows -> DeltaSink, the tables side by side (txnAppId/
+                    txnVersion); two progress lines per batch ([records], [events])
 
 One query, so every record is read from Kafka and decoded once: the quarantine and the
 counters ride through the stateful step instead of a second query reading and decoding the
@@ -276,6 +276,7 @@ class Sinks:
         while its Delta commits run (detection latency). If a commit then fails, the query
         stops and a restart replays the batch into the (new) exporter and into Delta, which
         skips the tables already committed (``txnVersion``)."""
+        import pyarrow.compute as pc
         from pyspark.sql import functions as F
 
         from streaming.sinks.tables import BAD_RECORDS, KIND_TO_TABLE, table_frame
@@ -283,15 +284,22 @@ class Sinks:
         started = time.monotonic()
         df = df.persist()
         try:
-            # one job computes the batch (persisted) and brings the driver its rows: the
+            # one job computes the batch (persisted) and brings the driver every row's kind
+            # (the counts, without a second job) and the text of the rows it needs: the
             # exporter's (a rebalance as its summary, without the expected partition lists)
             # and the source stats; the batch cap (max_offsets_per_trigger) bounds them
-            text = F.coalesce(F.col("summary"), F.col("payload")).alias("text")
-            small = (
-                df.where(F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS]))
-                .select("kind", text)
-                .toArrow()  # Arrow buffers, not a Python object per row
+            needed = F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS])
+            text = F.when(needed, F.coalesce(F.col("summary"), F.col("payload"))).alias("text")
+            small = df.select("kind", text).toArrow()  # Arrow buffers, not a row object each
+            counts = pc.value_counts(small["kind"])
+            kinds: dict[str, int] = dict(
+                zip(
+                    counts.field("values").to_pylist(),
+                    counts.field("counts").to_pylist(),
+                    strict=True,
+                )
             )
+            small = small.filter(pc.is_valid(small["text"]))
             stats: list[dict[str, Any]] = []
             for start in range(0, small.num_rows, DRIVER_CHUNK):
                 driver = []
@@ -302,8 +310,7 @@ class Sinks:
                     self.prometheus.update(driver)
                 if self.on_events is not None:
                     self.on_events(driver)
-            del small
-            kinds = {str(r.kind): int(r["count"]) for r in df.groupBy("kind").count().collect()}
+            del small, counts
             frames = {
                 table: table_frame(df, table)
                 for table in sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})

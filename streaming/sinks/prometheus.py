@@ -89,43 +89,68 @@ class _Store(Collector):
 
     ``prometheus_client``'s labelled metrics keep an object with its own lock per series,
     about 1 KB each; a group has ~50 series, so 10,000 groups took ~0.5 GB of the driver.
-    Here a series is a dict entry (label tuple -> value; for a histogram, its per-bucket
-    counts and sum). The exposition is the same (names, ``_total``, ``_bucket``/``_sum``/
+    Here a series is a dict entry, kept with its group: ``(cluster, group)`` -> ``(metric,
+    labels)`` -> value (for a histogram, its per-bucket counts and sum), so a deleted group's
+    series go with one ``pop`` and no second index is needed; the job's own series (no
+    labels) apart. The exposition is the same (names, ``_total``, ``_bucket``/``_sum``/
     ``_count``), without the ``_created`` samples nothing here reads. Callers hold ``lock``
     while they change values; a scrape takes it too."""
 
     def __init__(self, lock: threading.Lock) -> None:
         self.lock = lock
-        self.values: dict[str, dict[_Labels, Any]] = {spec.name: {} for spec in mn.ALL_METRICS}
-        self._specs = {spec.name: spec for spec in mn.ALL_METRICS}
+        self.groups: dict[_GroupKey, dict[_Series, Any]] = {}
+        self.job: dict[_Series, Any] = {}
+
+    def _of(self, labels: _Labels) -> dict[_Series, Any]:
+        if len(labels) < 2:
+            return self.job
+        key = (labels[0], labels[1])
+        series = self.groups.get(key)
+        if series is None:
+            series = self.groups[key] = {}
+        return series
 
     def set(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
-        self.values[spec.name][labels] = float(value)
+        self._of(labels)[spec.name, labels] = float(value)
 
     def inc(self, spec: MetricSpec, labels: _Labels, amount: float) -> None:
-        series = self.values[spec.name]
-        series[labels] = series.get(labels, 0.0) + amount
+        series = self._of(labels)
+        key = (spec.name, labels)
+        series[key] = series.get(key, 0.0) + amount
 
     def observe(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
-        series = self.values[spec.name]
-        counts = series.get(labels)
+        series = self._of(labels)
+        counts = series.get((spec.name, labels))
         if counts is None:  # one count per bucket (the last: +Inf), then the sum
-            counts = series[labels] = [0.0] * (len(spec.buckets) + 2)
+            counts = series[spec.name, labels] = [0.0] * (len(spec.buckets) + 2)
         counts[bisect.bisect_left(spec.buckets, value)] += 1
         counts[-1] += value
 
-    def remove(self, name: str, labels: _Labels) -> None:
-        self.values[name].pop(labels, None)
+    def remove(self, spec: MetricSpec, labels: _Labels) -> None:
+        series = self.job if len(labels) < 2 else self.groups.get((labels[0], labels[1]))
+        if series is not None:
+            series.pop((spec.name, labels), None)
+
+    def labels_of(self, group: _GroupKey, spec: MetricSpec) -> list[_Labels]:
+        """The label tuples of ``group``'s series of ``spec``."""
+        return [labels for name, labels in self.groups.get(group, {}) if name == spec.name]
+
+    def drop_group(self, group: _GroupKey) -> None:
+        self.groups.pop(group, None)
 
     def describe(self) -> Iterable[Metric]:
-        return [self._family(spec) for spec in mn.ALL_METRICS]
+        return [self._family(spec, {}) for spec in mn.ALL_METRICS]
 
     def collect(self) -> Iterable[Metric]:
         with self.lock:
-            return [self._family(spec, self.values[spec.name]) for spec in mn.ALL_METRICS]
+            by_metric: dict[str, dict[_Labels, Any]] = {s.name: {} for s in mn.ALL_METRICS}
+            for series in (self.job, *self.groups.values()):
+                for (name, labels), value in series.items():
+                    by_metric[name][labels] = value
+            return [self._family(spec, by_metric[spec.name]) for spec in mn.ALL_METRICS]
 
     @staticmethod
-    def _family(spec: MetricSpec, values: Mapping[_Labels, Any] | None = None) -> Metric:
+    def _family(spec: MetricSpec, values: Mapping[_Labels, Any]) -> Metric:
         labels = list(spec.labels)
         if spec.type == "counter":
             family: Metric = CounterMetricFamily(spec.base_name, spec.help, labels=labels)
@@ -135,7 +160,7 @@ class _Store(Collector):
             family = HistogramMetricFamily(spec.name, spec.help, labels=labels)
         if not values and not spec.labels:  # always exposed, as prometheus_client does
             values = {(): [0.0] * (len(spec.buckets) + 2) if spec.type == "histogram" else 0.0}
-        for key, value in (values or {}).items():
+        for key, value in values.items():
             if spec.type == "histogram":
                 cumulative, buckets = 0.0, []
                 for bound, count in zip((*spec.buckets, math.inf), value, strict=False):
@@ -159,7 +184,6 @@ class PrometheusSink:
         self.registry.register(self._store)
         self._max_remembered = max_remembered_events
         self._applied: OrderedDict[str, None] = OrderedDict()
-        self._series: dict[_GroupKey, set[_Series]] = {}
         self._members: dict[_GroupKey, set[tuple[str, ...]]] = {}
         self._generation: dict[_GroupKey, int] = {}
         self._status_ts_ms: dict[_GroupKey, int] = {}
@@ -293,8 +317,8 @@ class PrometheusSink:
         elif isinstance(event, OffsetCommitRow):
             if event.deleted:
                 labels = (*group, event.topic, str(event.partition))
-                self._remove(group, mn.LAG, labels)
-                self._remove(group, mn.LAG_SECONDS, labels)
+                self._remove(mn.LAG, labels)
+                self._remove(mn.LAG_SECONDS, labels)
                 lag_key = (*group, event.topic, event.partition)
                 self._lag_ts_ms[lag_key] = max(
                     self._lag_ts_ms.get(lag_key, event.event_ts_ms), event.event_ts_ms
@@ -329,7 +353,7 @@ class PrometheusSink:
                 mn.MEMBER_ASSIGNED_PARTITIONS, labels, len(ev.actual.get(member.member_id, ()))
             )
         for gone in self._members.get(group, set()) - current:
-            self._remove(group, mn.MEMBER_ASSIGNED_PARTITIONS, gone)
+            self._remove(mn.MEMBER_ASSIGNED_PARTITIONS, gone)
         self._members[group] = current
 
     def _group_metrics(self, row: GroupMetricsRow, group: _GroupKey) -> None:
@@ -339,18 +363,18 @@ class PrometheusSink:
         strategy = "actual" if row.is_actual else row.strategy
         labels = (*group, strategy)
         if row.error is not None:
-            self._remove(group, mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
-            self._remove(group, mn.ASSIGNMENT_DIVERGENT, labels)
+            self._remove(mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
+            self._remove(mn.ASSIGNMENT_DIVERGENT, labels)
             return
         ratio = row.imbalance_ratio
         if math.isfinite(ratio):
             self._set(mn.ASSIGNMENT_IMBALANCE_RATIO, labels, ratio)
         else:
-            self._remove(group, mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
+            self._remove(mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
         if row.is_actual:
             self._set(mn.ASSIGNMENT_SKEW_PARTITIONS, group, row.spread_partitions)
         elif row.divergent is None:
-            self._remove(group, mn.ASSIGNMENT_DIVERGENT, labels)
+            self._remove(mn.ASSIGNMENT_DIVERGENT, labels)
         else:
             self._set(mn.ASSIGNMENT_DIVERGENT, labels, 1 if row.divergent else 0)
 
@@ -369,9 +393,9 @@ class PrometheusSink:
         for state in states:
             self._set(mn.STATE, (*group, state), 1 if state == st.state else 0)
         # A state outside GROUP_STATES shown earlier and no longer current: drop it.
-        for metric, labels in list(self._series.get(group, set())):
-            if metric == mn.STATE.name and labels[2] not in states:
-                self._remove(group, mn.STATE, labels)
+        for labels in self._store.labels_of(group, mn.STATE):
+            if labels[2] not in states:
+                self._store.remove(mn.STATE, labels)
         if st.last_rebalance_ts_ms is not None:
             self._set(mn.LAST_REBALANCE_TIMESTAMP_SECONDS, group, st.last_rebalance_ts_ms / 1000.0)
         _labels, from_rebalance = self._assignor.get(group, (None, False))
@@ -387,17 +411,16 @@ class PrometheusSink:
         self._lag_ts_ms[lag_key] = row.measured_ts_ms
         labels = (*group, row.topic, str(row.partition))
         if row.lag_records is None:
-            self._remove(group, mn.LAG, labels)
+            self._remove(mn.LAG, labels)
         else:
             self._set(mn.LAG, labels, row.lag_records)
         if row.lag_seconds is None or not math.isfinite(row.lag_seconds):
-            self._remove(group, mn.LAG_SECONDS, labels)
+            self._remove(mn.LAG_SECONDS, labels)
         else:
             self._set(mn.LAG_SECONDS, labels, row.lag_seconds)
 
     def _delete_group(self, ev: GroupDeleted, group: _GroupKey) -> None:
-        for metric, labels in self._series.pop(group, set()):
-            self._unregister_child(metric, labels)
+        self._store.drop_group(group)
         self._members.pop(group, None)
         self._generation.pop(group, None)
         self._status_ts_ms.pop(group, None)
@@ -413,42 +436,29 @@ class PrometheusSink:
         """The group's one ``assignor_info`` series: ``labels``, or none."""
         old, _from_rebalance = self._assignor.get(group, (None, False))
         if old is not None and old != labels:
-            self._remove(group, mn.ASSIGNOR_INFO, old)
+            self._remove(mn.ASSIGNOR_INFO, old)
         if labels is not None:
             self._set(mn.ASSIGNOR_INFO, labels, 1)
         self._assignor[group] = (labels, from_rebalance)
 
     # -- series bookkeeping ----------------------------------------------------------------
 
-    def _track(self, spec: MetricSpec, labels: _Labels) -> None:
-        if len(labels) >= 2:
-            self._series.setdefault((labels[0], labels[1]), set()).add((spec.name, labels))
-
     def _set(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
         assert spec.type == "gauge", spec.name
-        self._track(spec, labels)
         self._store.set(spec, labels, value)
 
     def _inc(self, spec: MetricSpec, labels: _Labels, amount: float) -> None:
         assert spec.type == "counter", spec.name
         if amount < 0:
             raise ValueError(f"{spec.name}: counters only go up, got {amount}")
-        self._track(spec, labels)
         self._store.inc(spec, labels, amount)
 
     def _observe(self, spec: MetricSpec, labels: _Labels, value: float) -> None:
         assert spec.type == "histogram", spec.name
-        self._track(spec, labels)
         self._store.observe(spec, labels, value)
 
-    def _remove(self, group: _GroupKey, spec: MetricSpec, labels: _Labels) -> None:
-        series = self._series.get(group)
-        if series is not None:
-            series.discard((spec.name, labels))
-        self._unregister_child(spec.name, labels)
-
-    def _unregister_child(self, metric: str, labels: _Labels) -> None:
-        self._store.remove(metric, labels)
+    def _remove(self, spec: MetricSpec, labels: _Labels) -> None:
+        self._store.remove(spec, labels)
 
 
 def _strategy_label(strategy: str | None, group_protocol: str | None) -> str | None:
