@@ -18,7 +18,11 @@ with the job's defaults; ``--job-arg`` adds arguments (e.g. ``--job-arg=--conf
    from its ``started:`` line to its ``stopped after`` line (Spark's start-up excluded),
    against records/s of one kafka-python consumer reading the same topic from the
    beginning and decoding every record with the same codec. Ratio = job / loop (target
-   >= 1.0).
+   >= 1.0). Beside it, the **ceiling**: the tracker alone (:func:`tracker_alone`: the
+   same records decoded into observations and through the reducer, one process, no Spark,
+   no sinks), its records/s on one core times the cores. That is what the job would reach
+   if Spark, Arrow, RocksDB, Delta and the exporter cost nothing and the work split
+   perfectly; the reducer's share spent in the what-if assignors is shown.
 2. **Driver memory** of that run: the peak RSS (``VmHWM``) of the job's Python process and
    of its JVM (local mode: driver and executors in one JVM), sampled from ``/proc``; target
    < 2 GiB with 10,000 groups. The Python workers (executor side) are shown apart.
@@ -176,6 +180,78 @@ def reference_catch_up(bootstrap: str, topic: str, expected: int) -> tuple[int, 
     elapsed = time.perf_counter() - started
     consumer.close()
     return seen, elapsed
+
+
+@dataclass
+class Tracker:
+    """The job's own per-record work without Spark (:func:`tracker_alone`), in seconds of
+    one core: decoding into observations, the reducer (of which the what-if assignors)."""
+
+    records: int
+    decode_s: float
+    reduce_s: float
+    what_if_s: float
+
+    def rate(self, cores: int) -> float:
+        """Records/s of ``cores`` cores doing nothing but this work, perfectly parallel."""
+        return cores * self.records / (self.decode_s + self.reduce_s)
+
+
+def tracker_alone(bootstrap: str, topic: str, expected: int) -> Tracker:
+    """What the job cannot avoid, measured without Spark, Arrow, RocksDB, Delta or the
+    exporter: every record decoded into an observation (as the stateful step does), then each
+    group's observations through the reducer in one call (one micro-batch) from a new state,
+    the state serialized after it. Reading is not counted (Spark reads in the JVM). The time
+    inside ``run_strategies`` (the expected assignment under every applicable strategy, with
+    its skew and churn) is counted apart."""
+    from streaming.spark.decode import observation_of
+    from streaming.spark.stateful import logical_now_ms
+    from streaming.tracking import classic
+    from streaming.tracking import consumer as kip848
+    from streaming.tracking.model import Observation, routing_keys
+    from streaming.tracking.reducer import apply
+    from streaming.tracking.state import GroupState
+
+    reader, parts = _consumer(bootstrap, topic)
+    total = sum(reader.end_offsets(parts).values())
+    assert total == expected, (total, expected)
+    raw: list[tuple[int, int, int, bytes, bytes | None]] = []
+    while len(raw) < total:
+        for records in reader.poll(timeout_ms=500, max_records=10_000).values():
+            raw += [(r.partition, r.offset, r.timestamp, r.key, r.value) for r in records]
+    reader.close()
+
+    started = time.perf_counter()
+    groups: dict[str, list[Observation]] = {}
+    for partition, offset, ts_ms, key, value in raw:
+        obs = observation_of(
+            "offsets", key, value, partition=partition, offset=offset, timestamp_ms=ts_ms
+        )
+        for group in routing_keys(obs.payload):
+            groups.setdefault(group, []).append(obs)
+    decode_s = time.perf_counter() - started
+
+    spent = [0.0]
+    original = classic.run_strategies
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    classic.run_strategies = kip848.run_strategies = timed  # type: ignore[assignment]
+    try:
+        started = time.perf_counter()
+        for group, observations in groups.items():
+            state = GroupState.new("local", group)
+            state, _events = apply(state, observations, logical_now_ms(state, observations))
+            state.to_json()
+        reduce_s = time.perf_counter() - started
+    finally:
+        classic.run_strategies = kip848.run_strategies = original  # type: ignore[assignment]
+    return Tracker(len(raw), decode_s, reduce_s, spent[0])
 
 
 class ReferenceWatcher:
@@ -349,6 +425,7 @@ class CatchUp:
     loop_s: float
     memory: Memory
     groups_exported: int
+    tracker: Tracker
 
     @property
     def job_rate(self) -> float:
@@ -374,6 +451,14 @@ def catch_up(bootstrap: str, groups: int, work: Path, *extra: str) -> CatchUp:
     seen, loop_s = reference_catch_up(bootstrap, topic, records)
     print(f"  {seen:,} records in {loop_s:.1f} s = {seen / loop_s:,.0f} records/s", flush=True)
 
+    print("the tracker alone (decode + reducer, no Spark, one core) ...", flush=True)
+    tracker = tracker_alone(bootstrap, topic, records)
+    print(
+        f"  decode {tracker.decode_s:.1f} s, reducer {tracker.reduce_s:.1f} s "
+        f"(what-if assignors {tracker.what_if_s:.1f} s)",
+        flush=True,
+    )
+
     print("the job: rebalance-monitor run --once over the backlog (its own process) ...")
     job = JobProcess(
         bootstrap, topic, membership, work / "catchup", free_ports(1)[0], "--once", *extra
@@ -391,7 +476,7 @@ def catch_up(bootstrap: str, groups: int, work: Path, *extra: str) -> CatchUp:
         raise SystemExit(f"the job did not read the {records} records: {summary}")
     job_s = ended - started
     print(f"  {records:,} records in {job_s:.1f} s = {records / job_s:,.0f} records/s", flush=True)
-    return CatchUp(records, job_s, loop_s, job.memory, int(match.group(2)))
+    return CatchUp(records, job_s, loop_s, job.memory, int(match.group(2)), tracker)
 
 
 @dataclass
@@ -513,6 +598,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  the job (--once, all sinks)    {c.job_rate:>10,.0f} records/s  ({c.job_s:.1f} s)")
         print(
             f"  ratio job / loop               {c.job_rate / c.loop_rate:>10.2f}   (target >= 1.0)"
+        )
+        t, cores = c.tracker, os.cpu_count() or 1
+        per_record = 1e6 / c.records
+        print(
+            f"  the tracker alone, one core    {t.rate(1):>10,.0f} records/s  "
+            f"(per record: decode {t.decode_s * per_record:.0f} us, reducer "
+            f"{t.reduce_s * per_record:.0f} us, of which what-if assignors "
+            f"{t.what_if_s * per_record:.0f} us)"
+        )
+        print(
+            f"  ceiling on {cores} cores              {t.rate(cores):>10,.0f} records/s  "
+            f"ratio {t.rate(cores) / c.loop_rate:.2f}   (the tracker alone, perfectly "
+            "parallel: no Spark, no sinks)"
         )
         print(f"driver memory with {c.groups_exported:,} groups tracked (the job's own process)")
         print(f"  driver JVM peak RSS            {m.jvm / gib:>10.2f} GiB  (local: with executors)")

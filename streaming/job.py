@@ -301,12 +301,16 @@ class Sinks:
             )
             stats: list[dict[str, Any]] = []
             for start in range(0, small.num_rows, DRIVER_CHUNK):  # no filtered copy: memory
+                chunk = small.slice(start, DRIVER_CHUNK)
                 driver = []
-                for row in small.slice(start, DRIVER_CHUNK).to_pylist():
-                    if row["text"] is None:
-                        continue
-                    parsed = json.loads(row["text"])
-                    (stats if row["kind"] == SOURCE_STATS else driver).append(parsed)
+                for kind, text in zip(
+                    chunk["kind"].to_pylist(), chunk["text"].to_pylist(), strict=True
+                ):
+                    if text is not None:
+                        parsed = json.loads(text)
+                        (stats if kind == SOURCE_STATS else driver).append(parsed)
+                if not driver:
+                    continue
                 if self.prometheus is not None:
                     self.prometheus.update(driver)
                 if self.on_events is not None:

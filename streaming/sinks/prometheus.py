@@ -127,9 +127,15 @@ class _Store(Collector):
         counts[-1] += value
 
     def remove(self, spec: MetricSpec, labels: _Labels) -> None:
-        series = self.job if len(labels) < 2 else self.groups.get((labels[0], labels[1]))
+        if len(labels) < 2:
+            self.job.pop((spec.name, labels), None)
+            return
+        key = (labels[0], labels[1])
+        series = self.groups.get(key)
         if series is not None:
             series.pop((spec.name, labels), None)
+            if not series:  # its last series: no empty dict left behind
+                del self.groups[key]
 
     def labels_of(self, group: _GroupKey, spec: MetricSpec) -> list[_Labels]:
         """The label tuples of ``group``'s series of ``spec``."""

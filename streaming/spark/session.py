@@ -92,19 +92,18 @@ def spark_jars(jars_dir: Path = DEFAULT_JARS_DIR) -> list[Path]:
 def local_fs_conf(
     master: str | None, conf: Mapping[str, str], jars_dir: Path = DEFAULT_JARS_DIR
 ) -> dict[str, str]:
-    """:data:`LOCAL_FS_CONF` and the jar on the driver's class path, for a ``local`` master
-    (none otherwise); the user's ``conf`` keeps its own ``fs`` settings and class path."""
+    """What a ``local`` master adds to the user's ``conf`` (nothing for other masters): the
+    :data:`LOCAL_FS_CONF` settings the user did not set, and the driver's class path with the
+    jar in front of the user's own."""
     if not master or not (master == "local" or master.startswith("local[")):
         return {}
     jar = jars_dir.parent / LOCAL_FS_JAR
     if not jar.is_file():
         raise SparkSetupError(f"{jar} not found: run `make setup` to build it")
     extra = conf.get("spark.driver.extraClassPath")
-    return {
-        **LOCAL_FS_CONF,
-        **conf,
-        "spark.driver.extraClassPath": f"{jar}{os.pathsep}{extra}" if extra else str(jar),
-    }
+    added = {key: value for key, value in LOCAL_FS_CONF.items() if key not in conf}
+    added["spark.driver.extraClassPath"] = f"{jar}{os.pathsep}{extra}" if extra else str(jar)
+    return added
 
 
 def build_session(

@@ -40,7 +40,11 @@ def test_the_users_settings_win_and_their_class_path_is_kept(jars_dir: Path) -> 
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.LocalFileSystem",
         "spark.driver.extraClassPath": "/opt/extra.jar",
     }
-    conf = local_fs_conf("local[*]", user, jars_dir)
+    added = local_fs_conf("local[*]", user, jars_dir)
+    assert "spark.hadoop.fs.file.impl" not in added  # the user's own stays
+    others = {k: v for k, v in LOCAL_FS_CONF.items() if k != "spark.hadoop.fs.file.impl"}
+    assert others.items() <= added.items()
+    conf = {**user, **added}  # as build_session merges them
     assert conf["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.LocalFileSystem"
     jar = str(jars_dir.parent / LOCAL_FS_JAR)
     assert conf["spark.driver.extraClassPath"] == f"{jar}{os.pathsep}/opt/extra.jar"

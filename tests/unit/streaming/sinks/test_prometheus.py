@@ -480,6 +480,14 @@ def test_lag_series_and_their_removal(sink: PrometheusSink) -> None:
     assert value(scrape(sink), "kafka_consumergroup_lag", **p1) is None
 
 
+def test_a_group_whose_last_series_is_removed_keeps_no_entry(sink: PrometheusSink) -> None:
+    sink.update([lag(0, 42, 3.5, at_ms=T0)])
+    assert (CLUSTER, GROUP) in sink._store.groups
+    sink.update([lag(0, None, None, at_ms=T0 + 1)])  # both of its series go
+    assert value(scrape(sink), "kafka_consumergroup_lag", **G, topic="t", partition="0") is None
+    assert (CLUSTER, GROUP) not in sink._store.groups
+
+
 def test_group_deleted_removes_every_series_of_the_group(sink: PrometheusSink) -> None:
     other = rebalance(1, [member("x", 0)], group="other")
     sink.update(
