@@ -113,8 +113,16 @@ def produce_backlog(bootstrap: str, topic: str, groups: int, prefix: str) -> int
     from kafka import KafkaProducer
 
     templates = load_templates()
+    # idempotent (acks=all): a retried batch never lands after a later one, so each group's
+    # records keep their order and every run reads the same backlog (``acks=1`` silently
+    # turns idempotence off; a retry, e.g. while the new topic's leaders are elected, could
+    # then put a generation after its successor: a "recreated" group)
     producer = KafkaProducer(
-        bootstrap_servers=bootstrap, linger_ms=50, batch_size=512 * 1024, acks=1
+        bootstrap_servers=bootstrap,
+        linger_ms=50,
+        batch_size=512 * 1024,
+        acks="all",
+        enable_idempotence=True,
     )
     base = int(time.time() * 1000) - groups * 10 - 600_000
     sent = 0

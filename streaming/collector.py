@@ -49,6 +49,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import re
 import signal
 import sys
@@ -74,6 +75,7 @@ __all__ = [
     "DEFAULT_CLUSTER",
     "DEFAULT_INTERVAL_S",
     "DEFAULT_TOPIC",
+    "KAFKA_OPTIONS_ENV",
     "KAFKA_OPTION_KEYS",
     "SCHEMA_PATH",
     "SCHEMA_VERSION",
@@ -93,6 +95,7 @@ __all__ = [
     "gather_answers",
     "group_topics",
     "is_classic",
+    "kafka_options_from_env",
     "load_schema",
     "parse_kafka_option",
     "run_collect",
@@ -131,6 +134,8 @@ KAFKA_OPTION_KEYS: frozenset[str] = frozenset(
         "sasl_oauth_token_provider",
     }
 )
+#: The collector's security options from the environment (:func:`kafka_options_from_env`).
+KAFKA_OPTIONS_ENV = "REBALANCE_MONITOR_COLLECT_KAFKA_OPTIONS"
 _OBJECT_OPTIONS = frozenset({"ssl_context", "sasl_oauth_token_provider", "sasl_kerberos_name"})
 _BOOL_OPTIONS = frozenset({"ssl_check_hostname"})
 _SECRET_OPTIONS = frozenset({"ssl_password", "sasl_plain_password"})
@@ -320,8 +325,9 @@ def _check_kafka_option(key: str, value: Any) -> None:
         )
 
 
-def parse_kafka_option(text: str) -> tuple[str, str | bool]:
-    """``"KEY=VALUE"`` from the command line -> ``(key, value)``, validated.
+def parse_kafka_option(text: str, *, where: str = "--kafka-option") -> tuple[str, str | bool]:
+    """``"KEY=VALUE"`` from the command line -> ``(key, value)``, validated (``where`` names
+    the origin in error messages).
 
     Keys may use dots or dashes (``security.protocol``, ``sasl-mechanism``); booleans
     (``ssl_check_hostname``) accept true/false/yes/no/1/0.
@@ -329,10 +335,10 @@ def parse_kafka_option(text: str) -> tuple[str, str | bool]:
     key, sep, value = text.partition("=")
     key = key.strip().lower().replace(".", "_").replace("-", "_")
     if not sep or not key:
-        raise CollectorConfigError(f"--kafka-option: expected KEY=VALUE, got {text!r}")
+        raise CollectorConfigError(f"{where}: expected KEY=VALUE, got {text!r}")
     if key in _OBJECT_OPTIONS:
         raise CollectorConfigError(
-            f"--kafka-option: {key} takes a Python object; set it through CollectorConfig"
+            f"{where}: {key} takes a Python object; set it through CollectorConfig"
         )
     parsed: str | bool = value
     if key in _BOOL_OPTIONS:
@@ -342,9 +348,43 @@ def parse_kafka_option(text: str) -> tuple[str, str | bool]:
         elif lowered in ("false", "no", "0"):
             parsed = False
         else:
-            raise CollectorConfigError(f"--kafka-option: {key} must be true or false")
-    _check_kafka_option(key, parsed)
+            raise CollectorConfigError(f"{where}: {key} must be true or false")
+    try:
+        _check_kafka_option(key, parsed)
+    except CollectorConfigError as exc:
+        raise CollectorConfigError(str(exc).replace("kafka_options:", f"{where}:", 1)) from None
     return key, parsed
+
+
+def kafka_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str | bool]:
+    """The security options in ``$REBALANCE_MONITOR_COLLECT_KAFKA_OPTIONS`` (a JSON object of
+    what ``--kafka-option`` takes: ``{"sasl_plain_password": "..."}``; ``true``/``false``
+    for booleans), validated; ``{}`` when unset. It keeps secrets out of the process list;
+    ``--kafka-option`` flags override it key by key."""
+    env = os.environ if environ is None else environ
+    text = env.get(KAFKA_OPTIONS_ENV, "")
+    if not text.strip():
+        return {}
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CollectorConfigError(f"{KAFKA_OPTIONS_ENV}: not valid JSON: {exc}") from None
+    if not isinstance(given, dict):
+        raise CollectorConfigError(
+            f"{KAFKA_OPTIONS_ENV}: expected a JSON object of option: value, "
+            f"got a JSON {type(given).__name__}"
+        )
+    out: dict[str, str | bool] = {}
+    for key, value in given.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        if not isinstance(value, str):
+            raise CollectorConfigError(
+                f"{KAFKA_OPTIONS_ENV}: {key}: expected a string, got {json.dumps(value)}"
+            )
+        name, parsed = parse_kafka_option(f"{key}={value}", where=KAFKA_OPTIONS_ENV)
+        out[name] = parsed
+    return out
 
 
 # --------------------------------------------------------------------------- admin answers
@@ -1147,7 +1187,8 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="client security option, repeatable: security_protocol, sasl_*, ssl_* "
-        "(e.g. security_protocol=SASL_SSL)",
+        f"(e.g. security_protocol=SASL_SSL); also ${KAFKA_OPTIONS_ENV} as a JSON object, "
+        "which keeps passwords out of the process list (flags win)",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="debug output, and kafka-python warnings"
@@ -1161,7 +1202,10 @@ def run_collect(args: argparse.Namespace) -> int:
     1 no snapshot could be published; 2 invalid arguments; 130 aborted by a second Ctrl-C.
     """
     try:
-        options = dict(parse_kafka_option(text) for text in args.kafka_option)
+        options = {
+            **kafka_options_from_env(),
+            **dict(parse_kafka_option(text) for text in args.kafka_option),
+        }
         if args.duration is not None and args.duration <= 0:
             raise CollectorConfigError("--duration: must be positive")
         config = CollectorConfig(

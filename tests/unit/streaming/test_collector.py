@@ -20,6 +20,7 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from streaming import collector
 from streaming.collector import (
+    KAFKA_OPTIONS_ENV,
     AdminAnswers,
     Collector,
     CollectorConfig,
@@ -30,6 +31,7 @@ from streaming.collector import (
     cli_collect,
     gather_answers,
     group_topics,
+    kafka_options_from_env,
     load_schema,
     parse_kafka_option,
 )
@@ -1006,6 +1008,67 @@ def test_cli_rejects_bad_settings_before_connecting(
 ) -> None:
     assert cli_collect(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_takes_security_options_from_the_environment_and_flags_win(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: dict[str, Any] = {}
+
+    class Recording:
+        def __init__(self, config: CollectorConfig) -> None:
+            seen.update(config.kafka_options)
+
+        def run(self, **_kwargs: Any) -> Any:
+            return collector.RunStats(snapshots=1)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(collector, "Collector", Recording)
+    env = {
+        "security.protocol": "SASL_SSL",
+        "sasl-mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "from-env",
+        "sasl_plain_password": "s3cret",
+        "ssl_check_hostname": False,
+    }
+    monkeypatch.setenv(KAFKA_OPTIONS_ENV, json.dumps(env))
+    assert cli_collect(["--once", "--kafka-option", "sasl_plain_username=from-flag"]) == 0
+    assert seen == {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "from-flag",
+        "sasl_plain_password": "s3cret",
+        "ssl_check_hostname": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("security_protocol=SSL", "not valid JSON"),
+        ('["security_protocol", "SSL"]', "expected a JSON object"),
+        ('{"ssl_cafile": 7}', "ssl_cafile: expected a string, got 7"),
+        ('{"linger_ms": "5"}', "'linger_ms' is not a passthrough option"),
+        ('{"sasl_mechanism": "plain"}', "sasl_mechanism must be one of"),
+        ('{"ssl_context": "x"}', "Python object"),
+    ],
+)
+def test_bad_security_options_in_the_environment_are_named(
+    value: str, message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(CollectorConfigError, match=re.escape(message)) as raised:
+        kafka_options_from_env({KAFKA_OPTIONS_ENV: value})
+    assert str(raised.value).startswith(KAFKA_OPTIONS_ENV + ":")
+    monkeypatch.setenv(KAFKA_OPTIONS_ENV, value)
+    assert cli_collect(["--once"]) == 2  # before connecting
+    assert KAFKA_OPTIONS_ENV in capsys.readouterr().err
+
+
+def test_no_security_options_in_the_environment() -> None:
+    assert kafka_options_from_env({}) == {}
+    assert kafka_options_from_env({KAFKA_OPTIONS_ENV: "  "}) == {}
 
 
 def test_cli_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
