@@ -286,7 +286,7 @@ class Sinks:
         try:
             # one job computes the batch (persisted) and brings the driver every row's kind
             # (the counts, without a second job) and the text of the rows it needs: the
-            # exporter's (a rebalance as its summary, without the expected partition lists)
+            # exporter's (a rebalance as its summary_row: without the lists only Delta keeps)
             # and the source stats; the batch cap (max_offsets_per_trigger) bounds them
             needed = F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS])
             text = F.when(needed, F.coalesce(F.col("summary"), F.col("payload"))).alias("text")

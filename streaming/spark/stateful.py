@@ -133,8 +133,8 @@ def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observati
 
 def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: ``payload`` is the
-    row as JSON; ``summary``, for a rebalance, the row without the expected assignments' partition
-    lists (what the driver's exporter reads; null for other kinds: their payload is small)."""
+    row as JSON; ``summary``, for a rebalance, :func:`summary_row` (what the driver's exporter
+    reads; null for other kinds: their payload is small)."""
     return {
         "cluster": row.get("cluster"),
         "group_id": row.get("group_id"),
@@ -147,15 +147,37 @@ def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def summary_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A rebalance row with ``assignment`` and ``withheld`` of every expected assignment
-    emptied: the bulk of the row (one partition list per member and strategy), which only the
-    Delta table keeps. Figures, flags and the actual assignment stay."""
+    """A rebalance row without what only the Delta table keeps: every expected assignment
+    keeps its strategy, side, ``own``, error and ``divergent`` flag but not its partitions,
+    withheld partitions, divergent members or figures (the ``group_metrics`` rows carry
+    each strategy's skew and churn); the members' own partition lists (``actual`` has them,
+    and the exporter counts each member's there), ``members_before``, ``departures``,
+    ``paused_partitions`` and the churn lists (moved partitions, who joined and left) are
+    emptied. The actual assignment and its figures, flags, causes, times and the members
+    after (ids, clients) stay: what the exporter and the demo's summary read."""
     return {
         **row,
+        "members_before": [],
+        "members_after": [{**member, "partitions": []} for member in row["members_after"]],
+        "departures": [],
+        "paused_partitions": [],
+        "churn": _lean_churn(row["churn"]),
         "expected": [
-            {**expected, "assignment": None, "withheld": []} for expected in row["expected"]
+            {
+                **expected,
+                "assignment": None,
+                "withheld": [],
+                "divergent_members": [],
+                "skew": None,  # the group_metrics rows carry each strategy's figures
+                "churn": None,
+            }
+            for expected in row["expected"]
         ],
     }
+
+
+def _lean_churn(churn: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if churn is None else {**churn, "moved": [], "joined": [], "left": []}
 
 
 def _json(row: Mapping[str, Any]) -> str:
