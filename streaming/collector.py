@@ -299,29 +299,29 @@ def _is_host_port(value: str) -> bool:
     return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
 
 
-def _check_kafka_option(key: str, value: Any) -> None:
+def _check_kafka_option(key: str, value: Any, where: str = "kafka_options") -> None:
     if key not in KAFKA_OPTION_KEYS:
         allowed = ", ".join(sorted(KAFKA_OPTION_KEYS))
         raise CollectorConfigError(
-            f"kafka_options: {key!r} is not a passthrough option (allowed: {allowed})"
+            f"{where}: {key!r} is not a passthrough option (allowed: {allowed})"
         )
     if key in _OBJECT_OPTIONS:
         if value is None:
-            raise CollectorConfigError(f"kafka_options: {key} must not be None")
+            raise CollectorConfigError(f"{where}: {key} must not be None")
         return
     if key in _BOOL_OPTIONS:
         if not isinstance(value, bool):
-            raise CollectorConfigError(f"kafka_options: {key} must be true or false")
+            raise CollectorConfigError(f"{where}: {key} must be true or false")
         return
     if not isinstance(value, str) or not value:
-        raise CollectorConfigError(f"kafka_options: {key} must be a non-empty string")
+        raise CollectorConfigError(f"{where}: {key} must be a non-empty string")
     if key == "security_protocol" and value not in _SECURITY_PROTOCOLS:
         raise CollectorConfigError(
-            f"kafka_options: security_protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}"
+            f"{where}: security_protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}"
         )
     if key == "sasl_mechanism" and value not in _SASL_MECHANISMS:
         raise CollectorConfigError(
-            f"kafka_options: sasl_mechanism must be one of {', '.join(_SASL_MECHANISMS)}"
+            f"{where}: sasl_mechanism must be one of {', '.join(_SASL_MECHANISMS)}"
         )
 
 
@@ -349,10 +349,7 @@ def parse_kafka_option(text: str, *, where: str = "--kafka-option") -> tuple[str
             parsed = False
         else:
             raise CollectorConfigError(f"{where}: {key} must be true or false")
-    try:
-        _check_kafka_option(key, parsed)
-    except CollectorConfigError as exc:
-        raise CollectorConfigError(str(exc).replace("kafka_options:", f"{where}:", 1)) from None
+    _check_kafka_option(key, parsed, where)
     return key, parsed
 
 
