@@ -401,7 +401,7 @@ class PrometheusSink:
         # A state outside GROUP_STATES shown earlier and no longer current: drop it.
         for labels in self._store.labels_of(group, mn.STATE):
             if labels[2] not in states:
-                self._store.remove(mn.STATE, labels)
+                self._remove(mn.STATE, labels)
         if st.last_rebalance_ts_ms is not None:
             self._set(mn.LAST_REBALANCE_TIMESTAMP_SECONDS, group, st.last_rebalance_ts_ms / 1000.0)
         _labels, from_rebalance = self._assignor.get(group, (None, False))
