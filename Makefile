@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 JARS := .cache/jars
 MVN := mvn -B -q -s jvm/settings.xml
 LOCALFS_JAR := $(JARS)/localfs/rebalance-monitor-localfs.jar
+UDF_JAR := $(JARS)/udf/rebalance-monitor-udf.jar
 
 .PHONY: help setup test-tools jars test test-unit test-oracle check fmt bench bench-stream demo clean
 
@@ -24,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $@
 
-jars: $(JARS)/oracle/.resolved $(JARS)/broker/.resolved $(JARS)/clients/.resolved $(JARS)/spark/.resolved $(LOCALFS_JAR) ## resolve the Maven jars into .cache/jars (fast when warm)
+jars: $(JARS)/oracle/.resolved $(JARS)/broker/.resolved $(JARS)/clients/.resolved $(JARS)/spark/.resolved $(LOCALFS_JAR) $(UDF_JAR) ## resolve the Maven jars into .cache/jars (fast when warm)
 
 $(JARS)/%/.resolved: jvm/%/pom.xml
 	@echo "resolving $* jars with mvn into $(JARS)/$*"
@@ -41,14 +42,22 @@ $(JARS)/spark/.resolved: jvm/spark/pom.xml jvm/prune_spark_jars.py | $(VENV)/.in
 	@$(BIN)/python jvm/prune_spark_jars.py $(JARS)/spark
 	@touch $@
 
-# Hadoop's local file system without a process per file (jvm/localfs, see
-# streaming/spark/session.py), compiled against the Hadoop the pyspark wheel ships.
-$(LOCALFS_JAR): $(wildcard jvm/localfs/src/rebalancemonitor/hadoop/*.java) | $(VENV)/.installed
+# Small JVM classes compiled with javac against the jars the pyspark wheel ships:
+# jvm/localfs, Hadoop's local file system without a process per file (see
+# streaming/spark/session.py); jvm/udf, the commit lane's decoder (see streaming/spark/commits.py).
+define javac_jar
 	@echo "building $@ with javac"
 	@set -e; out=$(@D); rm -rf $$out && mkdir -p $$out/classes; \
 	  jars=$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")'); \
 	  javac -nowarn --release 17 -d $$out/classes -cp "$$jars/*" $^; \
 	  jar cf $@ -C $$out/classes .; rm -rf $$out/classes
+endef
+
+$(LOCALFS_JAR): $(wildcard jvm/localfs/src/rebalancemonitor/hadoop/*.java) | $(VENV)/.installed
+	$(javac_jar)
+
+$(UDF_JAR): $(wildcard jvm/udf/src/rebalancemonitor/spark/*.java) | $(VENV)/.installed
+	$(javac_jar)
 
 # Prometheus server and promtool (rule checks, promtool unit tests, tests/dashboards): Debian's
 # package, installed only when missing. Its postinst may start a service on :9090 (not under

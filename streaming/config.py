@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_JOB_DIR",
     "ENV_PREFIX",
     "FORBIDDEN_KAFKA_OPTIONS",
+    "OFFSET_COMMITS_HISTORY",
     "JobConfig",
     "JobConfigError",
     "load_config",
@@ -75,6 +76,8 @@ FORBIDDEN_KAFKA_OPTIONS: frozenset[str] = frozenset(
 _SECRET_HINTS = ("password", "jaas", "secret", "token", "key")
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _STARTING_OFFSETS = ("earliest", "latest")
+#: ``JobConfig.offset_commits_history`` values.
+OFFSET_COMMITS_HISTORY = ("latest", "every")
 
 
 class JobConfigError(ValueError):
@@ -107,6 +110,9 @@ class JobConfig:
     * ``decode_partitions``: the decode stage's tasks per micro-batch (the Kafka source's
       one task per partition, 50+ mostly empty ones for ``__consumer_offsets``, coalesced
       to this many); None: one task per Kafka partition.
+    * ``offset_commits_history``: what the ``offset_commits`` table keeps: ``latest`` (the
+      default), the last commit (or offset tombstone) of each partition of each group per
+      micro-batch; ``every``, every commit record. ``docs/tables.md`` gives the volumes.
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
@@ -124,6 +130,7 @@ class JobConfig:
     kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     max_offsets_per_trigger: int | None = None
     decode_partitions: int | None = 4
+    offset_commits_history: str = "latest"
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -180,6 +187,11 @@ class JobConfig:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise JobConfigError(f"{name}: expected a positive integer, got {value!r}")
+        if self.offset_commits_history not in OFFSET_COMMITS_HISTORY:
+            raise JobConfigError(
+                f"offset_commits_history: expected one of {', '.join(OFFSET_COMMITS_HISTORY)}, "
+                f"got {self.offset_commits_history!r}"
+            )
         conf = _string_map("spark_conf", self.spark_conf)
         for key in conf:
             if not key.startswith("spark."):

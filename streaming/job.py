@@ -115,29 +115,44 @@ def start(
     spark: SparkSession, config: JobConfig, sinks: Sinks, *, once: bool = False
 ) -> list[StreamingQuery]:
     """Build the pipeline and start its query (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    from streaming.spark.commits import commit_rows, register, with_commit
     from streaming.spark.decode import decode, envelope
     from streaming.spark.sources import kafka_stream
     from streaming.spark.stateful import track
+    from streaming.tracking.config import DEFAULT_CONFIG
 
-    # 1. sources
-    common: dict[str, Any] = {
-        "bootstrap_servers": config.bootstrap_servers,
-        "starting_offsets": config.starting_offsets,
-        "kafka_options": config.kafka_options,
-        "max_offsets_per_trigger": config.max_offsets_per_trigger,
-    }
-    kafka = kafka_stream(spark, topics=(config.offsets_topic, config.membership_topic), **common)
-
-    # 2. decode on the executors (bad rows marked, per source partition a stats row)
-    decoded = decode(
-        envelope(kafka, config.offsets_topic), partitions=config.decode_partitions, stats=True
+    register(spark)
+    # 1. source: both topics, one subscription
+    kafka = kafka_stream(
+        spark,
+        topics=(config.offsets_topic, config.membership_topic),
+        bootstrap_servers=config.bootstrap_servers,
+        starting_offsets=config.starting_offsets,
+        kafka_options=config.kafka_options,
+        max_offsets_per_trigger=config.max_offsets_per_trigger,
     )
+    records = envelope(kafka, config.offsets_topic)
+    if config.decode_partitions is not None:
+        records = records.coalesce(config.decode_partitions)
+    # 2. offset commits decoded in the JVM (the commit lane's column)
+    records = with_commit(records)
 
-    # 3. track: per-group state; bad rows and stats pass through, one query for all
+    # 3a. commit lane: offset_commits rows, typed, no Python
+    commits = commit_rows(
+        records.withColumn("timestamp_ms", F.unix_millis("timestamp")),
+        cluster=config.cluster,
+        timestamp_ms="timestamp_ms",
+    )
+    # 3b. group lane: the rest decoded on the executors (commits as runs), per source
+    # partition a stats row; the tracker's per-group state; bad rows and stats pass through
+    decoded = decode(records, stats=True, history=DEFAULT_CONFIG.commit_history)
     events = track(decoded, cluster=config.cluster)
 
     # 4. sinks
-    return [_start_query(events, "events", sinks.events_batch, config, once=once)]
+    rows = events.unionByName(commits, allowMissingColumns=True)
+    return [_start_query(rows, "events", sinks.events_batch, config, once=once)]
 
 
 def _start_query(
@@ -184,11 +199,13 @@ class Sinks:
         *,
         progress: Progress = print,
         on_events: EventsListener | None = None,
+        offset_commits_history: str = "latest",
     ) -> None:
         self.delta = delta
         self.prometheus = prometheus
         self.progress = progress
         self.on_events = on_events
+        self.offset_commits_history = offset_commits_history
         self.stats = JobStats()
         self._lock = threading.Lock()
 
@@ -211,7 +228,13 @@ class Sinks:
             prometheus = PrometheusSink()
             port = prometheus.start(config.metrics_host, config.metrics_port)
             progress(f"metrics on http://{config.metrics_host}:{port}/metrics")
-        return cls(delta, prometheus, progress=progress, on_events=on_events)
+        return cls(
+            delta,
+            prometheus,
+            progress=progress,
+            on_events=on_events,
+            offset_commits_history=config.offset_commits_history,
+        )
 
     def close(self) -> None:
         if self.prometheus is not None:
@@ -279,17 +302,31 @@ class Sinks:
         import pyarrow.compute as pc
         from pyspark.sql import functions as F
 
-        from streaming.sinks.tables import BAD_RECORDS, KIND_TO_TABLE, table_frame
+        from streaming.sinks.tables import (
+            BAD_RECORDS,
+            COMMIT_KIND,
+            COMMIT_STRUCT_COLUMN,
+            KIND_TO_TABLE,
+            OFFSET_COMMITS,
+            commit_frame,
+            table_frame,
+        )
 
         started = time.monotonic()
         df = df.persist()
         try:
             # one job computes the batch (persisted) and brings the driver every row's kind
             # (the counts, without a second job) and the text of the rows it needs: the
-            # exporter's (a rebalance as its summary_row: without the lists only Delta keeps)
-            # and the source stats; the batch cap (max_offsets_per_trigger) bounds them
+            # exporter's (a rebalance as its summary_row: without the lists only Delta keeps;
+            # an offset tombstone of the commit lane ends its partition's lag series) and the
+            # source stats; the batch cap (max_offsets_per_trigger) bounds them
             needed = F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS])
-            text = F.when(needed, F.coalesce(F.col("summary"), F.col("payload"))).alias("text")
+            commit = F.col(COMMIT_STRUCT_COLUMN)
+            text = (
+                F.when(needed, F.coalesce(F.col("summary"), F.col("payload")))
+                .when((F.col("kind") == COMMIT_KIND) & commit["deleted"], F.to_json(commit))
+                .alias("text")
+            )
             small = df.select("kind", text).toArrow()  # Arrow buffers, not a row object each
             counts = pc.value_counts(small["kind"])
             kinds: dict[str, int] = dict(
@@ -308,7 +345,11 @@ class Sinks:
                 ):
                     if text is not None:
                         parsed = json.loads(text)
-                        (stats if kind == SOURCE_STATS else driver).append(parsed)
+                        if kind == SOURCE_STATS:
+                            stats.append(parsed)
+                        else:
+                            parsed["kind"] = kind  # the lane's tombstones are bare rows
+                            driver.append(parsed)
                 if not driver:
                     continue
                 if self.prometheus is not None:
@@ -317,7 +358,11 @@ class Sinks:
                     self.on_events(driver)
             del small, counts
             frames = {
-                table: table_frame(df, table)
+                table: (
+                    commit_frame(df, history=self.offset_commits_history)
+                    if table == OFFSET_COMMITS
+                    else table_frame(df, table)
+                )
                 for table in sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
             }
             if kinds.get(BAD_RECORD):
@@ -549,6 +594,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--decode-partitions", type=int, metavar="N", help="decode tasks per batch (default 4)"
     )
+    p.add_argument(
+        "--offset-commits-history",
+        choices=("latest", "every"),
+        help="offset_commits keeps the last commit per partition per micro-batch (latest, "
+        "the default) or every commit (every)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
 
@@ -573,6 +624,7 @@ def config_from_args(
             "spark_master",
             "max_offsets_per_trigger",
             "decode_partitions",
+            "offset_commits_history",
         )
     }
     if args.conf:

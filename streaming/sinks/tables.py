@@ -445,6 +445,33 @@ def rows_by_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[Any
     return out
 
 
+#: The commit lane's rows (:func:`streaming.spark.commits.commit_rows`): kind, and the
+#: ``offset_commits`` columns as one struct.
+COMMIT_KIND, COMMIT_STRUCT_COLUMN = "offset_commit", "offset_commit"
+
+
+def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
+    """The ``offset_commits`` rows of a micro-batch: the commit lane's typed rows, every one
+    (``history="every"``) or the last record (commit or tombstone) of each partition of each
+    group (``"latest"``), ``event_time`` and ``date`` derived as :func:`to_spark_row` does."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows = events.where(F.col("kind") == COMMIT_KIND).select(f"{COMMIT_STRUCT_COLUMN}.*")
+    if history == "latest":
+        # a group's records are in one __consumer_offsets partition: offset order is log order
+        last = Window.partitionBy("group_id", "topic", "partition").orderBy(
+            F.col("source_offset").desc()
+        )
+        rows = rows.withColumn("_n", F.row_number().over(last)).where("_n = 1").drop("_n")
+    elif history != "every":
+        raise ValueError(f"history: expected 'latest' or 'every', got {history!r}")
+    rows = rows.withColumn("event_time", F.timestamp_millis("event_ts_ms"))
+    return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
+        *schema(OFFSET_COMMITS).fieldNames()
+    )
+
+
 def table_frame(events: DataFrame, table: str) -> DataFrame:
     """The rows of ``table`` from a DataFrame of tracker events (``kind`` and ``payload``:
     the ``to_row`` dict as JSON, see :func:`streaming.spark.stateful.events_to_rows`), parsed

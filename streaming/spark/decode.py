@@ -63,7 +63,6 @@ __all__ = [
     "decode",
     "decode_batch",
     "decode_batches",
-    "decode_batches_with_stats",
     "envelope",
     "observation_of",
     "source_stats",
@@ -79,7 +78,10 @@ ENVELOPE_SCHEMA = (
 DECODED_SCHEMA = (
     "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
     "key binary, value binary, group_id string, record_type string, "
-    "error string, error_type string, error_field string, error_offset int, stats string"
+    "error string, error_type string, error_field string, error_offset int, stats string, "
+    "run_topic string, run_partition int, run_offset bigint, run_leader_epoch int, "
+    "run_commit_ts_ms bigint, run_count int, run_history_ts_ms array<bigint>, "
+    "run_history_offsets array<bigint>"
 )
 #: The ``group_id`` of a source-stats row (:func:`source_stats`); no Kafka group is named so.
 STATS_KEY = "\x00rebalance-monitor:source-stats"
@@ -97,6 +99,17 @@ ARROW_ENVELOPE = pa.schema(
         ("value", pa.binary()),
     ]
 )
+#: What a run row carries beside the decoded columns (null on every other row).
+_RUN_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("run_topic", pa.string()),
+    ("run_partition", pa.int32()),
+    ("run_offset", pa.int64()),
+    ("run_leader_epoch", pa.int32()),
+    ("run_commit_ts_ms", pa.int64()),
+    ("run_count", pa.int32()),
+    ("run_history_ts_ms", pa.list_(pa.int64())),
+    ("run_history_offsets", pa.list_(pa.int64())),
+]
 _ARROW_DECODED = pa.schema(
     [
         *ARROW_ENVELOPE,
@@ -107,6 +120,7 @@ _ARROW_DECODED = pa.schema(
         ("error_field", pa.string()),
         ("error_offset", pa.int32()),
         ("stats", pa.string()),
+        *_RUN_FIELDS,
     ]
 )
 
@@ -164,105 +178,285 @@ def _decode_one(source: str, key: bytes | None, value: bytes | None) -> Decoded:
 
 # -- pure: one Arrow batch -------------------------------------------------------------------
 
+#: Input rows a decode task gathers before it reduces commits to runs (more rows: longer runs).
+CHUNK_ROWS = 100_000
+COMMIT_RUN = "CommitRun"
 
-def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decode every record of a batch with the columns of :data:`_PASSTHROUGH`; one output
-    row per routing key (``DECODED_SCHEMA``)."""
-    sources = batch.column("source").to_pylist()
-    keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
+
+def _decoded_rows(
+    batch: pa.RecordBatch | pa.Table, take: list[int], results: list[Decoded]
+) -> pa.Table:
+    """The passthrough columns of rows ``take`` beside their decode results (one entry of
+    ``results`` per entry of ``take``), run columns null."""
+    rows = batch.select(list(_PASSTHROUGH)).take(pa.array(take, type=pa.int64()))
+    columns = [rows.column(name).cast(_ARROW_DECODED.field(name).type) for name in _PASSTHROUGH]
+    n = len(take)
+    columns += [
+        pa.array([d.group_ids[0] for d in results], type=pa.string()),
+        pa.array([d.record_type for d in results], type=pa.string()),
+        pa.array([d.error for d in results], type=pa.string()),
+        pa.array([d.error_type for d in results], type=pa.string()),
+        pa.array([d.error_field for d in results], type=pa.string()),
+        pa.array([d.error_offset for d in results], type=pa.int32()),
+        pa.nulls(n, type=pa.string()),
+    ]
+    columns += [pa.nulls(n, type=t) for _name, t in _RUN_FIELDS]
+    return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
+
+
+def _per_row(batch: pa.RecordBatch | pa.Table, rows: Any) -> tuple[list[int], list[Decoded]]:
+    """Decode ``rows`` of ``batch`` one by one (the Python codec): one entry per routing key."""
+    import numpy as np
+
+    rows = np.asarray(rows, dtype=np.int64)
+    picked = batch.select(["source", "key", "value"]).take(pa.array(rows))
     take: list[int] = []
-    group_ids: list[str | None] = []
-    types: list[str | None] = []
-    errors: list[str | None] = []
-    error_types: list[str | None] = []
-    fields: list[str | None] = []
-    offsets: list[int | None] = []
-    for i, (source, key, value) in enumerate(zip(sources, keys, values, strict=True)):
+    results: list[Decoded] = []
+    for i, source, key, value in zip(
+        rows.tolist(),
+        picked.column("source").to_pylist(),
+        picked.column("key").to_pylist(),
+        picked.column("value").to_pylist(),
+        strict=True,
+    ):
         d = _decode_one(source, key, value)
         for group_id in d.group_ids:
             take.append(i)
-            group_ids.append(group_id)
-            types.append(d.record_type)
-            errors.append(d.error)
-            error_types.append(d.error_type)
-            fields.append(d.error_field)
-            offsets.append(d.error_offset)
-    rows = batch.select(list(_PASSTHROUGH)).take(pa.array(take, type=pa.int64()))
-    columns = [rows.column(name).cast(_ARROW_DECODED.field(name).type) for name in _PASSTHROUGH]
+            results.append(Decoded((group_id,), *_tail(d)))
+    return take, results
+
+
+def _tail(d: Decoded) -> tuple[Any, ...]:
+    return (d.record_type, d.error, d.error_type, d.error_field, d.error_offset)
+
+
+def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Table:
+    """Decode a batch (the columns of :data:`_PASSTHROUGH`, and optionally the commit lane's
+    ``commit`` struct, :mod:`streaming.spark.commits`) into ``DECODED_SCHEMA`` rows: one per
+    routing key of each record, except for offset commits (module docstring):
+
+    * a record with a ``commit`` (decoded in the JVM) is not decoded again. The commits of a
+      partition of a group that has no other record in the batch (no group record, no
+      offset tombstone) are reduced to one ``CommitRun`` row per source partition: located
+      at the last commit, with its offset, leader epoch and commit time, the count and the
+      last ``history`` ``(commit_ts_ms, offset)`` pairs. Applying the run equals applying
+      the commits one by one (:class:`~streaming.tracking.model.CommitRun`);
+    * the other commits (their group has records the tracker orders them with) keep their
+      bytes and their own row (``OffsetCommit``/``OffsetCommitTombstone``);
+    * every other record is decoded by the Python codec here."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    if "commit" in batch.schema.names:
+        commit = batch.column("commit")
+        if isinstance(commit, pa.ChunkedArray):
+            commit = commit.combine_chunks()
+        is_commit = np.asarray(commit.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    else:
+        commit, is_commit = None, np.zeros(n, dtype=bool)
+    take, results = _per_row(batch, np.flatnonzero(~is_commit))
+    parts = [_decoded_rows(batch, take, results)]
+    if commit is None or not is_commit.any():
+        return parts[0]
+    commit_rows = np.flatnonzero(is_commit)
+    commits = commit.take(pa.array(commit_rows))
+    groups = commits.field("group_id")
+    tombstone = np.asarray(pc.less(commits.field("version"), 0).to_numpy(zero_copy_only=False))
+    busy = {d.group_ids[0] for d in results if d.group_ids[0] is not None}
+    busy.update(pc.filter(groups, pa.array(tombstone)).to_pylist())
+    single = tombstone | np.asarray(
+        pc.is_in(groups, value_set=pa.array(sorted(busy), type=pa.string()))
+        .fill_null(False)
+        .to_numpy(zero_copy_only=False),
+        dtype=bool,
+    )
+    if single.any():
+        rows = commit_rows[single]
+        alone = commits.filter(pa.array(single))
+        parts.append(
+            _decoded_rows(
+                batch,
+                rows.tolist(),
+                [
+                    Decoded((g,), "OffsetCommitTombstone" if v < 0 else "OffsetCommit")
+                    for g, v in zip(
+                        alone.field("group_id").to_pylist(),
+                        alone.field("version").to_pylist(),
+                        strict=True,
+                    )
+                ],
+            )
+        )
+    if not single.all():
+        parts.append(_runs(batch, commit_rows[~single], history))
+    return pa.concat_tables(parts)
+
+
+def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, history: int) -> pa.Table:
+    """One ``CommitRun`` row per (group, topic, partition, source partition) of commit rows
+    ``rows`` (in offset order within each source partition)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    picked = batch.select([*_PASSTHROUGH, "commit"]).take(pa.array(rows))
+    commit = picked.column("commit").combine_chunks()
+    group, topic = commit.field("group_id"), commit.field("topic")
+    key = pc.binary_join_element_wise(
+        group,
+        topic,
+        pc.cast(commit.field("partition"), pa.string()),
+        pc.cast(picked.column("partition"), pa.string()),
+        "\x00",
+    )
+    codes = np.asarray(pc.dictionary_encode(key).combine_chunks().indices, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")  # by run, then row (offset) order
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    last = order[ends - 1]
+    counts = ends - starts
+    kept = np.minimum(counts, history)
+    offsets = np.r_[0, np.cumsum(kept)]
+    within = np.repeat(ends - kept - offsets[:-1], kept) + np.arange(offsets[-1])
+    hist_rows = pa.array(order[within])
+    list_offsets = pa.array(offsets, type=pa.int32())
+    last_rows = pa.array(last)
+    head = picked.select(list(_PASSTHROUGH)).take(last_rows)
+    n = len(last)
+    columns = [head.column(name).cast(_ARROW_DECODED.field(name).type) for name in _PASSTHROUGH]
+    columns[_PASSTHROUGH.index("key")] = pa.nulls(n, type=pa.binary())
+    columns[_PASSTHROUGH.index("value")] = pa.nulls(n, type=pa.binary())
     columns += [
-        pa.array(group_ids, type=pa.string()),
-        pa.array(types, type=pa.string()),
-        pa.array(errors, type=pa.string()),
-        pa.array(error_types, type=pa.string()),
-        pa.array(fields, type=pa.string()),
-        pa.array(offsets, type=pa.int32()),
-        pa.nulls(len(take), type=pa.string()),
+        group.take(last_rows),
+        pa.array([COMMIT_RUN] * n, type=pa.string()),
+        *(pa.nulls(n, type=t) for t in (pa.string(), pa.string(), pa.string(), pa.int32())),
+        pa.nulls(n, type=pa.string()),
+        topic.take(last_rows),
+        commit.field("partition").take(last_rows),
+        commit.field("offset").take(last_rows),
+        commit.field("leader_epoch").take(last_rows),
+        commit.field("commit_ts_ms").take(last_rows),
+        pa.array(counts, type=pa.int32()),
+        pa.ListArray.from_arrays(list_offsets, commit.field("commit_ts_ms").take(hist_rows)),
+        pa.ListArray.from_arrays(list_offsets, commit.field("offset").take(hist_rows)),
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=_ARROW_DECODED)
+    return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
 
 
-def source_stats(decoded: pa.RecordBatch) -> pa.RecordBatch:
-    """One row per source partition of a decoded batch: ``group_id`` = :data:`STATS_KEY`,
+def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Table:
+    """One row per source partition of an input ``batch``: ``group_id`` = :data:`STATS_KEY`,
     ``stats`` = JSON ``{"topic", "partition", "lo", "hi", "records", "unrouted", "bad"}``
     (lowest and highest offset, how many records, how many of them name no group, how many
-    are bad). A record that fans out to several groups counts once. The job sums these per
-    micro-batch (input records, offset gaps) instead of reading and decoding the records a
-    second time."""
+    are bad), from the batch and what :func:`decode_batch` made of it (``decoded``). A record
+    that fans out to several groups counts once. The job sums these per micro-batch (input
+    records, offset gaps) instead of reading and decoding the records a second time."""
     import json
 
-    seen: dict[tuple[str, str, int], dict[int, int]] = {}  # offset -> 0 ok, 1 unrouted, 2 bad
-    for source, topic, partition, offset, group_id, error in zip(
-        decoded.column("source").to_pylist(),
-        decoded.column("topic").to_pylist(),
-        decoded.column("partition").to_pylist(),
-        decoded.column("offset").to_pylist(),
-        decoded.column("group_id").to_pylist(),
-        decoded.column("error").to_pylist(),
+    import pyarrow.compute as pc
+
+    per_row = pa.table(
+        {
+            "source": decoded.column("source"),
+            "topic": decoded.column("topic"),
+            "partition": decoded.column("partition"),
+            "offset": decoded.column("offset"),
+            "bad": pc.cast(pc.is_valid(decoded.column("error")), pa.int8()),
+            "unrouted": pc.cast(
+                pc.and_(
+                    pc.is_null(decoded.column("group_id")), pc.is_null(decoded.column("error"))
+                ),
+                pa.int8(),
+            ),
+        }
+    )
+    # per record (fan-out rows count once): its worst outcome
+    records = per_row.group_by(["source", "topic", "partition", "offset"]).aggregate(
+        [("bad", "max"), ("unrouted", "max")]
+    )
+    # records the decoded rows do not show one by one (commits in runs): good, routed
+    inputs = pa.table(
+        {
+            "source": batch.column("source"),
+            "topic": batch.column("topic"),
+            "partition": pc.cast(batch.column("partition"), pa.int32()),
+            "offset": batch.column("offset"),
+        }
+    )
+    summary = inputs.group_by(["source", "topic", "partition"]).aggregate(
+        [("offset", "min"), ("offset", "max"), ("offset", "count")]
+    )
+    outcomes = {
+        (s, t, p): (b, u)
+        for s, t, p, b, u in zip(
+            *(
+                records.group_by(["source", "topic", "partition"])
+                .aggregate([("bad_max", "sum"), ("unrouted_max", "sum")])
+                .column(c)
+                .to_pylist()
+                for c in ("source", "topic", "partition", "bad_max_sum", "unrouted_max_sum")
+            ),
+            strict=True,
+        )
+    }
+    rows = []
+    for source, topic, partition, lo, hi, count in zip(
+        *(
+            summary.column(c).to_pylist()
+            for c in ("source", "topic", "partition", "offset_min", "offset_max", "offset_count")
+        ),
         strict=True,
     ):
-        kind = 2 if error is not None else 1 if group_id is None else 0
-        offsets = seen.setdefault((source, topic, partition), {})
-        offsets[offset] = max(kind, offsets.get(offset, 0))
-    rows = []
-    for (source, topic, partition), offsets in seen.items():
-        kinds = list(offsets.values())
+        bad, unrouted = outcomes.get((source, topic, partition), (0, 0))
         stats = {
             "topic": topic,
             "partition": partition,
-            "lo": min(offsets),
-            "hi": max(offsets),
-            "records": len(offsets),
-            "unrouted": kinds.count(1),
-            "bad": kinds.count(2),
+            "lo": lo,
+            "hi": hi,
+            "records": count,
+            "unrouted": unrouted,
+            "bad": bad,
         }
         rows.append(
             {
                 "source": source,
                 "topic": topic,
                 "partition": partition,
-                "offset": stats["lo"],
+                "offset": lo,
                 "group_id": STATS_KEY,
                 "record_type": STATS_TYPE,
                 "stats": json.dumps(stats, separators=(",", ":")),
             }
         )
-    return pa.RecordBatch.from_pylist(rows, schema=_ARROW_DECODED)
+    return pa.Table.from_pylist(rows, schema=_ARROW_DECODED)
 
 
-def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function (runs on the executors)."""
+def _chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """The task's input in tables of at least :data:`CHUNK_ROWS` rows (the last smaller)."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
     for batch in batches:
-        yield decode_batch(batch)
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= CHUNK_ROWS:
+            yield pa.Table.from_batches(pending)
+            pending, rows = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
 
 
-def decode_batches_with_stats(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """:func:`decode_batches`, each decoded batch followed by its :func:`source_stats`."""
-    for batch in batches:
-        decoded = decode_batch(batch)
-        yield decoded
-        if decoded.num_rows:
-            yield source_stats(decoded)
+def decode_batches(
+    batches: Iterator[pa.RecordBatch], *, history: int = 8, stats: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function (runs on the executors): :func:`decode_batch` per chunk of
+    the task's input, with ``stats``, each chunk's :func:`source_stats` after it."""
+    for chunk in _chunks(batches):
+        decoded = decode_batch(chunk, history=history)
+        yield from decoded.to_batches()
+        if stats:
+            yield from source_stats(chunk, decoded).to_batches()
 
 
 # -- Spark -----------------------------------------------------------------------------------
@@ -286,18 +480,28 @@ def envelope(kafka: DataFrame, offsets_topic: str) -> DataFrame:
 
 
 def decode(
-    envelope_df: DataFrame, *, partitions: int | None = None, stats: bool = False
+    envelope_df: DataFrame,
+    *,
+    partitions: int | None = None,
+    stats: bool = False,
+    history: int = 8,
 ) -> DataFrame:
-    """Decode every record on the executors, per Arrow batch (``DECODED_SCHEMA``); with
-    ``stats``, each batch's :func:`source_stats` rows too.
+    """Decode every record on the executors, per chunk of each task's input
+    (``DECODED_SCHEMA``, :func:`decode_batch`); with ``stats``, each chunk's
+    :func:`source_stats` rows too. When ``envelope_df`` has the commit lane's ``commit``
+    column (:func:`streaming.spark.commits.with_commit`), commits are not decoded again and
+    reach the tracker as runs (at most ``history`` commits of each kept).
 
     ``partitions``: coalesce the input to at most this many tasks first. The Kafka source
     makes one task per topic partition, and ``__consumer_offsets`` has 50, mostly empty
     (one per coordinator): without it every micro-batch starts 50+ Python tasks."""
+    from functools import partial
+
     from pyspark.sql import functions as F
 
     if partitions is not None:
         envelope_df = envelope_df.coalesce(partitions)
+    extra = ["commit"] if "commit" in envelope_df.columns else []
     prepared = envelope_df.select(
         "source",
         "topic",
@@ -306,7 +510,8 @@ def decode(
         F.unix_millis("timestamp").alias("timestamp_ms"),
         "key",
         "value",
+        *extra,
     )
     return prepared.mapInArrow(
-        decode_batches_with_stats if stats else decode_batches, DECODED_SCHEMA
+        partial(decode_batches, history=history, stats=stats), DECODED_SCHEMA
     )

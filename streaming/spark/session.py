@@ -31,6 +31,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_JARS_DIR = REPO / ".cache" / "jars" / "spark"
 #: ``jvm/localfs``, next to the Spark jars.
 LOCAL_FS_JAR = Path("localfs") / "rebalance-monitor-localfs.jar"
+#: ``jvm/udf``, the commit lane's decoder (:mod:`streaming.spark.commits`), next to them too.
+UDF_JAR = Path("udf") / "rebalance-monitor-udf.jar"
 #: Local mode: Hadoop's local file system without a process per file (module docstring).
 LOCAL_FS_CONF: dict[str, str] = {
     "spark.hadoop.fs.file.impl": "rebalancemonitor.hadoop.NioLocalFileSystem",
@@ -78,7 +80,8 @@ class SparkSetupError(RuntimeError):
 
 
 def spark_jars(jars_dir: Path = DEFAULT_JARS_DIR) -> list[Path]:
-    """The jar files the job adds to Spark, or :class:`SparkSetupError` when missing."""
+    """The jar files the job adds to Spark (the resolved Kafka source and Delta jars, and
+    the commit lane's ``jvm/udf``), or :class:`SparkSetupError` when one is missing."""
     jars = sorted(jars_dir.glob("*.jar"))
     names = " ".join(j.name for j in jars)
     for needed in ("spark-sql-kafka-0-10", "delta-spark"):
@@ -86,7 +89,10 @@ def spark_jars(jars_dir: Path = DEFAULT_JARS_DIR) -> list[Path]:
             raise SparkSetupError(
                 f"{needed} jar not found in {jars_dir}: run `make setup` to resolve the Spark jars"
             )
-    return jars
+    udf = jars_dir.parent / UDF_JAR
+    if not udf.is_file():
+        raise SparkSetupError(f"{udf} not found: run `make setup` to build it")
+    return [*jars, udf]
 
 
 def local_fs_conf(

@@ -46,10 +46,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from streaming.spark.decode import STATS_KEY, observation_of
+from streaming.spark.decode import COMMIT_RUN, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import to_row
-from streaming.tracking.model import Observation
+from streaming.tracking.model import CommitRun, Observation
 from streaming.tracking.state import GroupState
 
 if TYPE_CHECKING:
@@ -102,10 +102,16 @@ def load_reducer(config: TrackerConfig = DEFAULT_CONFIG) -> Reducer:
 
 def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observation], int]:
     """Observations of the decoded rows, and how many could not be rebuilt (the decode
-    stage quarantined them already; a mismatch here means a code change between stages)."""
+    stage quarantined them already; a mismatch here means a code change between stages).
+    A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`) becomes a
+    :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from its bytes."""
     out: list[Observation] = []
     failed = 0
     for frame in frames:
+        runs = frame["record_type"] == COMMIT_RUN
+        if runs.any():
+            out += _runs(frame[runs])
+            frame = frame[~runs]
         for source, partition, offset, ts_ms, key, value in zip(
             frame["source"],
             frame["partition"],
@@ -129,6 +135,60 @@ def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observati
             except Exception:
                 failed += 1
     return out, failed
+
+
+def _runs(frame: pd.DataFrame) -> list[Observation]:
+    return [
+        Observation(
+            "offsets",
+            int(partition),
+            int(offset),
+            int(ts_ms),
+            CommitRun(
+                group_id=str(group_id),
+                topic=str(topic),
+                partition=int(tp_partition),
+                offset=int(committed),
+                leader_epoch=int(epoch),
+                commit_ts_ms=int(commit_ts),
+                count=int(count),
+                history=tuple(zip(map(int, hist_ts), map(int, hist_offsets), strict=True)),
+            ),
+        )
+        for (
+            partition,
+            offset,
+            ts_ms,
+            group_id,
+            topic,
+            tp_partition,
+            committed,
+            epoch,
+            commit_ts,
+            count,
+            hist_ts,
+            hist_offsets,
+        ) in zip(
+            *(
+                frame[c]
+                for c in (
+                    "partition",
+                    "offset",
+                    "timestamp_ms",
+                    "group_id",
+                    "run_topic",
+                    "run_partition",
+                    "run_offset",
+                    "run_leader_epoch",
+                    "run_commit_ts_ms",
+                    "run_count",
+                    "run_history_ts_ms",
+                    "run_history_offsets",
+                )
+            ),
+            strict=True,
+        )
+    ]
 
 
 def event_row(row: Mapping[str, Any]) -> dict[str, Any]:

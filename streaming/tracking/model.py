@@ -50,6 +50,7 @@ __all__ = [
     "KIP848_RECORDS",
     "KIP848_TOMBSTONE_TYPES",
     "CollectorIssue",
+    "CommitRun",
     "GroupSnapshot",
     "MembershipPayload",
     "Observation",
@@ -190,9 +191,31 @@ class UnsupportedEvent:
 
 
 MembershipPayload = GroupSnapshot | TopicsSnapshot | UnsupportedEvent
-Payload = Record | MembershipPayload
 
-_RECORD_TYPES: tuple[type, ...] = get_args(Record)
+
+@dataclass(frozen=True, slots=True)
+class CommitRun:
+    """Consecutive offset commits of one partition of one group, as the commit lane hands
+    them to the tracker (:mod:`streaming.spark.decode`): applying the run equals applying
+    its commits one by one. The observation carrying it is located at the run's last record
+    (source partition, offset, timestamp).
+
+    ``history``: the last commits of the run, ``(commit_ts_ms, offset)``, oldest first (at
+    most the tracker's ``commit_history``); ``count``: how many commits the run had."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    commit_ts_ms: int
+    count: int
+    history: tuple[tuple[int, int], ...]
+
+
+Payload = Record | CommitRun | MembershipPayload
+
+_RECORD_TYPES: tuple[type, ...] = (*get_args(Record), CommitRun)
 
 #: The records of a KIP-848 consumer group (types 3-8, 16), tombstones aside.
 KIP848_RECORDS: tuple[type, ...] = (
@@ -255,7 +278,7 @@ def group_id_of(payload: Payload) -> str | None:
     records and unsupported events."""
     if isinstance(
         payload,
-        OffsetCommit | OffsetCommitTombstone | GroupMetadata | GroupMetadataTombstone,
+        OffsetCommit | OffsetCommitTombstone | CommitRun | GroupMetadata | GroupMetadataTombstone,
     ):
         return payload.group_id
     if isinstance(payload, Tombstone):

@@ -18,7 +18,8 @@ payload                             handler
 ==================================  ========================================================
 GroupMetadata / tombstone           :mod:`~streaming.tracking.classic`
 KIP-848 records 3-8, 16 / tombstones  :mod:`~streaming.tracking.consumer`
-OffsetCommit / tombstone            committed offset + OffsetCommitRow (+ PartitionLagRow)
+OffsetCommit / tombstone, CommitRun committed offset (+ PartitionLagRow); the
+                                    ``offset_commits`` rows are the commit lane's
 GroupSnapshot (collector)           state history, member sightings, committed offsets
                                     the log has not shown yet
 TopicsSnapshot (collector)          partition counts, racks, topic ids and end offsets of
@@ -56,7 +57,6 @@ from streaming.tracking.context import Context
 from streaming.tracking.errors import ObservationError
 from streaming.tracking.events import (
     GroupStatus,
-    OffsetCommitRow,
     PartitionLagRow,
     TrackerEvent,
     event_id,
@@ -65,6 +65,7 @@ from streaming.tracking.lag import add_point, lag_records, lag_seconds
 from streaming.tracking.model import (
     KIP848_RECORDS,
     KIP848_TOMBSTONE_TYPES,
+    CommitRun,
     GroupSnapshot,
     Observation,
     TopicsSnapshot,
@@ -114,7 +115,7 @@ def interest_of(state: GroupState, observations: Iterable[Observation]) -> set[s
             topics.update(mi.topics)
     for o in observations:
         p = o.payload
-        if isinstance(p, OffsetCommit | OffsetCommitTombstone):
+        if isinstance(p, OffsetCommit | OffsetCommitTombstone | CommitRun):
             topics.add(p.topic)
         elif isinstance(p, GroupMetadata):
             for mm in p.members:
@@ -172,7 +173,9 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
         ts = obs.timestamp_ms
         if ctx.state.last_record_ts_ms is None or ts > ctx.state.last_record_ts_ms:
             ctx.state.last_record_ts_ms = ts
-    if isinstance(p, OffsetCommit):
+    if isinstance(p, CommitRun):
+        _commit_run(ctx, obs, p)
+    elif isinstance(p, OffsetCommit):
         _commit(ctx, obs, p)
     elif isinstance(p, OffsetCommitTombstone):
         _commit_deleted(ctx, obs, p)
@@ -230,43 +233,49 @@ def _lag_row(
 
 
 def _commit(ctx: Context, obs: Observation, rec: OffsetCommit) -> None:
+    _committed(
+        ctx,
+        obs,
+        TopicPartition(rec.topic, rec.partition),
+        rec.offset,
+        rec.leader_epoch,
+        rec.commit_ts_ms,
+        ((rec.commit_ts_ms, rec.offset),),
+    )
+
+
+def _commit_run(ctx: Context, obs: Observation, run: CommitRun) -> None:
+    tp = TopicPartition(run.topic, run.partition)
+    _committed(ctx, obs, tp, run.offset, run.leader_epoch, run.commit_ts_ms, run.history)
+
+
+def _committed(
+    ctx: Context,
+    obs: Observation,
+    tp: TopicPartition,
+    offset: int,
+    leader_epoch: int,
+    commit_ts_ms: int,
+    history: tuple[tuple[int, int], ...],
+) -> None:
+    """The partition's committed offset after one commit or a run of them (``history``:
+    their ``(commit_ts_ms, offset)``, oldest first); the ``offset_commits`` rows are the
+    commit lane's (:mod:`streaming.spark.commits`), not the tracker's."""
     state = ctx.state
-    tp = TopicPartition(rec.topic, rec.partition)
     old = state.commits.get(tp)
-    history = old.history if old is not None and old.source == "log" else ()
-    history = (*history, (rec.commit_ts_ms, rec.offset))[-ctx.config.commit_history :]
+    kept = old.history if old is not None and old.source == "log" else ()
     state.commits[tp] = CommitEntry(
-        offset=rec.offset,
-        commit_ts_ms=rec.commit_ts_ms,
+        offset=offset,
+        commit_ts_ms=commit_ts_ms,
         record_ts_ms=obs.timestamp_ms,
-        leader_epoch=rec.leader_epoch,
-        history=history,
+        leader_epoch=leader_epoch,
+        history=(*kept, *history)[-ctx.config.commit_history :],
         source="log",
     )
-    ctx.interest.add(rec.topic)
+    ctx.interest.add(tp.topic)
     ctx.changed = True
-    ctx.emit(
-        OffsetCommitRow(
-            event_id=event_id(
-                "commit", state.cluster, state.group_id, f"{obs.partition}:{obs.offset}"
-            ),
-            cluster=state.cluster,
-            group_id=state.group_id,
-            event_ts_ms=obs.timestamp_ms,
-            topic=rec.topic,
-            partition=rec.partition,
-            offset=rec.offset,
-            leader_epoch=None if rec.leader_epoch < 0 else rec.leader_epoch,
-            metadata=rec.metadata,
-            commit_ts_ms=rec.commit_ts_ms,
-            expire_ts_ms=None if rec.expire_ts_ms < 0 else rec.expire_ts_ms,
-            deleted=False,
-            source_partition=obs.partition,
-            source_offset=obs.offset,
-        )
-    )
     if ctx.config.emit_lag_on_commit and tp in state.end_offsets:
-        ctx.emit(_lag_row(ctx, tp, rec.offset, obs.timestamp_ms, "commit"))
+        ctx.emit(_lag_row(ctx, tp, offset, obs.timestamp_ms, "commit"))
 
 
 def _commit_deleted(ctx: Context, obs: Observation, rec: OffsetCommitTombstone) -> None:
@@ -276,26 +285,6 @@ def _commit_deleted(ctx: Context, obs: Observation, rec: OffsetCommitTombstone) 
         ctx.skip("unknown_offset_tombstone")
     state.end_offsets.pop(tp, None)
     ctx.changed = True
-    ctx.emit(
-        OffsetCommitRow(
-            event_id=event_id(
-                "commit", state.cluster, state.group_id, f"{obs.partition}:{obs.offset}"
-            ),
-            cluster=state.cluster,
-            group_id=state.group_id,
-            event_ts_ms=obs.timestamp_ms,
-            topic=rec.topic,
-            partition=rec.partition,
-            offset=None,
-            leader_epoch=None,
-            metadata=None,
-            commit_ts_ms=None,
-            expire_ts_ms=None,
-            deleted=True,
-            source_partition=obs.partition,
-            source_offset=obs.offset,
-        )
-    )
 
 
 # -- collector events --------------------------------------------------------------------------

@@ -149,9 +149,7 @@ def test_one_event_per_generation_and_the_group_ends_empty(name: str) -> None:
         for p, off in parts.items()
     }
     assert {tp: c.offset for tp, c in state.commits.items()} == committed
-    assert sum(isinstance(e, OffsetCommitRow) for e in events) == sum(
-        r["type"] == "OffsetCommit" for r in fixture["records"]
-    )
+    assert not any(isinstance(e, OffsetCommitRow) for e in events)  # the commit lane's rows
     assert any(isinstance(e, PartitionLagRow) for e in events)
 
 

@@ -6,8 +6,10 @@ import pytest
 
 from assign_core.model import TopicPartition
 from streaming.tracking.events import GroupStatus, OffsetCommitRow, PartitionLagRow
-from streaming.tracking.model import GroupSnapshot, SnapshotOffset
+from streaming.tracking.config import DEFAULT_CONFIG
+from streaming.tracking.model import CommitRun, GroupSnapshot, Observation, SnapshotOffset
 from tests.unit.streaming.tracking.factories import (
+    GROUP,
     Log,
     Tracker,
     commit,
@@ -22,15 +24,19 @@ S = 1000
 P0 = TopicPartition("Order", 0)
 
 
-def test_commit_rows_and_lag_in_records_and_seconds() -> None:
+def test_committed_offsets_and_lag_in_records_and_seconds() -> None:
     log, t = Log(), Tracker()
     log.rec(commit("Order", 0, 1000, ts=1 * S), 1 * S)
     # the end offset grows by 100 every 10 s: 1000 at 10 s ... 1300 at 40 s
     for i in range(4):
         log.snap(topics_snapshot((10 + 10 * i) * S, {"Order": [1000 + 100 * i]}))
     t.feed(log.take())
-    (row,) = t.of(OffsetCommitRow)
-    assert (row.offset, row.commit_ts_ms, row.deleted, row.leader_epoch) == (1000, 1 * S, False, 0)
+    # the offset_commits rows are the commit lane's (streaming.spark.commits), not the tracker's
+    assert t.of(OffsetCommitRow) == []
+    entry = t.state.commits[P0]
+    assert (entry.offset, entry.commit_ts_ms, entry.leader_epoch, entry.source) == (
+        1000, 1 * S, 0, "log",
+    )  # fmt: skip
     lag = t.of(PartitionLagRow)
     assert [r.trigger for r in lag] == ["snapshot"] * 4
     assert [r.lag_records for r in lag] == [0, 100, 200, 300]
@@ -52,15 +58,17 @@ def test_commit_rows_and_lag_in_records_and_seconds() -> None:
     assert status.committed_partitions == 1
 
 
-def test_offset_tombstone_deletes_and_emits() -> None:
+def test_offset_tombstone_deletes_the_committed_offset() -> None:
     log, t = Log(), Tracker()
     log.rec(commit("Order", 0, 5, ts=1 * S), 1 * S)
     log.snap(topics_snapshot(2 * S, {"Order": [9]}))
+    t.feed(log.take())
+    assert P0 in t.state.commits and P0 in t.state.end_offsets
     log.rec(offset_tombstone("Order", 0), 3 * S)
     t.feed(log.take())
-    rows = t.of(OffsetCommitRow)
-    assert [(r.offset, r.deleted) for r in rows] == [(5, False), (None, True)]
     assert P0 not in t.state.commits and P0 not in t.state.end_offsets
+    status = t.of(GroupStatus)[-1]
+    assert status.committed_partitions == 0
 
 
 def test_lag_only_for_topics_the_group_touches() -> None:
@@ -103,3 +111,51 @@ def test_commit_history_is_bounded() -> None:
     entry = t.state.commits[P0]
     assert len(entry.history) == t.config.commit_history
     assert entry.history[-1] == (49 * S, 49)
+
+
+def _run_of(commits: list[tuple[int, int]], *, record_ts: int, epoch: int = 0) -> CommitRun:
+    """A run of ``(offset, commit_ts)`` commits of Order-0 as the commit lane hands it over."""
+    last_offset, last_ts = commits[-1]
+    return CommitRun(
+        group_id=GROUP,
+        topic="Order",
+        partition=0,
+        offset=last_offset,
+        leader_epoch=epoch,
+        commit_ts_ms=last_ts,
+        count=len(commits),
+        history=tuple((ts, off) for off, ts in commits)[-DEFAULT_CONFIG.commit_history :],
+    )
+
+
+@pytest.mark.parametrize("before", [0, 3, 20])
+def test_a_commit_run_equals_its_commits_one_by_one(before: int) -> None:
+    """The group lane hands a partition's consecutive commits over as one CommitRun: the
+    state after it (offset, history, times, the status' lag) equals the state after the
+    commits one by one; the lag row is the run's last commit's."""
+    commits = [(100 + 10 * i, (5 + i) * S) for i in range(12)]
+    one_by_one, as_run = Tracker(), Tracker()
+    log = Log()
+    for i in range(before):
+        log.rec(commit("Order", 0, i, ts=(i + 1) * S // 10), (i + 1) * S // 10)
+    log.snap(topics_snapshot(4 * S, {"Order": [300]}))
+    first = log.take()
+    one_by_one.feed(first)
+    as_run.feed(first)
+    for offset, ts in commits:
+        log.rec(commit("Order", 0, offset, ts=ts), ts)
+    singles = log.take()
+    one_by_one.feed(singles)
+    last = singles[-1]
+    run = _run_of(commits, record_ts=last.timestamp_ms)
+    as_run.feed([Observation("offsets", last.partition, last.offset, last.timestamp_ms, run)])
+    assert as_run.state.commits == one_by_one.state.commits
+    assert as_run.state.last_record_ts_ms == one_by_one.state.last_record_ts_ms
+    lag_singles = [e for e in one_by_one.events if isinstance(e, PartitionLagRow)]
+    lag_run = [e for e in as_run.events if isinstance(e, PartitionLagRow)]
+    if before:  # the partition has end offsets: one lag row per commit, one per run
+        assert lag_run[-1] == lag_singles[-1]
+        assert len(lag_run) == len(lag_singles) - len(commits) + 1
+    else:  # no end offsets yet (the topic was not the group's before the commits)
+        assert lag_run == lag_singles == []
+    assert as_run.of(GroupStatus)[-1] == one_by_one.of(GroupStatus)[-1]
