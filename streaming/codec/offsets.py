@@ -15,8 +15,8 @@ Kafka 4.4.0 maps type 0 to ``LegacyOffsetCommitValue`` (v0 only); 3.x brokers re
 OffsetCommitValue version under either key type, and so do we. Transactional commits are
 written the same way; only the batch (producer id, control markers) tells them apart.
 
-:func:`decode_offset_commit_fast` reads the common case (key and a v0-v3 value, or a
-tombstone) in one pass; anything unusual goes through the per-version functions, which also
+:func:`decode_offset_commit_fast` reads the common case (key and a v0-v4 value, or a
+tombstone; v4 with short metadata and at most the topic id tag) in one pass; anything unusual goes through the per-version functions, which also
 produce the precise error.
 
 Example (type 1, value v3)::
@@ -29,6 +29,7 @@ Example (type 1, value v3)::
 from __future__ import annotations
 
 import struct
+from base64 import urlsafe_b64encode
 
 from streaming.codec.keys import OffsetKey
 from streaming.codec.model import OffsetCommit, OffsetCommitTombstone, TaggedField, fast_init
@@ -115,10 +116,51 @@ _I64_I32 = struct.Struct(">qi")
 _NO_TAGS: tuple[TaggedField, ...] = ()
 
 
+def _v4_fast(
+    record_type: int, group: str, topic: str, partition: int, value: bytes
+) -> OffsetCommit | None:
+    """A v4 value (what Kafka 4.4 writes) whose metadata is shorter than 127 bytes (a one-byte
+    length) and whose tagged fields are none or the topic id alone; else None."""
+    vend = len(value)
+    n = value[14] - 1 if vend > 14 else -1  # compact string: length + 1, one byte
+    if not 0 <= n < 0x7F:
+        return None
+    stop = 15 + n
+    if stop + 9 > vend:
+        return None
+    try:
+        metadata = value[15:stop].decode()
+    except UnicodeDecodeError:
+        return None
+    offset, leader_epoch = _I64_I32.unpack_from(value, 2)
+    commit_ts: int = I64.unpack_from(value, stop)[0]
+    tags = value[stop + 8]
+    if tags == 0:
+        topic_id = ZERO_UUID
+    elif tags == 1 and value[stop + 9 : stop + 11] == b"\x00\x10" and stop + 27 <= vend:
+        topic_id = urlsafe_b64encode(value[stop + 11 : stop + 27])[:22].decode("ascii")
+    else:
+        return None
+    return _new_offset_commit(
+        record_type,
+        group,
+        topic,
+        partition,
+        4,
+        offset,
+        leader_epoch,
+        metadata,
+        commit_ts,
+        -1,
+        topic_id,
+        _NO_TAGS,
+    )
+
+
 def decode_offset_commit_fast(
     key: bytes, value: bytes | None
 ) -> OffsetCommit | OffsetCommitTombstone | None:
-    """Type 0/1 key with a v0-v3 value or a tombstone, in one pass over the bytes.
+    """Type 0/1 key with a v0-v4 value or a tombstone, in one pass over the bytes.
 
     Returns None whenever anything is unusual (short buffers, null or oversized strings,
     invalid UTF-8, other versions); the per-version decoders then decode the record or raise
@@ -148,6 +190,8 @@ def decode_offset_commit_fast(
     if vend < 12 or value[0]:
         return None
     version = value[1]
+    if version == 4:
+        return _v4_fast(record_type, group, topic, partition, value)
     if version == 3:
         if vend < 16:
             return None

@@ -215,3 +215,106 @@ def test_garbage_goes_to_the_bad_side_and_the_query_keeps_running(
     assert sorted(r.group_id for r in good if r.source == "membership") == ["g1", "g1", "g2", "g2"]
     assert len([r for r in good if r.source == "offsets"]) == 6
     assert all(r.record_type for r in good)
+
+
+# -- commit runs ---------------------------------------------------------------------------------
+
+
+def _golden_records() -> list[tuple[int, int, int, bytes, bytes | None]]:
+    """Every golden capture's records, then 40 rounds of commits of each group's partitions
+    (the steady state after a rebalance), as (partition, offset, timestamp, key, value)."""
+    import struct
+
+    from tests.unit.streaming.tracking.test_golden import FIXTURES, load
+
+    out: list[tuple[int, int, int, bytes, bytes | None]] = []
+    offset = 0
+    for name in FIXTURES:
+        records = sorted(load(name)["records"], key=lambda r: r["offset"])
+        commits = [r for r in records if r["type"] == "OffsetCommit"]
+        for r in records:
+            value = None if r["value"] is None else bytes.fromhex(r["value"])
+            out.append((0, offset, r["timestamp_ms"], bytes.fromhex(r["key"]), value))
+            offset += 1
+        ts = records[-1]["timestamp_ms"]
+        for i in range(40):
+            for r in commits[-6:]:
+                value = bytearray(bytes.fromhex(r["value"]))
+                struct.pack_into(">q", value, 2, 1_000 + i)  # a new offset
+                out.append((0, offset, ts + i * 1_000, bytes.fromhex(r["key"]), bytes(value)))
+                offset += 1
+    return out
+
+
+def _with_commit(rows: list[tuple[int, int, int, bytes, bytes | None]]) -> pa.Table:
+    """An envelope table with the ``commit`` column as the JVM decoder fills it (the Python
+    codec's commits: tests/spark/test_commit_lane.py proves the two agree)."""
+    from streaming.codec.model import OffsetCommit, OffsetCommitTombstone
+    from streaming.spark.commits import COMMIT_STRUCT
+
+    fields = [f.split(":") for f in COMMIT_STRUCT.removeprefix("struct<")[:-1].split(", ")]
+    types = {"int": pa.int32(), "string": pa.string(), "bigint": pa.int64()}
+    struct_type = pa.struct([(n, types[t]) for n, t in fields])
+    commits: list[dict[str, Any] | None] = []
+    for _p, _o, _ts, key, value in rows:
+        rec = decode_record(key, value)
+        if isinstance(rec, OffsetCommitTombstone):
+            commits.append(
+                {"record_type": 1, "group_id": rec.group_id, "topic": rec.topic,
+                 "partition": rec.partition, "version": -1}
+            )  # fmt: skip
+        elif isinstance(rec, OffsetCommit):
+            commits.append(
+                {"record_type": rec.record_type, "group_id": rec.group_id, "topic": rec.topic,
+                 "partition": rec.partition, "version": rec.value_version, "offset": rec.offset,
+                 "leader_epoch": rec.leader_epoch, "metadata": rec.metadata,
+                 "commit_ts_ms": rec.commit_ts_ms, "expire_ts_ms": rec.expire_ts_ms}
+            )  # fmt: skip
+        else:
+            commits.append(None)
+    table = pa.Table.from_pylist(
+        [
+            _row("offsets", k, v, o) | {"partition": p, "timestamp_ms": ts}
+            for p, o, ts, k, v in rows
+        ],
+        schema=ARROW_ENVELOPE,
+    )
+    return table.append_column("commit", pa.array(commits, type=struct_type))
+
+
+@pytest.mark.parametrize("chunk", [5, 37, 10_000])
+def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chunk: int) -> None:
+    """The group lane reduces each chunk's commits of a group without other records to runs;
+    the tracker ends in the same state, with the same events (a run emits one commit-lag row
+    for its last commit instead of one per commit)."""
+    from streaming.spark.stateful import rows_to_observations
+    from streaming.tracking.events import PartitionLagRow
+    from streaming.tracking.reducer import apply
+    from streaming.tracking.state import GroupState
+
+    rows = _golden_records()
+    table = _with_commit(rows)
+    by_group_runs: dict[str, list[Any]] = {}
+    runs = 0
+    for start in range(0, table.num_rows, chunk):
+        decoded = decode_batch(table.slice(start, chunk))
+        runs += decoded.column("record_type").to_pylist().count("CommitRun")
+        observations, failed = rows_to_observations([decoded.to_pandas()])
+        assert failed == 0
+        for o in observations:
+            by_group_runs.setdefault(str(group_id_of(o.payload)), []).append(o)
+    # one chunk holds each group's group records beside its commits: nothing to reduce
+    assert (runs > 0) == (chunk < table.num_rows)
+    by_group: dict[str, list[Any]] = {}
+    for o in rows_to_observations([decode_batch(table.drop_columns(["commit"])).to_pandas()])[0]:
+        by_group.setdefault(str(group_id_of(o.payload)), []).append(o)
+    assert by_group.keys() == by_group_runs.keys()
+    for group, observations in by_group.items():
+        one, one_events = apply(GroupState.new("c", group), observations, 10**13)
+        run, run_events = apply(GroupState.new("c", group), by_group_runs[group], 10**13)
+        assert run.to_json() == one.to_json(), group
+
+        def lean(events: list[Any]) -> list[Any]:
+            return [e for e in events if not isinstance(e, PartitionLagRow)]
+
+        assert lean(run_events) == lean(one_events), group
