@@ -91,7 +91,7 @@ def commit_rows(with_commits: DataFrame, *, cluster: str, timestamp_ms: str) -> 
         F.expr(f"{QUOTE_UDF}({COMMIT_COLUMN}.group_id)"),
         F.lit("/"),
         F.col("partition").cast("string"),
-        F.lit(":"),
+        F.lit("%3A"),  # the tracker's part "<partition>:<offset>", percent-encoded
         F.col("offset").cast("string"),
     )
     row = F.struct(
