@@ -235,14 +235,14 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Ta
     ``commit`` struct, :mod:`streaming.spark.commits`) into ``DECODED_SCHEMA`` rows: one per
     routing key of each record, except for offset commits (module docstring):
 
-    * a record with a ``commit`` (decoded in the JVM) is not decoded again. The commits of a
-      partition of a group that has no other record in the batch (no group record, no
-      offset tombstone) are reduced to one ``CommitRun`` row per source partition: located
-      at the last commit, with its offset, leader epoch and commit time, the count and the
-      last ``history`` ``(commit_ts_ms, offset)`` pairs. Applying the run equals applying
-      the commits one by one (:class:`~streaming.tracking.model.CommitRun`);
-    * the other commits (their group has records the tracker orders them with) keep their
-      bytes and their own row (``OffsetCommit``/``OffsetCommitTombstone``);
+    * a record with a ``commit`` (decoded in the JVM) is not decoded again. A group's commits
+      of one partition between two of the group's other ``__consumer_offsets`` records (group
+      records, offset tombstones; the batch's ends count as well) are one run: one
+      ``CommitRun`` row, located at the run's last commit, with its offset, leader epoch and
+      commit time, the count and the last ``history`` ``(commit_ts_ms, offset)`` pairs.
+      Applying the run equals applying its commits one by one
+      (:class:`~streaming.tracking.model.CommitRun`);
+    * an offset tombstone keeps its bytes and its own row (``OffsetCommitTombstone``);
     * every other record is decoded by the Python codec here."""
     import numpy as np
     import pyarrow.compute as pc
@@ -263,39 +263,66 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Ta
     commits = commit.take(pa.array(commit_rows))
     groups = commits.field("group_id")
     tombstone = np.asarray(pc.less(commits.field("version"), 0).to_numpy(zero_copy_only=False))
-    busy = {d.group_ids[0] for d in results if d.group_ids[0] is not None}
-    busy.update(pc.filter(groups, pa.array(tombstone)).to_pylist())
-    single = tombstone | np.asarray(
-        pc.is_in(groups, value_set=pa.array(sorted(busy), type=pa.string()))
-        .fill_null(False)
-        .to_numpy(zero_copy_only=False),
-        dtype=bool,
-    )
-    if single.any():
-        rows = commit_rows[single]
-        alone = commits.filter(pa.array(single))
+    if tombstone.any():
         parts.append(
             _decoded_rows(
                 batch,
-                rows.tolist(),
+                commit_rows[tombstone].tolist(),
                 [
-                    Decoded((g,), "OffsetCommitTombstone" if v < 0 else "OffsetCommit")
-                    for g, v in zip(
-                        alone.field("group_id").to_pylist(),
-                        alone.field("version").to_pylist(),
-                        strict=True,
-                    )
+                    Decoded((g,), "OffsetCommitTombstone")
+                    for g in pc.filter(groups, pa.array(tombstone)).to_pylist()
                 ],
             )
         )
-    if not single.all():
-        parts.append(_runs(batch, commit_rows[~single], history))
+    # the run boundaries: the group's other records of __consumer_offsets, in row order
+    # (= offset order: a group's records are in one partition); collector records are
+    # ordered by time against the run's last commit (the reducer's merge)
+    sources = batch.column("source")
+    offsets_rows = [
+        (d.group_ids[0], i)
+        for i, d in zip(take, results, strict=True)
+        if d.group_ids[0] is not None and sources[i].as_py() == OFFSETS
+    ]
+    offsets_rows += zip(
+        pc.filter(groups, pa.array(tombstone)).to_pylist(),
+        commit_rows[tombstone].tolist(),
+        strict=True,
+    )
+    plain = ~tombstone
+    if plain.any():
+        rows = commit_rows[plain]
+        parts.append(
+            _runs(
+                batch,
+                rows,
+                _segments(groups.filter(pa.array(plain)), rows, offsets_rows, n),
+                history,
+            )
+        )
     return pa.concat_tables(parts)
 
 
-def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, history: int) -> pa.Table:
-    """One ``CommitRun`` row per (group, topic, partition, source partition) of commit rows
-    ``rows`` (in offset order within each source partition)."""
+def _segments(groups: pa.Array, rows: Any, boundaries: list[tuple[str, int]], n: int) -> Any:
+    """For each commit (its group and row), how many of its group's boundary records come
+    before it in the batch."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if not boundaries:
+        return np.zeros(len(rows), dtype=np.int64)
+    names = sorted({g for g, _ in boundaries})
+    code = {g: i for i, g in enumerate(names)}
+    keys = np.sort(np.array([code[g] * (n + 1) + r for g, r in boundaries], dtype=np.int64))
+    index = pc.index_in(groups, value_set=pa.array(names, type=pa.string()))
+    codes = np.asarray(index.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    base = np.where(codes >= 0, codes * (n + 1), -1)
+    found = np.searchsorted(keys, base + np.asarray(rows)) - np.searchsorted(keys, base)
+    return np.where(codes >= 0, found, 0)
+
+
+def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: int) -> pa.Table:
+    """One ``CommitRun`` row per (group, topic, partition, source partition, segment) of
+    commit rows ``rows`` (in offset order within each source partition)."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -307,6 +334,7 @@ def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, history: int) -> pa.Table
         topic,
         pc.cast(commit.field("partition"), pa.string()),
         pc.cast(picked.column("partition"), pa.string()),
+        pc.cast(pa.array(segments, type=pa.int64()), pa.string()),
         "\x00",
     )
     codes = np.asarray(pc.dictionary_encode(key).combine_chunks().indices, dtype=np.int64)
