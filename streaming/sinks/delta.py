@@ -77,6 +77,9 @@ class DeltaSink:
                 .comment(f"rebalance-monitor {table} (docs/tables.md)")
                 .execute()
             )
+            # load the new table's snapshot now (Delta caches it): the first micro-batch's
+            # appends would otherwise each reconstruct it (a Spark job, ~1-3 s here)
+            DeltaTable.forPath(self.spark, path).detail().collect()
 
     def _check(self, table: str, path: str, expected: StructType) -> None:
         from delta.tables import DeltaTable

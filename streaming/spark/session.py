@@ -33,10 +33,13 @@ DEFAULT_JARS_DIR = REPO / ".cache" / "jars" / "spark"
 LOCAL_FS_JAR = Path("localfs") / "rebalance-monitor-localfs.jar"
 #: ``jvm/udf``, the commit lane's decoder (:mod:`streaming.spark.commits`), next to them too.
 UDF_JAR = Path("udf") / "rebalance-monitor-udf.jar"
-#: Local mode: Hadoop's local file system without a process per file (module docstring).
+#: Local mode: Hadoop's local file system without a process per file (module docstring),
+#: and Python workers forked with the job's modules already imported
+#: (:mod:`streaming.spark.daemon`).
 LOCAL_FS_CONF: dict[str, str] = {
     "spark.hadoop.fs.file.impl": "rebalancemonitor.hadoop.NioLocalFileSystem",
     "spark.hadoop.fs.AbstractFileSystem.file.impl": "rebalancemonitor.hadoop.NioLocalFs",
+    "spark.python.daemon.module": "streaming.spark.daemon",
 }
 
 #: Settings the job needs to be correct; user settings cannot turn them off.
