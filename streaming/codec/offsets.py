@@ -16,8 +16,10 @@ OffsetCommitValue version under either key type, and so do we. Transactional com
 written the same way; only the batch (producer id, control markers) tells them apart.
 
 :func:`decode_offset_commit_fast` reads the common case (key and a v0-v4 value, or a
-tombstone; v4 with short metadata and at most the topic id tag) in one pass; anything unusual goes through the per-version functions, which also
-produce the precise error.
+tombstone; v4 with short metadata and at most the topic id tag) in one pass; anything unusual
+goes through the per-version functions, which also produce the precise error. (The job's
+commit lane decodes commits in the JVM, :mod:`streaming.spark.commits`; this path serves the
+group lane, the CLI and the benchmarks' reference loop.)
 
 Example (type 1, value v3)::
 

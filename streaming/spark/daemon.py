@@ -14,12 +14,12 @@ masters only: a cluster's executors need not have the ``streaming`` package inst
 from __future__ import annotations
 
 import pandas  # noqa: F401
-import pyarrow  # noqa: F401
+import pyarrow
 import pyarrow.compute  # noqa: F401
 from pyspark import daemon
 
-import streaming.spark.decode  # noqa: F401
-import streaming.spark.stateful  # noqa: F401
+import streaming.spark.decode
+import streaming.spark.stateful
 import streaming.tracking.reducer  # noqa: F401
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from assign_core.model import TopicPartition
-from streaming.tracking.events import GroupStatus, OffsetCommitRow, PartitionLagRow
 from streaming.tracking.config import DEFAULT_CONFIG
+from streaming.tracking.events import GroupStatus, OffsetCommitRow, PartitionLagRow
 from streaming.tracking.model import CommitRun, GroupSnapshot, Observation, SnapshotOffset
 from tests.unit.streaming.tracking.factories import (
     GROUP,
