@@ -454,18 +454,19 @@ def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
     """The ``offset_commits`` rows of a micro-batch: the commit lane's typed rows, every one
     (``history="every"``) or the last record (commit or tombstone) of each partition of each
     group (``"latest"``), ``event_time`` and ``date`` derived as :func:`to_spark_row` does."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    rows = events.where(F.col("kind") == COMMIT_KIND).select(f"{COMMIT_STRUCT_COLUMN}.*")
+    commits = events.where(F.col("kind") == COMMIT_KIND)
     if history == "latest":
-        # a group's records are in one __consumer_offsets partition: offset order is log order
-        last = Window.partitionBy("group_id", "topic", "partition").orderBy(
-            F.col("source_offset").desc()
+        # a group's records are in one __consumer_offsets partition: offset order is log
+        # order; a hash aggregate (partial on each task) rather than a sorted window
+        c = F.col(COMMIT_STRUCT_COLUMN)
+        commits = commits.groupBy(c["group_id"], c["topic"], c["partition"]).agg(
+            F.max_by(c, c["source_offset"]).alias(COMMIT_STRUCT_COLUMN)
         )
-        rows = rows.withColumn("_n", F.row_number().over(last)).where("_n = 1").drop("_n")
     elif history != "every":
         raise ValueError(f"history: expected 'latest' or 'every', got {history!r}")
+    rows = commits.select(f"{COMMIT_STRUCT_COLUMN}.*")
     rows = rows.withColumn("event_time", F.timestamp_millis("event_ts_ms"))
     return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
         *schema(OFFSET_COMMITS).fieldNames()

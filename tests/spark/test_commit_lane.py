@@ -158,3 +158,40 @@ def test_the_lanes_ids_and_columns_equal_the_trackers(spark: SparkSession) -> No
         6_000,
     )
     assert lane.schema["offset_commit"].dataType.simpleString().startswith("struct<event_id")
+
+
+def test_offset_commits_keep_every_commit_or_the_last_per_partition(spark: SparkSession) -> None:
+    from streaming.sinks.tables import commit_frame, schema
+
+    register(spark)
+
+    def key(group: str, partition: int) -> bytes:
+        return b"\x00\x01\x00\x01" + group.encode() + b"\x00\x01t" + partition.to_bytes(4, "big")
+
+    def value(offset: int) -> bytes:
+        return b"\x00\x03" + offset.to_bytes(8, "big") + bytes(4) + b"\x00\x00" + bytes(8)
+
+    records = [
+        ("a", 0, 1, value(10)),
+        ("a", 0, 2, value(11)),
+        ("a", 1, 3, value(20)),
+        ("b", 0, 4, value(30)),
+        ("a", 0, 5, value(12)),
+        ("b", 0, 6, None),  # b's partition 0 ends deleted
+    ]
+    df = spark.createDataFrame(
+        [("offsets", 9, o, 1_000 * o, key(g, p), v) for g, p, o, v in records],
+        "source string, partition int, offset bigint, timestamp_ms bigint, key binary, "
+        "value binary",
+    )
+    lane = commit_rows(with_commit(df), cluster="c", timestamp_ms="timestamp_ms")
+    every = commit_frame(lane, history="every")
+    assert every.schema.fieldNames() == schema("offset_commits").fieldNames()
+    assert sorted(r.source_offset for r in every.collect()) == [1, 2, 3, 4, 5, 6]
+    latest = {
+        (r.group_id, r.partition): (r.source_offset, r.offset, r.deleted)
+        for r in commit_frame(lane, history="latest").collect()
+    }
+    assert latest == {("a", 0): (5, 12, False), ("a", 1): (3, 20, False), ("b", 0): (6, None, True)}
+    with pytest.raises(ValueError, match="history"):
+        commit_frame(lane, history="sometimes")

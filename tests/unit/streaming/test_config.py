@@ -33,6 +33,7 @@ def test_defaults() -> None:
     assert dict(c.spark_conf) == {} and dict(c.kafka_options) == {}
     assert c.max_offsets_per_trigger is None
     assert c.decode_partitions == 4
+    assert c.offset_commits_history == "latest"
 
 
 def test_frozen() -> None:
@@ -130,6 +131,7 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"spark_master": 5}, "spark_master"),
     ({"max_offsets_per_trigger": 0}, "max_offsets_per_trigger"),
     ({"decode_partitions": 0}, "decode_partitions"),
+    ({"offset_commits_history": "sometimes"}, "offset_commits_history"),
     ({"spark_conf": {"shuffle": "1"}}, "spark_conf"),
     ({"kafka_options": {"auto.offset.reset": "latest"}}, "kafka_options"),
     ({"kafka_options": {"kafka.bootstrap.servers": "x:1"}}, "kafka_options"),
