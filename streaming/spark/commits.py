@@ -43,11 +43,12 @@ __all__ = [
 
 DECODE_UDF = "rm_offset_commit"
 QUOTE_UDF = "rm_quote"
-#: What ``rm_offset_commit`` returns (Kafka's -1 defaults kept; ``version`` -1: tombstone).
+#: What ``rm_offset_commit`` returns (Kafka's -1 defaults kept; ``version`` -1: tombstone;
+#: ``topic_id``: a v4 value's tag 0, the zero id when absent, null for a tombstone).
 COMMIT_STRUCT = (
     "struct<record_type:int, group_id:string, topic:string, partition:int, version:int, "
     "offset:bigint, leader_epoch:int, metadata:string, commit_ts_ms:bigint, "
-    "expire_ts_ms:bigint>"
+    "expire_ts_ms:bigint, topic_id:string>"
 )
 #: The column :func:`with_commit` adds.
 COMMIT_COLUMN = "commit"

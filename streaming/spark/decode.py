@@ -81,7 +81,7 @@ DECODED_SCHEMA = (
     "error string, error_type string, error_field string, error_offset int, stats string, "
     "run_topic string, run_partition int, run_offset bigint, run_leader_epoch int, "
     "run_commit_ts_ms bigint, run_count int, run_history_ts_ms array<bigint>, "
-    "run_history_offsets array<bigint>"
+    "run_history_offsets array<bigint>, run_topic_id string"
 )
 #: The ``group_id`` of a source-stats row (:func:`source_stats`); no Kafka group is named so.
 STATS_KEY = "\x00rebalance-monitor:source-stats"
@@ -109,6 +109,7 @@ _RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("run_count", pa.int32()),
     ("run_history_ts_ms", pa.list_(pa.int64())),
     ("run_history_offsets", pa.list_(pa.int64())),
+    ("run_topic_id", pa.string()),
 ]
 _ARROW_DECODED = pa.schema(
     [
@@ -368,6 +369,7 @@ def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: i
         pa.array(counts, type=pa.int32()),
         pa.ListArray.from_arrays(list_offsets, commit.field("commit_ts_ms").take(hist_rows)),
         pa.ListArray.from_arrays(list_offsets, commit.field("offset").take(hist_rows)),
+        commit.field("topic_id").take(last_rows),
     ]
     return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
 

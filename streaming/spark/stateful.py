@@ -153,6 +153,7 @@ def _runs(frame: pd.DataFrame) -> list[Observation]:
                 commit_ts_ms=int(commit_ts),
                 count=int(count),
                 history=tuple(zip(map(int, hist_ts), map(int, hist_offsets), strict=True)),
+                topic_id=str(topic_id),
             ),
         )
         for (
@@ -168,6 +169,7 @@ def _runs(frame: pd.DataFrame) -> list[Observation]:
             count,
             hist_ts,
             hist_offsets,
+            topic_id,
         ) in zip(
             *(
                 frame[c]
@@ -184,6 +186,7 @@ def _runs(frame: pd.DataFrame) -> list[Observation]:
                     "run_count",
                     "run_history_ts_ms",
                     "run_history_offsets",
+                    "run_topic_id",
                 )
             ),
             strict=True,

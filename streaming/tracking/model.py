@@ -201,7 +201,8 @@ class CommitRun:
     (source partition, offset, timestamp).
 
     ``history``: the last commits of the run, ``(commit_ts_ms, offset)``, oldest first (at
-    most the tracker's ``commit_history``); ``count``: how many commits the run had."""
+    most the tracker's ``commit_history``); ``count``: how many commits the run had;
+    ``topic_id``: the last commit's (value v4, tag 0; the zero id when absent)."""
 
     group_id: str
     topic: str
@@ -211,6 +212,7 @@ class CommitRun:
     commit_ts_ms: int
     count: int
     history: tuple[tuple[int, int], ...]
+    topic_id: str = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 Payload = Record | CommitRun | MembershipPayload

@@ -44,6 +44,7 @@ def _python(key: bytes | None, value: bytes | None) -> tuple[Any, ...] | None:
             rec.metadata,
             rec.commit_ts_ms,
             rec.expire_ts_ms,
+            rec.topic_id,
         )
     return None
 

@@ -268,7 +268,8 @@ def _with_commit(rows: list[tuple[int, int, int, bytes, bytes | None]]) -> pa.Ta
                 {"record_type": rec.record_type, "group_id": rec.group_id, "topic": rec.topic,
                  "partition": rec.partition, "version": rec.value_version, "offset": rec.offset,
                  "leader_epoch": rec.leader_epoch, "metadata": rec.metadata,
-                 "commit_ts_ms": rec.commit_ts_ms, "expire_ts_ms": rec.expire_ts_ms}
+                 "commit_ts_ms": rec.commit_ts_ms, "expire_ts_ms": rec.expire_ts_ms,
+                 "topic_id": rec.topic_id}
             )  # fmt: skip
         else:
             commits.append(None)

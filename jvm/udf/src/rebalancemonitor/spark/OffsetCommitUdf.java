@@ -6,6 +6,7 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Base64;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -36,12 +37,15 @@ import org.apache.spark.sql.api.java.UDF2;
  *
  * <p>The result is a struct (see {@code streaming.spark.commits.COMMIT_STRUCT}): record type,
  * group, topic, partition, value version (-1 for a tombstone), offset, leader epoch, metadata,
- * commit and expire timestamps (Kafka's -1 defaults kept; the SQL side maps them to null).
+ * commit and expire timestamps (Kafka's -1 defaults kept; the SQL side maps them to null), and
+ * the topic id of a v4 value (tag 0) as Kafka prints a Uuid (URL-safe base64, no padding; the
+ * zero id "AAAAAAAAAAAAAAAAAAAAAA" when absent, as the Python codec has it).
  */
 public final class OffsetCommitUdf implements UDF2<byte[], byte[], Row> {
   private static final long serialVersionUID = 1L;
   private static final int MAX_STRING_LENGTH = 0x7FFF;
   private static final int MAX_TAGGED_FIELDS = 10_000;
+  private static final String ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA";
 
   /** Thrown inside the decoder for anything it refuses; never leaves {@link #call}. */
   private static final class Refused extends Exception {
@@ -80,7 +84,8 @@ public final class OffsetCommitUdf implements UDF2<byte[], byte[], Row> {
     int partition = k.int32();
     int type = key[1];
     if (value == null) {
-      return RowFactory.create(type, group, topic, partition, -1, null, null, null, null, null);
+      return RowFactory.create(
+          type, group, topic, partition, -1, null, null, null, null, null, null);
     }
     Cursor v = new Cursor(value, 0);
     int version = v.int16();
@@ -89,6 +94,7 @@ public final class OffsetCommitUdf implements UDF2<byte[], byte[], Row> {
     String metadata;
     long commitTs;
     long expireTs = -1L;
+    String topicId = ZERO_UUID;
     switch (version) {
       case 0, 2 -> {
         offset = v.int64();
@@ -112,12 +118,22 @@ public final class OffsetCommitUdf implements UDF2<byte[], byte[], Row> {
         leaderEpoch = v.int32();
         metadata = v.compactString();
         commitTs = v.int64();
-        v.taggedFields();
+        topicId = v.taggedFields();
       }
       default -> throw Refused.INSTANCE; // an unknown version: the codec's Unknown record
     }
     return RowFactory.create(
-        type, group, topic, partition, version, offset, leaderEpoch, metadata, commitTs, expireTs);
+        type,
+        group,
+        topic,
+        partition,
+        version,
+        offset,
+        leaderEpoch,
+        metadata,
+        commitTs,
+        expireTs,
+        topicId);
   }
 
   /** A read position in one buffer; every read checks the bounds. */
@@ -219,21 +235,31 @@ public final class OffsetCommitUdf implements UDF2<byte[], byte[], Row> {
       return text;
     }
 
-    /** The tagged-field section: tag 0 (topic id) must be 16 bytes, the rest is skipped. */
-    void taggedFields() throws Refused {
+    /**
+     * The tagged-field section: tag 0 (topic id) must be 16 bytes, the rest is skipped. Returns
+     * the topic id (the last tag 0 wins, as in the Python codec), or the zero id.
+     */
+    String taggedFields() throws Refused {
       int count = uvarint();
       if (count > buf.length - pos || count > MAX_TAGGED_FIELDS) {
         throw Refused.INSTANCE;
       }
+      String topicId = ZERO_UUID;
       for (int i = 0; i < count; i++) {
         int tag = uvarint();
         int size = uvarint();
         need(size);
-        if (tag == 0 && size != 16) {
-          throw Refused.INSTANCE;
+        if (tag == 0) {
+          if (size != 16) {
+            throw Refused.INSTANCE;
+          }
+          byte[] id = new byte[16];
+          System.arraycopy(buf, pos, id, 0, 16);
+          topicId = Base64.getUrlEncoder().withoutPadding().encodeToString(id);
         }
         pos += size;
       }
+      return topicId;
     }
   }
 }
