@@ -14,7 +14,9 @@
 
 It runs until Ctrl-C or ``--duration``; then it stops the simulator (which closes its
 members), the collector, the job, and the broker if the demo started it. The job starts from
-the latest offsets (``--from-earliest`` replays what the broker already holds) and keeps its
+the latest offsets (``--from-earliest`` replays what the broker already holds), and the
+scenarios and the collector only once its first micro-batch is done, so every group is seen
+from its first record (``--duration`` counts from then); it keeps its
 checkpoint and tables in ``.local/demo`` (cleared at start unless ``--keep-state``). Logs of
 the helpers go to ``.local/demo/*.log``. ``--static`` prints the what-if comparison of the
 source documents' scenarios instead (no broker, no Spark).
@@ -304,7 +306,6 @@ def run_demo(args: argparse.Namespace) -> int:
     _ensure_topic(bootstrap, config.membership_topic)
     summary = Summary()
     job_log = open(state / "job.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
-    started = time.monotonic()
 
     def log(line: str) -> None:
         job_log.write(line + "\n")
@@ -312,24 +313,28 @@ def run_demo(args: argparse.Namespace) -> int:
 
     scenarios = args.scenario or ["all"]
     try:
-        with (
-            _process("collector", ["collect", "--bootstrap-server", bootstrap,
-                                   "--topic", config.membership_topic, "--interval", "2"],
-                     state) as collector,
-            _process("simulate", ["simulate", "--loop", "--bootstrap-server", bootstrap,
-                                  "--log-dir", str(state / "members"), *scenarios],
-                     state) as simulator,
-        ):  # fmt: skip
-            say("starting the streaming job (local Spark; the first batch takes a while)")
-            job = launch(config, progress=log, on_events=summary.on_events)
-            try:
+        # the job first, its first micro-batch done: it reads from the latest offsets, so
+        # whatever the scenarios write after this is seen from a group's first record on
+        say("starting the streaming job (local Spark; the first batch takes a while)")
+        job = launch(config, progress=log, on_events=summary.on_events)
+        try:
+            job.await_backlog()
+            started = time.monotonic()  # --duration: of the scenarios
+            with (
+                _process("collector", ["collect", "--bootstrap-server", bootstrap,
+                                       "--topic", config.membership_topic, "--interval", "2"],
+                         state) as collector,
+                _process("simulate", ["simulate", "--loop", "--bootstrap-server", bootstrap,
+                                      "--log-dir", str(state / "members"), *scenarios],
+                         state) as simulator,
+            ):  # fmt: skip
                 url = job.metrics_url or "(exporter off)"
                 say(f"metrics: {url}   tables: {config.delta_path}   logs: {state}")
                 _watch(job, summary, args, started, url, (collector, simulator))
-            except KeyboardInterrupt:
-                say("\ninterrupted: stopping")
-            finally:
-                job.stop()
+        except KeyboardInterrupt:
+            say("\ninterrupted: stopping")
+        finally:
+            job.stop()
     except KeyboardInterrupt:
         say("\ninterrupted: stopping")
     finally:

@@ -324,7 +324,10 @@ class Sinks:
             commit = F.col(COMMIT_STRUCT_COLUMN)
             text = (
                 F.when(needed, F.coalesce(F.col("summary"), F.col("payload")))
-                .when((F.col("kind") == COMMIT_KIND) & commit["deleted"], F.to_json(commit))
+                .when(
+                    (F.col("kind") == COMMIT_KIND) & commit["deleted"],
+                    F.to_json(commit, {"ignoreNullFields": "false"}),  # nulls are fields too
+                )
                 .alias("text")
             )
             small = df.select("kind", text).toArrow()  # Arrow buffers, not a row object each

@@ -1,4 +1,4 @@
-"""Decode on the executors: both sources -> one envelope -> routed rows and bad rows.
+"""Decode on the executors, the group lane: both sources -> one envelope -> routed rows.
 
 ::
 
@@ -6,11 +6,16 @@
         │                                    source, topic, partition, offset, timestamp,
         │                                    key, value
         ▼
-    decode(envelope_df)                      mapInArrow(decode_batches): per Arrow batch, on
-                                             the executors, every record is decoded once
-                                             (codec / membership JSON) -> DECODED_SCHEMA; a
-                                             bad row keeps its raw bytes, where they were
-                                             read, and error / field / byte offset
+    with_commit (streaming.spark.commits)    + ``commit``: the offset commit, decoded in the
+        │                                    JVM (the commit lane's column)
+        ▼
+    decode(envelope_df)                      mapInArrow(decode_batches): per chunk of each
+                                             task's input (:data:`CHUNK_ROWS`), on the
+                                             executors -> DECODED_SCHEMA: commits as runs
+                                             (vectorized, pyarrow), every other record
+                                             decoded once (codec / membership JSON); a bad
+                                             row keeps its raw bytes, where they were read,
+                                             and error / field / byte offset
 
 What a decoded row carries. ``group_id`` is the routing key of the stateful step:
 :func:`streaming.tracking.model.routing_keys` — the record's group, or, for a collector
@@ -19,23 +24,31 @@ fans topic metadata out to every group it names). Records that name no group (un
 types, unsupported event versions, a ``topics`` event without groups) keep one row with
 ``group_id`` null and ``record_type`` saying what they are: the job counts and drops them
 (explicit, never silent). ``record_type`` is the decoded class name (``OffsetCommit``,
-``GroupMetadata``, ``GroupSnapshot``...).
+``GroupMetadata``, ``GroupSnapshot``...), or ``CommitRun``.
 
-How the decoded record travels to the stateful operator: as its **raw bytes**, re-decoded
-there by :func:`observation_of`. Measured on the codec corpus (122 records serialized by
-Kafka 4.4.0, ``/tmp``-style micro-benchmark, Python 3.11 on this machine): re-decoding costs
-29.6 µs/record, while a pickled ``Observation`` costs 30.0 µs to dump plus 31.1 µs to load
-and is 473 bytes/record against 275 bytes of raw key+value, so pickling would double both the
-CPU and the shuffle bytes. JSON would need an inverse of the codec's ``to_json`` that does
-not exist and is slower than either. The raw bytes must travel anyway (the bad side keeps
-them), so the good side adds nothing to the shuffle.
+**Commits as runs.** A real ``__consumer_offsets`` is ~99 % offset commits, and the tracker
+needs of them only each partition's latest commit and a short history of commit times (the
+crash rule, lag). The commit lane has decoded them already (``commit``); here a group's
+consecutive commits of one partition, between two of the group's other ``__consumer_offsets``
+records (group records, offset tombstones) within a chunk, become one ``CommitRun`` row
+(:func:`decode_batch`), vectorized with pyarrow and numpy: no Python step per commit. A
+chunk of the steady backlog (``bench/steady.py``: 20 partitions per group committed every
+5 s) of 100,000 records becomes a few thousand rows.
+
+How the other records travel to the stateful operator: as their **raw bytes**, re-decoded
+there by :func:`observation_of` (they are the rare ones). Measured on the codec corpus (122
+records serialized by Kafka 4.4.0, Python 3.11 on this machine): re-decoding costs 29.6
+µs/record, while a pickled ``Observation`` costs 30.0 µs to dump plus 31.1 µs to load and is
+473 bytes/record against 275 bytes of raw key+value, so pickling would double both the CPU
+and the shuffle bytes. The raw bytes must travel anyway (the bad side keeps them).
 
 Bad input never stops the query: any exception of one record becomes that row's ``error``
 (:class:`~streaming.codec.DecodeError` gives ``error_field`` and ``error_offset``;
-:class:`~streaming.tracking.errors.MembershipEventError` gives ``error_field``).
+:class:`~streaming.tracking.errors.MembershipEventError` gives ``error_field``). A commit the
+JVM decoder refused takes this path too, so the Python codec names what failed.
 
-The per-batch functions (:func:`decode_batch`, :func:`observation_of`) need only pyarrow;
-pyspark is imported by the DataFrame builders.
+The per-batch functions (:func:`decode_batch`, :func:`observation_of`) need only pyarrow
+and numpy; pyspark is imported by the DataFrame builders.
 """
 
 from __future__ import annotations
