@@ -1,0 +1,310 @@
+"""The job's ``foreachBatch`` sink: one micro-batch's rows to the exporter, Delta and counters.
+
+:class:`Sinks` receives each micro-batch of the query (:func:`streaming.job.start`): the
+stateful step's rows (tracker events, bad records, source stats) and the commit lane's
+``offset_commits`` rows (:mod:`streaming.spark.commits`). It hands the exporter and the
+listener the rows the driver needs first (detection latency), then appends each table's rows
+to Delta side by side (:class:`streaming.sinks.delta.DeltaSink`, one Spark job per table),
+and counts the batch (input, bad, unrouted, offset gaps) for the progress lines and the
+exporter's own metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streaming.config import JobConfig
+    from streaming.sinks.delta import DeltaSink
+    from streaming.sinks.prometheus import PrometheusSink
+
+__all__ = [
+    "BAD_RECORD",
+    "DRIVER_KINDS",
+    "SOURCE_STATS",
+    "EventsListener",
+    "JobStats",
+    "Progress",
+    "Sinks",
+    "app_id",
+]
+
+Progress = Callable[[str], None]
+#: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts; a
+#: rebalance as :func:`streaming.spark.stateful.summary_row`), in order and in chunks of
+#: :data:`DRIVER_CHUNK`, before they are written to Delta.
+EventsListener = Callable[[list[dict[str, Any]]], None]
+#: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
+#: (commits, per-member assignments) goes from the executors to Delta only.
+DRIVER_KINDS = frozenset(
+    {"rebalance", "group_metrics", "group_status", "partition_lag", "group_deleted"}
+)
+
+#: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
+SOURCE_STATS, BAD_RECORD = "source_stats", "bad_record"
+BAD_RECORD_JSON = (
+    "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
+    "key string, value string, error string, error_type string, error_field string, "
+    "error_offset int"
+)
+
+#: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
+DRIVER_CHUNK = 5_000
+
+
+# -- the sinks of one run --------------------------------------------------------------------
+
+
+@dataclass
+class JobStats:
+    """Running totals of one run (what the progress lines show)."""
+
+    input_records: int = 0
+    bad_records: int = 0
+    unrouted_records: int = 0
+    offset_gaps: int = 0
+    events: dict[str, int] = field(default_factory=dict)
+    last_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+class Sinks:
+    """The ``foreachBatch`` handlers: split rows per table, Delta, Prometheus, counters.
+
+    The writers are :class:`streaming.sinks.delta.DeltaSink` and
+    :class:`streaming.sinks.prometheus.PrometheusSink` (``prometheus=None``: no exporter).
+    """
+
+    def __init__(
+        self,
+        delta: DeltaSink,
+        prometheus: PrometheusSink | None,
+        *,
+        progress: Progress = print,
+        on_events: EventsListener | None = None,
+        offset_commits_history: str = "latest",
+    ) -> None:
+        self.delta = delta
+        self.prometheus = prometheus
+        self.progress = progress
+        self.on_events = on_events
+        self.offset_commits_history = offset_commits_history
+        self.stats = JobStats()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        spark: SparkSession,
+        config: JobConfig,
+        *,
+        progress: Progress = print,
+        on_events: EventsListener | None = None,
+    ) -> Sinks:
+        from streaming.sinks.delta import DeltaSink
+        from streaming.sinks.prometheus import PrometheusSink
+
+        delta = DeltaSink(spark, config.delta_path, app_id(config.checkpoint_dir))
+        delta.ensure_tables()
+        prometheus = None
+        if config.metrics_port:
+            prometheus = PrometheusSink()
+            port = prometheus.start(config.metrics_host, config.metrics_port)
+            progress(f"metrics on http://{config.metrics_host}:{port}/metrics")
+        return cls(
+            delta,
+            prometheus,
+            progress=progress,
+            on_events=on_events,
+            offset_commits_history=config.offset_commits_history,
+        )
+
+    def close(self) -> None:
+        if self.prometheus is not None:
+            self.prometheus.stop()
+
+    def _count_records(
+        self, stats_rows: list[dict[str, Any]], batch_id: int, started: float
+    ) -> None:
+        """Sum a batch's source stats (:func:`streaming.spark.decode.source_stats`) per source
+        partition: records, bad, without a group, offset gaps; to Prometheus (with the batch's
+        duration since ``started``, :func:`time.monotonic`) and a line."""
+        per_partition: dict[tuple[str, int], list[int]] = {}  # lo, hi, records, unrouted, bad
+        for s in stats_rows:
+            key = (str(s["topic"]), int(s["partition"]))
+            got = per_partition.get(key)
+            if got is None:
+                per_partition[key] = [s["lo"], s["hi"], s["records"], s["unrouted"], s["bad"]]
+            else:
+                got[0], got[1] = min(got[0], s["lo"]), max(got[1], s["hi"])
+                got[2] += s["records"]
+                got[3] += s["unrouted"]
+                got[4] += s["bad"]
+        with self._lock:
+            stats = self.stats
+            records = unrouted = bad_count = gaps = 0
+            for key, (lo, hi, n, no_group, bad) in per_partition.items():
+                records, unrouted, bad_count = records + n, unrouted + no_group, bad_count + bad
+                last = stats.last_offsets.get(key)
+                gaps += hi - lo + 1 - n
+                if last is not None and lo > last + 1:
+                    gaps += lo - last - 1
+                stats.last_offsets[key] = max(hi, last if last is not None else -1)
+            stats.input_records += records
+            stats.bad_records += bad_count
+            stats.unrouted_records += unrouted
+            stats.offset_gaps += gaps
+            line = (
+                f"[records] batch {batch_id}: {records} records, {bad_count} bad, "
+                f"{unrouted} without a group (totals: records={stats.input_records} "
+                f"bad={stats.bad_records} unrouted={stats.unrouted_records} "
+                f"gaps={stats.offset_gaps})"
+            )
+        if self.prometheus is not None:
+            self.prometheus.record_batch(
+                time.monotonic() - started,
+                records,
+                bad_count,
+                time.time(),
+                batch_id=batch_id,
+                unrouted_records=unrouted,
+                offset_gaps=gaps,
+            )
+        self.progress(line)
+
+    def events_batch(self, df: DataFrame, batch_id: int) -> None:
+        """One micro-batch of the stateful step's rows: the rows the driver needs (exporter,
+        listener), then each table's rows parsed and appended by Spark (one Delta append per
+        table with rows, side by side; the bad records into ``bad_records``), then the
+        source stats counted (the batch's duration, input, bad, unrouted, gaps).
+
+        The exporter goes first because it is what alerts read: a batch's values are served
+        while its Delta commits run (detection latency). If a commit then fails, the query
+        stops and a restart replays the batch into the (new) exporter and into Delta, which
+        skips the tables already committed (``txnVersion``)."""
+        import pyarrow.compute as pc
+        from pyspark.sql import functions as F
+
+        from streaming.sinks.tables import (
+            BAD_RECORDS,
+            COMMIT_KIND,
+            COMMIT_STRUCT_COLUMN,
+            KIND_TO_TABLE,
+            OFFSET_COMMITS,
+            commit_frame,
+            table_frame,
+        )
+
+        started = time.monotonic()
+        df = df.persist()
+        try:
+            # one job computes the batch (persisted) and brings the driver every row's kind
+            # (the counts, without a second job) and the text of the rows it needs: the
+            # exporter's (a rebalance as its summary_row: without the lists only Delta keeps;
+            # an offset tombstone of the commit lane ends its partition's lag series) and the
+            # source stats; the batch cap (max_offsets_per_trigger) bounds them
+            needed = F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS])
+            commit = F.col(COMMIT_STRUCT_COLUMN)
+            text = (
+                F.when(needed, F.coalesce(F.col("summary"), F.col("payload")))
+                .when(
+                    (F.col("kind") == COMMIT_KIND) & commit["deleted"],
+                    F.to_json(commit, {"ignoreNullFields": "false"}),  # nulls are fields too
+                )
+                .alias("text")
+            )
+            small = df.select("kind", text).toArrow()  # Arrow buffers, not a row object each
+            counts = pc.value_counts(small["kind"])
+            kinds: dict[str, int] = dict(
+                zip(
+                    counts.field("values").to_pylist(),
+                    counts.field("counts").to_pylist(),
+                    strict=True,
+                )
+            )
+            stats: list[dict[str, Any]] = []
+            for start in range(0, small.num_rows, DRIVER_CHUNK):  # no filtered copy: memory
+                chunk = small.slice(start, DRIVER_CHUNK)
+                driver = []
+                for kind, text in zip(
+                    chunk["kind"].to_pylist(), chunk["text"].to_pylist(), strict=True
+                ):
+                    if text is not None:
+                        parsed = json.loads(text)
+                        if kind == SOURCE_STATS:
+                            stats.append(parsed)
+                        else:
+                            parsed["kind"] = kind  # the lane's tombstones are bare rows
+                            driver.append(parsed)
+                if not driver:
+                    continue
+                if self.prometheus is not None:
+                    self.prometheus.update(driver)
+                if self.on_events is not None:
+                    self.on_events(driver)
+            del small, counts
+            frames = {
+                table: (
+                    commit_frame(df, history=self.offset_commits_history)
+                    if table == OFFSET_COMMITS
+                    else table_frame(df, table)
+                )
+                for table in sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
+            }
+            if kinds.get(BAD_RECORD):
+                frames[BAD_RECORDS] = _bad_records_rows(df, batch_id)
+            self.delta.write_batch(batch_id, frames)
+        finally:
+            df.unpersist()
+        self._count_records(stats, batch_id, started)
+        events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
+        with self._lock:
+            for kind, n in events.items():
+                self.stats.events[kind] = self.stats.events.get(kind, 0) + n
+        shown = ", ".join(f"{k}={n}" for k, n in sorted(events.items())) or "none"
+        self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
+
+
+def _bad_records_rows(events: DataFrame, batch_id: int) -> DataFrame:
+    """The ``bad_record`` rows (:func:`streaming.spark.stateful.bad_record_json`) in the
+    ``bad_records`` table's columns, parsed on the executors."""
+    from pyspark.sql import functions as F
+
+    bad = F.from_json("payload", BAD_RECORD_JSON, {"mode": "FAILFAST"})
+    rows = events.where(F.col("kind") == BAD_RECORD).select(bad.alias("b")).select("b.*")
+    return rows.select(
+        "topic",
+        "partition",
+        "offset",
+        "timestamp_ms",
+        F.timestamp_millis("timestamp_ms").alias("timestamp"),
+        F.unhex("key").alias("key"),
+        F.unhex("value").alias("value"),
+        "error",
+        "error_type",
+        F.col("error_field").alias("field"),
+        F.col("error_offset").alias("byte_offset"),
+        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        F.to_date(F.timestamp_millis("timestamp_ms")).alias("date"),
+    )
+
+
+def app_id(checkpoint_dir: str) -> str:
+    """The Delta ``txnAppId`` base of this checkpoint: a UUID created with it (local paths),
+    else derived from the checkpoint URI."""
+    if "://" in checkpoint_dir and not checkpoint_dir.startswith("file:"):
+        return f"rebalance-monitor:{checkpoint_dir}"
+    folder = Path(checkpoint_dir.removeprefix("file://").removeprefix("file:"))
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / "app-id"
+    if not marker.exists():
+        marker.write_text(f"rebalance-monitor:{uuid.uuid4()}\n", encoding="utf-8")
+    return marker.read_text(encoding="utf-8").strip()
