@@ -1036,10 +1036,14 @@ def report(
             other = by.get(name)
             if other is not None:
                 print(f"  ratio job / {name:<8} {job.rate / other.rate:>6.2f}   {target}")
-    if "KMinion" in by:
+    kminion = by.get("KMinion")
+    if kminion is not None and kminion.notes.get("records_consumed_s"):
+        consumed_s = kminion.notes["records_consumed_s"]
+        consumed_rate = backlog.records / consumed_s
         print(
-            f"  (KMinion exports offsets only once its 15 s catch-up check passes; it had "
-            f"consumed every record after {by['KMinion'].notes['records_consumed_s']:.1f} s)"
+            f"  KMinion exports offsets only once its catch-up check passes (every 15 s); it "
+            f"had consumed every record after {consumed_s:.1f} s = {consumed_rate:,.0f} records/s"
+            + ("" if job is None else f", job / that {job.rate / consumed_rate:.2f}")
         )
     if errors:
         print(f"  broker: {len(errors)} ERROR lines after the produce (see above)")
