@@ -303,7 +303,6 @@ def write_backlog(
     length = struct.Struct(">i")
     last: dict[str, dict[tuple[str, int], int]] = {}
     topics: dict[str, int] = {}
-    records = rebalance_records = 0
     # per group: (coordinator partition, phase, capture, [(topic, partition, key, id, start, step)])
     plan = []
     for i in range(groups):
@@ -347,7 +346,7 @@ def write_backlog(
                 out.write(b"".join(chunks))
         for group, _, _, _, owned in plan:
             last[group] = {(t, p): start + (rounds - 1) * step for t, p, _, _, start, step in owned}
-    commits = groups * rounds * PARTITIONS_PER_GROUP
+    commits = rounds * sum(len(owned) for *_, owned in plan)
     records = rebalance_records + commits
     last_phase = (groups - 1) * COMMIT_INTERVAL_MS // groups
     last_ts = base + first_round + last_phase + (rounds - 1) * COMMIT_INTERVAL_MS

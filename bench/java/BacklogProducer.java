@@ -67,7 +67,10 @@ public final class BacklogProducer {
         props.put(ProducerConfig.LINGER_MS_CONFIG, "20");
         props.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(512 * 1024));
         props.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(128L * 1024 * 1024));
-        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "60000");
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "600000");
+        // a loaded 2-core machine may take minutes for millions of records: no expiry
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "300000");
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "1800000");
 
         AtomicLong acked = new AtomicLong();
         AtomicReference<Exception> failure = new AtomicReference<>();
