@@ -544,15 +544,28 @@ def decode(
 
     if partitions is not None:
         envelope_df = envelope_df.coalesce(partitions)
-    extra = ["commit"] if "commit" in envelope_df.columns else []
+    key, value, extra = F.col("key"), F.col("value"), []
+    if "commit" in envelope_df.columns:
+        # a commit reaches Python as the fields a run needs, without its bytes (the
+        # offset_commits rows are the commit lane's); a tombstone keeps its key
+        commit = F.col("commit")
+        fields = ("group_id", "topic", "partition", "version", "offset", "leader_epoch")
+        key = F.when(commit.isNull() | (commit["version"] < 0), key).alias("key")
+        value = F.when(commit.isNull(), value).alias("value")
+        extra = [
+            F.when(
+                commit.isNotNull(),
+                F.struct(*(commit[f].alias(f) for f in (*fields, "commit_ts_ms", "topic_id"))),
+            ).alias("commit")
+        ]
     prepared = envelope_df.select(
         "source",
         "topic",
         "partition",
         "offset",
         F.unix_millis("timestamp").alias("timestamp_ms"),
-        "key",
-        "value",
+        key,
+        value,
         *extra,
     )
     return prepared.mapInArrow(
