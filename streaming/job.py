@@ -50,7 +50,8 @@ micro-batches. Delta rebuilds table snapshots with 50 tasks by default; :data:`J
 lowers that under the user's settings.
 
 Run it with ``rebalance-monitor run [options]`` or, unchanged, with
-``spark-submit --jars <.cache/jars/spark/*.jar, comma-separated> streaming/job.py [options]``:
+``spark-submit --jars <.cache/jars/spark/*.jar and .cache/jars/udf/*.jar, comma-separated>
+streaming/job.py [options]`` (``streaming.spark.session.spark_jars()`` lists them):
 under ``spark-submit`` (or with an active session) the master and jars are left to it.
 """
 
