@@ -30,11 +30,26 @@ drops subscribed topics without metadata.
 :func:`run_strategies` runs the group's own strategy first, then the others, and never
 raises: a strategy that fails (``AssignmentError`` where Java throws, or any error of an
 assignor) gives an :class:`~streaming.tracking.events.ExpectedAssignment` with ``error``.
+
+An assignor's answer is reused when the same strategy meets an identical input again (a
+storm replays the same membership in many groups, and a KIP-848 epoch often leaves the input
+unchanged): :class:`ResultCache`, keyed by the strategy and every field of the ``GroupSpec``
+(topics and partition counts in order, members with their subscriptions, owned partitions,
+generations, instance ids and racks, partition racks, topic ids). Divergence and churn, which
+depend on the actual assignment, are worked out on every call; the skew is kept with the
+answer. Its memory is bounded: at most :data:`CACHE_ENTRIES` answers holding at most
+:data:`CACHE_PARTITIONS` partitions (each answer counted with the owned partitions its key
+holds), least recently used first out; an answer larger than the whole budget is not kept.
+At the bounds that is about 100 MB at worst (a partition reference costs 8 bytes in a tuple,
+an interned ``TopicPartition`` is shared).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 
 from assign_core.assignors.registry import SERVER_STRATEGIES, STRATEGIES, get_assignor
 from assign_core.metrics.churn import churn
@@ -56,7 +71,10 @@ from streaming.tracking.events import (
 )
 
 __all__ = [
+    "CACHE_ENTRIES",
+    "CACHE_PARTITIONS",
     "KIP848_ASSIGNORS",
+    "ResultCache",
     "churn_figures",
     "classic_specs",
     "consumer_spec",
@@ -257,6 +275,118 @@ def failures(
     return tuple(_failure(name, name == own, error) for name in names)
 
 
+#: At most this many assignor answers are kept (:class:`ResultCache`).
+CACHE_ENTRIES = 4096
+#: ... holding at most this many partitions in all (answers and the owned partitions of
+#: their keys).
+CACHE_PARTITIONS = 4_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """One assignor's answer for one input: the assignment (read-only once cached), the
+    withheld partitions and the skew, or the error."""
+
+    assignment: Mapping[str, tuple[TopicPartition, ...]] | None
+    withheld: tuple[WithheldPartition, ...]
+    skew: SkewFigures | None
+    error: str | None
+    partitions: int
+
+
+def spec_key(spec: GroupSpec) -> Hashable:
+    """Everything an assignor reads from ``spec``, hashable; equal keys, equal answers."""
+    return (
+        tuple(spec.topics.items()),
+        spec.members,
+        tuple(spec.partition_racks.items()),
+        tuple(spec.topic_ids.items()),
+    )
+
+
+class ResultCache:
+    """Assignor answers by (strategy, :func:`spec_key`), least recently used out beyond
+    ``max_entries`` answers or ``max_partitions`` partitions (module docstring)."""
+
+    def __init__(
+        self, *, max_entries: int = CACHE_ENTRIES, max_partitions: int = CACHE_PARTITIONS
+    ) -> None:
+        self.max_entries = max_entries
+        self.max_partitions = max_partitions
+        self._answers: OrderedDict[Hashable, _Answer] = OrderedDict()
+        self._partitions = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    @property
+    def partitions(self) -> int:
+        """Partitions held by the cached answers and their keys."""
+        return self._partitions
+
+    def get(self, key: Hashable) -> _Answer | None:
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is None:
+                self.misses += 1
+                return None
+            self._answers.move_to_end(key)
+            self.hits += 1
+            return answer
+
+    def put(self, key: Hashable, answer: _Answer) -> None:
+        if answer.partitions > self.max_partitions:
+            return
+        with self._lock:
+            old = self._answers.pop(key, None)
+            if old is not None:
+                self._partitions -= old.partitions
+            self._answers[key] = answer
+            self._partitions += answer.partitions
+            while len(self._answers) > self.max_entries or self._partitions > self.max_partitions:
+                _, dropped = self._answers.popitem(last=False)
+                self._partitions -= dropped.partitions
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+            self._partitions = 0
+            self.hits = self.misses = 0
+
+
+#: The process's cache of assignor answers (a Spark Python worker keeps its own).
+RESULTS = ResultCache()
+
+
+def _answer(name: str, spec: GroupSpec) -> _Answer:
+    """``name``'s answer for ``spec``, from :data:`RESULTS` or computed (and kept)."""
+    key = (name, spec_key(spec))
+    cached = RESULTS.get(key)
+    if cached is not None:
+        return cached
+    owned = sum(len(m.owned_partitions) for m in spec.members)
+    try:
+        result = get_assignor(name).assign(spec)
+    except Exception as e:  # an assignor bug must not stop the tracker
+        answer = _Answer(None, (), None, f"{type(e).__name__}: {e}", owned)
+    else:
+        assignment = {m: tuple(tps) for m, tps in result.assignment.items()}
+        answer = _Answer(
+            assignment,
+            tuple(
+                WithheldPartition(tp.topic, tp.partition, m) for tp, m in result.withheld.items()
+            ),
+            skew_figures(assignment),
+            None,
+            owned + sum(map(len, assignment.values())),
+        )
+    RESULTS.put(key, answer)
+    return answer
+
+
 def run_strategies(
     *,
     own: str | None,
@@ -269,7 +399,8 @@ def run_strategies(
     max_members: int,
     max_partitions: int,
 ) -> tuple[ExpectedAssignment, ...]:
-    """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``)."""
+    """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``); an
+    answer already computed for an identical input is reused (:data:`RESULTS`)."""
     names: list[str] = []
     if own is not None:
         names.append(own)
@@ -292,12 +423,11 @@ def run_strategies(
             out.append(_failure(name, is_own, too_big))
             continue
         spec = own_spec if is_own and own_spec is not None else whatif_spec
-        try:
-            result = get_assignor(name).assign(spec)
-        except Exception as e:  # an assignor bug must not stop the tracker
-            out.append(_failure(name, is_own, f"{type(e).__name__}: {e}"))
+        answer = _answer(name, spec)
+        assignment = answer.assignment
+        if assignment is None:
+            out.append(_failure(name, is_own, answer.error or "no answer"))
             continue
-        assignment = {m: tuple(tps) for m, tps in result.assignment.items()}
         diverging = _divergence(actual, assignment, member_ids)
         out.append(
             ExpectedAssignment(
@@ -305,14 +435,11 @@ def run_strategies(
                 side="server" if name in SERVER_STRATEGIES else "client",
                 own=is_own,
                 assignment=assignment,
-                withheld=tuple(
-                    WithheldPartition(tp.topic, tp.partition, m)
-                    for tp, m in result.withheld.items()
-                ),
+                withheld=answer.withheld,
                 error=None,
                 divergent=bool(diverging),
                 divergent_members=diverging,
-                skew=skew_figures(assignment),
+                skew=answer.skew,
                 churn=churn_figures(before, assignment, identities),
             )
         )
