@@ -40,8 +40,8 @@ depend on the actual assignment, are worked out on every call; the skew is kept 
 answer. Its memory is bounded: at most :data:`CACHE_ENTRIES` answers holding at most
 :data:`CACHE_PARTITIONS` partitions (each answer counted with the owned partitions its key
 holds), least recently used first out; an answer larger than the whole budget is not kept.
-At the bounds that is about 100 MB at worst (a partition reference costs 8 bytes in a tuple,
-an interned ``TopicPartition`` is shared).
+That is about 70 MB at worst: 8 bytes per partition reference, 64 per ``TopicPartition``
+when none is shared (``assign_core`` interns those it makes, the keys hold the tracker's).
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ def failures(
 CACHE_ENTRIES = 4096
 #: ... holding at most this many partitions in all (answers and the owned partitions of
 #: their keys).
-CACHE_PARTITIONS = 4_000_000
+CACHE_PARTITIONS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
