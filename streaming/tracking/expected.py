@@ -33,13 +33,14 @@ assignor) gives an :class:`~streaming.tracking.events.ExpectedAssignment` with `
 
 An assignor's answer is reused when the same strategy meets an identical input again (a
 storm replays the same membership in many groups, and a KIP-848 epoch often leaves the input
-unchanged): :class:`ResultCache`, keyed by the strategy and every field of the ``GroupSpec``
+unchanged): :data:`RESULTS`, keyed by the strategy and every field of the ``GroupSpec``
 (topics and partition counts in order, members with their subscriptions, owned partitions,
-generations, instance ids and racks, partition racks, topic ids). Divergence and churn, which
-depend on the actual assignment, are worked out on every call; the skew is kept with the
-answer. Its memory is bounded: at most :data:`CACHE_ENTRIES` answers holding at most
-:data:`CACHE_PARTITIONS` partitions (each answer counted with the owned partitions its key
-holds), least recently used first out; an answer larger than the whole budget is not kept.
+generations, instance ids and racks, partition racks, topic ids); the skew is kept with the
+answer. Divergence and churn depend on the actual and previous assignments: the whole result
+of :func:`run_strategies` is kept too, keyed by all its arguments. Memory is bounded: at
+most :data:`CACHE_ENTRIES` entries holding at most :data:`CACHE_PARTITIONS` partitions
+(each entry counted with the partitions it and its key hold), least recently used first
+out; an entry larger than the whole budget is not kept.
 That is about 70 MB at worst: 8 bytes per partition reference, 64 per ``TopicPartition``
 when none is shared (``assign_core`` interns those it makes, the keys hold the tracker's).
 """
@@ -291,7 +292,6 @@ class _Answer:
     withheld: tuple[WithheldPartition, ...]
     skew: SkewFigures | None
     error: str | None
-    partitions: int
 
 
 def spec_key(spec: GroupSpec) -> Hashable:
@@ -304,86 +304,93 @@ def spec_key(spec: GroupSpec) -> Hashable:
     )
 
 
+def _owned(spec: GroupSpec) -> int:
+    return sum(len(m.owned_partitions) for m in spec.members)
+
+
+def _held(assignment: Assignment) -> int:
+    return sum(map(len, assignment.values()))
+
+
 class ResultCache:
-    """Assignor answers by (strategy, :func:`spec_key`), least recently used out beyond
-    ``max_entries`` answers or ``max_partitions`` partitions (module docstring)."""
+    """Values by key, least recently used out beyond ``max_entries`` values or
+    ``max_partitions`` partitions (each value counted with the partitions it and its key
+    hold; a value beyond the whole budget is not kept). See the module docstring."""
 
     def __init__(
         self, *, max_entries: int = CACHE_ENTRIES, max_partitions: int = CACHE_PARTITIONS
     ) -> None:
         self.max_entries = max_entries
         self.max_partitions = max_partitions
-        self._answers: OrderedDict[Hashable, _Answer] = OrderedDict()
+        self._values: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
         self._partitions = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
-        return len(self._answers)
+        return len(self._values)
 
     @property
     def partitions(self) -> int:
-        """Partitions held by the cached answers and their keys."""
+        """Partitions held by the cached values and their keys."""
         return self._partitions
 
-    def get(self, key: Hashable) -> _Answer | None:
+    def get(self, key: Hashable) -> object | None:
         with self._lock:
-            answer = self._answers.get(key)
-            if answer is None:
+            found = self._values.get(key)
+            if found is None:
                 self.misses += 1
                 return None
-            self._answers.move_to_end(key)
+            self._values.move_to_end(key)
             self.hits += 1
-            return answer
+            return found[0]
 
-    def put(self, key: Hashable, answer: _Answer) -> None:
-        if answer.partitions > self.max_partitions:
+    def put(self, key: Hashable, value: object, partitions: int) -> None:
+        if partitions > self.max_partitions:
             return
         with self._lock:
-            old = self._answers.pop(key, None)
+            old = self._values.pop(key, None)
             if old is not None:
-                self._partitions -= old.partitions
-            self._answers[key] = answer
-            self._partitions += answer.partitions
-            while len(self._answers) > self.max_entries or self._partitions > self.max_partitions:
-                _, dropped = self._answers.popitem(last=False)
-                self._partitions -= dropped.partitions
+                self._partitions -= old[1]
+            self._values[key] = (value, partitions)
+            self._partitions += partitions
+            while len(self._values) > self.max_entries or self._partitions > self.max_partitions:
+                _, (_, dropped) = self._values.popitem(last=False)
+                self._partitions -= dropped
 
     def clear(self) -> None:
         with self._lock:
-            self._answers.clear()
+            self._values.clear()
             self._partitions = 0
             self.hits = self.misses = 0
 
 
-#: The process's cache of assignor answers (a Spark Python worker keeps its own).
+#: The process's cache (a Spark Python worker keeps its own): assignor answers by
+#: (strategy, :func:`spec_key`), and whole :func:`run_strategies` results by all its inputs.
 RESULTS = ResultCache()
 
 
 def _answer(name: str, spec: GroupSpec) -> _Answer:
     """``name``'s answer for ``spec``, from :data:`RESULTS` or computed (and kept)."""
-    key = (name, spec_key(spec))
+    key = ("assign", name, spec_key(spec))
     cached = RESULTS.get(key)
-    if cached is not None:
+    if isinstance(cached, _Answer):
         return cached
-    owned = sum(len(m.owned_partitions) for m in spec.members)
     try:
         result = get_assignor(name).assign(spec)
     except Exception as e:  # an assignor bug must not stop the tracker
-        answer = _Answer(None, (), None, f"{type(e).__name__}: {e}", owned)
-    else:
-        assignment = {m: tuple(tps) for m, tps in result.assignment.items()}
-        answer = _Answer(
-            assignment,
-            tuple(
-                WithheldPartition(tp.topic, tp.partition, m) for tp, m in result.withheld.items()
-            ),
-            skew_figures(assignment),
-            None,
-            owned + sum(map(len, assignment.values())),
-        )
-    RESULTS.put(key, answer)
+        answer = _Answer(None, (), None, f"{type(e).__name__}: {e}")
+        RESULTS.put(key, answer, _owned(spec))
+        return answer
+    assignment = {m: tuple(tps) for m, tps in result.assignment.items()}
+    answer = _Answer(
+        assignment,
+        tuple(WithheldPartition(tp.topic, tp.partition, m) for tp, m in result.withheld.items()),
+        skew_figures(assignment),
+        None,
+    )
+    RESULTS.put(key, answer, _owned(spec) + _held(assignment))
     return answer
 
 
@@ -399,8 +406,52 @@ def run_strategies(
     max_members: int,
     max_partitions: int,
 ) -> tuple[ExpectedAssignment, ...]:
-    """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``); an
-    answer already computed for an identical input is reused (:data:`RESULTS`)."""
+    """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``); what
+    was already computed for identical inputs is reused (:data:`RESULTS`)."""
+    key = (
+        "run",
+        own,
+        None if own_spec is None else spec_key(own_spec),
+        spec_key(whatif_spec),
+        tuple(strategies),
+        tuple(actual.items()),
+        tuple(before.items()),
+        tuple(identities.items()),
+        max_members,
+        max_partitions,
+    )
+    cached = RESULTS.get(key)
+    if isinstance(cached, tuple):
+        return cached
+    out = _run_strategies(
+        own,
+        own_spec,
+        whatif_spec,
+        strategies,
+        actual,
+        before,
+        identities,
+        max_members,
+        max_partitions,
+    )
+    held = _owned(whatif_spec) + _held(actual) + _held(before)
+    if own_spec is not None:
+        held += _owned(own_spec)
+    RESULTS.put(key, out, held + sum(_held(e.assignment) for e in out if e.assignment))
+    return out
+
+
+def _run_strategies(
+    own: str | None,
+    own_spec: GroupSpec | None,
+    whatif_spec: GroupSpec,
+    strategies: Sequence[str],
+    actual: Assignment,
+    before: Assignment,
+    identities: Mapping[str, str],
+    max_members: int,
+    max_partitions: int,
+) -> tuple[ExpectedAssignment, ...]:
     names: list[str] = []
     if own is not None:
         names.append(own)
