@@ -18,7 +18,7 @@ real ids this does not happen.
 from __future__ import annotations
 
 import base64
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Generic, Protocol, TypeVar
 
@@ -271,3 +271,30 @@ def _same_length_ascii_hashes(strings: list[str] | tuple[str, ...], length: int)
     raw = (acc & low32).to_bytes(8 * n, "little")
     signed: list[int] = memoryview(raw).cast("i")[0::2].tolist()
     return signed
+
+
+_FIBONACCI = -7046029254386353131 & 0xFFFFFFFFFFFFFFFF
+
+
+def timeline_order(hashes: Sequence[int]) -> list[int]:
+    """Iteration order (positions into ``hashes``) of Kafka's ``TimelineHashMap`` (expected
+    size 0) after ``put`` of keys with these ``hashCode()`` values, in this order.
+
+    ``BaseHashTable`` chains colliding keys in an array per slot (appended) and picks the slot
+    from the top bits of ``hashCode * -7046029254386353131`` (Fibonacci hashing). It starts
+    with 2 slots and doubles before an insertion that would exceed a 0.75 load; a doubling
+    splits slot ``s`` into ``2s`` and ``2s + 1`` keeping each chain's order. Its iterator
+    (``CurrentIterator``) goes slot by slot, each chain from its end: by slot of the final
+    table, then the latest insertion first. A KIP-848 group keeps its members in one
+    (``ModernGroup.members``) and ``TargetAssignmentBuilder`` fills its ``HashMap`` from it.
+    """
+    capacity = 2
+    for size in range(len(hashes)):
+        if (size + 1) * 0.75 > capacity:
+            capacity *= 2
+    shift = 64 - (capacity.bit_length() - 1)
+    n = len(hashes)
+    keys = [
+        (((h * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> shift) * n - i for i, h in enumerate(hashes)
+    ]
+    return sorted(range(n), key=keys.__getitem__)

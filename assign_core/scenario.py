@@ -9,6 +9,10 @@
                   "generation": 3, "rack": "r1"}],
      "partition_racks": {"t0": [["r1", "r2"], ["r2", "r3"], ["r3", "r1"]]}}
 
+``topic_ids`` may also name a topic that is not in ``topics``: a vanished (deleted) topic
+whose id a KIP-848 member's current assignment still holds. A topic without an id gets
+:func:`default_topic_id` of its name.
+
 Every validation error is a :class:`ScenarioError` naming the offending field.
 """
 
@@ -77,8 +81,8 @@ def parse_scenario(obj: Any) -> GroupSpec:
         raise ScenarioError("topic_ids", "expected an object of topic name -> uuid")
     for name, tid in raw_ids.items():
         field = f"topic_ids.{name}"
-        if name not in topics:
-            raise ScenarioError(field, "topic is not listed in 'topics'")
+        if not name:
+            raise ScenarioError("topic_ids", "a topic name must not be empty")
         if not isinstance(tid, str):
             raise ScenarioError(field, "expected a 22-character base64 Kafka Uuid")
         try:

@@ -6,7 +6,8 @@ assignor instances in one warm JVM) for its time on the identical input, then pr
 Python/Java. Both clocks cover the assignor call only, not building its input. Second-round
 cases feed the first round's Java result back as owned partitions (generation 1), as Kafka's
 ``testLargeAssignmentAndGroupWith*Subscription`` tests do; the Python result of every case is
-checked against Java's.
+checked against Java's. Member ids are realistic (classic: ``<client.id>-<uuid4>``; KIP-848: a
+base64 Uuid), so they spread over the hash tables as real ones do.
 
     .venv/bin/python bench/assignors.py                 # every case, full size
     .venv/bin/python bench/assignors.py --scale 0.1     # a quick look
@@ -55,6 +56,16 @@ def _uuid_for(i: int) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _client_member_id(i: int) -> str:
+    """A realistic, deterministic classic member id: ``<client.id>-<uuid4>``, as the
+    coordinator makes it (the default client.id ``consumer-<group>-<n>``)."""
+    import hashlib
+    import uuid
+
+    raw = hashlib.sha256(b"member" + i.to_bytes(8, "big")).digest()[:16]
+    return f"consumer-bench-{i + 1}-{uuid.UUID(bytes=raw, version=4)}"
+
+
 def client_group(
     topics: int, partitions: int, members: int, *, last_member_first_topic_only: bool = False
 ) -> Callable[[float], Scenario]:
@@ -62,7 +73,7 @@ def client_group(
         t = max(1, round(topics * scale))
         m = max(2, round(members * scale))
         topic_names = _names("t", t)
-        consumer_names = _names("c", m)
+        consumer_names = [_client_member_id(i) for i in range(m)]
         out: Scenario = {
             "topics": {name: partitions for name in topic_names},
             "members": [

@@ -49,6 +49,7 @@ from assign_core.javacompat import (
     uuid_sort_key,
 )
 from assign_core.model import GroupSpec, TopicPartition
+from assign_core.scenario import default_topic_id
 
 K = TypeVar("K", bound=Hashable)
 
@@ -903,17 +904,52 @@ class MapModel:
 
 
 class TopicTable:
-    """The topics of the metadata, by index (``spec.topics`` order), with their Uuid hashes."""
+    """The topics of the metadata, by index (``spec.topics`` order), with their Uuid hashes,
+    then the vanished topics: named by a current assignment but gone from the metadata.
 
-    __slots__ = ("_replays", "cmp_keys", "counts", "hashes", "ids", "index", "names", "spreads")
+    The coordinator's current assignments still hold a deleted topic's id (its map and the
+    ``deepCopyAssignment`` sized by it); the assignors drop it as an unsubscribed topic.
+    ``index`` resolves metadata names only (subscriptions), ``owned_index`` vanished ones too;
+    a vanished topic has 0 partitions and the id ``spec.topic_ids`` gives it, else
+    :func:`~assign_core.scenario.default_topic_id` of its name.
+    """
+
+    __slots__ = (
+        "_replays",
+        "cmp_keys",
+        "counts",
+        "hashes",
+        "ids",
+        "index",
+        "known",
+        "names",
+        "owned_index",
+        "spreads",
+    )
 
     def __init__(self, spec: GroupSpec) -> None:
         # simulator results by call sequence: colliding ids make many members' maps alike
         self._replays: dict[tuple[int, tuple[Any, ...]], list[int]] = {}
         self.names: list[str] = list(spec.topics)
         self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+        self.known = len(self.names)
         self.counts: list[int] = [spec.topics[n] for n in self.names]
         self.ids: list[str] = [spec.topic_ids[n] for n in self.names]
+        self.owned_index = self.index
+        index = self.index
+        vanished = {
+            tp.topic: None
+            for m in spec.members
+            for tp in m.owned_partitions
+            if tp.topic not in index
+        }
+        if vanished:
+            self.owned_index = dict(index)
+            for n in vanished:
+                self.owned_index[n] = len(self.names)
+                self.names.append(n)
+                self.counts.append(0)
+                self.ids.append(spec.topic_ids.get(n) or default_topic_id(n))
         self.hashes: list[int] = [uuid_hash(u) for u in self.ids]
         self.spreads: list[int] = [spread(h) for h in self.hashes]
         self.cmp_keys: list[tuple[int, int]] = [uuid_sort_key(u) for u in self.ids]
@@ -1054,7 +1090,7 @@ class ServerGroup:
     * ``homogeneous``: every subscribed topic name is subscribed by every member;
     * ``subscription(i)``: member ``i``'s ``TopicIds`` iteration order (topic indices; names
       missing from the metadata are skipped); ``size()`` of it is ``len(members[i].topics)``;
-    * ``current[i]``: member ``i``'s current assignment (topics of the metadata only) as an
+    * ``current[i]``: member ``i``'s current assignment (vanished topics included) as an
       :data:`Owned`; the coordinator's ``HashMap<Uuid, HashSet<Integer>>`` receives the
       topics with ``put`` in first-appearance order, each set with ``new HashSet<>(list)``;
     * ``free_partitions(t)``/``double_owned``: the inverted current assignment.
@@ -1100,6 +1136,8 @@ class ServerGroup:
     @cached_property
     def current(self) -> list[Owned]:
         index = self.topics.index
+        owned_index = self.topics.owned_index
+        known = self.topics.known
         tables: dict[str, list[TopicPartition]] = {}
         caps: dict[int, int] = {}
         runs = self._runs
@@ -1162,9 +1200,7 @@ class ServerGroup:
             entries: list[OwnedTopic] = []
             by_topic: dict[str, OwnedTopic] = {}
             for name, group in groupby(owned, _TOPIC):
-                t = index.get(name)
-                if t is None:
-                    continue
+                t = owned_index[name]
                 tps = list(group)
                 entry = by_topic.get(name)
                 if entry is None:
@@ -1175,6 +1211,8 @@ class ServerGroup:
             for entry in entries:
                 entry.lo = min(entry.partitions)
                 entry.hi = max(entry.partitions)
+                if entry.topic >= known:
+                    continue  # vanished: in no subscription, nobody is given its partitions
                 if entry.hi - entry.lo + 1 == len(entry.partitions):
                     runs.append((entry.topic, entry.lo, entry.hi))
                 else:

@@ -30,11 +30,27 @@ drops subscribed topics without metadata.
 :func:`run_strategies` runs the group's own strategy first, then the others, and never
 raises: a strategy that fails (``AssignmentError`` where Java throws, or any error of an
 assignor) gives an :class:`~streaming.tracking.events.ExpectedAssignment` with ``error``.
+
+An assignor's answer is reused when the same strategy meets an identical input again (a
+storm replays the same membership in many groups, and a KIP-848 epoch often leaves the input
+unchanged): :data:`RESULTS`, keyed by the strategy and every field of the ``GroupSpec``
+(topics and partition counts in order, members with their subscriptions, owned partitions,
+generations, instance ids and racks, partition racks, topic ids); the skew is kept with the
+answer. Divergence and churn depend on the actual and previous assignments: the whole result
+of :func:`run_strategies` is kept too, keyed by all its arguments. Memory is bounded: at
+most :data:`CACHE_ENTRIES` entries holding at most :data:`CACHE_PARTITIONS` partitions
+(each entry counted with the partitions it and its key hold), least recently used first
+out; an entry larger than the whole budget is not kept.
+That is about 70 MB at worst: 8 bytes per partition reference, 64 per ``TopicPartition``
+when none is shared (``assign_core`` interns those it makes, the keys hold the tracker's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 
 from assign_core.assignors.registry import SERVER_STRATEGIES, STRATEGIES, get_assignor
 from assign_core.metrics.churn import churn
@@ -56,7 +72,10 @@ from streaming.tracking.events import (
 )
 
 __all__ = [
+    "CACHE_ENTRIES",
+    "CACHE_PARTITIONS",
     "KIP848_ASSIGNORS",
+    "ResultCache",
     "churn_figures",
     "classic_specs",
     "consumer_spec",
@@ -257,6 +276,124 @@ def failures(
     return tuple(_failure(name, name == own, error) for name in names)
 
 
+#: At most this many assignor answers are kept (:class:`ResultCache`).
+CACHE_ENTRIES = 4096
+#: ... holding at most this many partitions in all (answers and the owned partitions of
+#: their keys).
+CACHE_PARTITIONS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """One assignor's answer for one input: the assignment (read-only once cached), the
+    withheld partitions and the skew, or the error."""
+
+    assignment: Mapping[str, tuple[TopicPartition, ...]] | None
+    withheld: tuple[WithheldPartition, ...]
+    skew: SkewFigures | None
+    error: str | None
+
+
+def spec_key(spec: GroupSpec) -> Hashable:
+    """Everything an assignor reads from ``spec``, hashable; equal keys, equal answers."""
+    return (
+        tuple(spec.topics.items()),
+        spec.members,
+        tuple(spec.partition_racks.items()),
+        tuple(spec.topic_ids.items()),
+    )
+
+
+def _owned(spec: GroupSpec) -> int:
+    return sum(len(m.owned_partitions) for m in spec.members)
+
+
+def _held(assignment: Assignment) -> int:
+    return sum(map(len, assignment.values()))
+
+
+class ResultCache:
+    """Values by key, least recently used out beyond ``max_entries`` values or
+    ``max_partitions`` partitions (each value counted with the partitions it and its key
+    hold; a value beyond the whole budget is not kept). See the module docstring."""
+
+    def __init__(
+        self, *, max_entries: int = CACHE_ENTRIES, max_partitions: int = CACHE_PARTITIONS
+    ) -> None:
+        self.max_entries = max_entries
+        self.max_partitions = max_partitions
+        self._values: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._partitions = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @property
+    def partitions(self) -> int:
+        """Partitions held by the cached values and their keys."""
+        return self._partitions
+
+    def get(self, key: Hashable) -> object | None:
+        with self._lock:
+            found = self._values.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self._values.move_to_end(key)
+            self.hits += 1
+            return found[0]
+
+    def put(self, key: Hashable, value: object, partitions: int) -> None:
+        if partitions > self.max_partitions:
+            return
+        with self._lock:
+            old = self._values.pop(key, None)
+            if old is not None:
+                self._partitions -= old[1]
+            self._values[key] = (value, partitions)
+            self._partitions += partitions
+            while len(self._values) > self.max_entries or self._partitions > self.max_partitions:
+                _, (_, dropped) = self._values.popitem(last=False)
+                self._partitions -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._partitions = 0
+            self.hits = self.misses = 0
+
+
+#: The process's cache (a Spark Python worker keeps its own): assignor answers by
+#: (strategy, :func:`spec_key`), and whole :func:`run_strategies` results by all its inputs.
+RESULTS = ResultCache()
+
+
+def _answer(name: str, spec: GroupSpec) -> _Answer:
+    """``name``'s answer for ``spec``, from :data:`RESULTS` or computed (and kept)."""
+    key = ("assign", name, spec_key(spec))
+    cached = RESULTS.get(key)
+    if isinstance(cached, _Answer):
+        return cached
+    try:
+        result = get_assignor(name).assign(spec)
+    except Exception as e:  # an assignor bug must not stop the tracker
+        answer = _Answer(None, (), None, f"{type(e).__name__}: {e}")
+        RESULTS.put(key, answer, _owned(spec))
+        return answer
+    assignment = {m: tuple(tps) for m, tps in result.assignment.items()}
+    answer = _Answer(
+        assignment,
+        tuple(WithheldPartition(tp.topic, tp.partition, m) for tp, m in result.withheld.items()),
+        skew_figures(assignment),
+        None,
+    )
+    RESULTS.put(key, answer, _owned(spec) + _held(assignment))
+    return answer
+
+
 def run_strategies(
     *,
     own: str | None,
@@ -269,7 +406,52 @@ def run_strategies(
     max_members: int,
     max_partitions: int,
 ) -> tuple[ExpectedAssignment, ...]:
-    """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``)."""
+    """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``); what
+    was already computed for identical inputs is reused (:data:`RESULTS`)."""
+    key = (
+        "run",
+        own,
+        None if own_spec is None else spec_key(own_spec),
+        spec_key(whatif_spec),
+        tuple(strategies),
+        tuple(actual.items()),
+        tuple(before.items()),
+        tuple(identities.items()),
+        max_members,
+        max_partitions,
+    )
+    cached = RESULTS.get(key)
+    if isinstance(cached, tuple):
+        return cached
+    out = _run_strategies(
+        own,
+        own_spec,
+        whatif_spec,
+        strategies,
+        actual,
+        before,
+        identities,
+        max_members,
+        max_partitions,
+    )
+    held = _owned(whatif_spec) + _held(actual) + _held(before)
+    if own_spec is not None:
+        held += _owned(own_spec)
+    RESULTS.put(key, out, held + sum(_held(e.assignment) for e in out if e.assignment))
+    return out
+
+
+def _run_strategies(
+    own: str | None,
+    own_spec: GroupSpec | None,
+    whatif_spec: GroupSpec,
+    strategies: Sequence[str],
+    actual: Assignment,
+    before: Assignment,
+    identities: Mapping[str, str],
+    max_members: int,
+    max_partitions: int,
+) -> tuple[ExpectedAssignment, ...]:
     names: list[str] = []
     if own is not None:
         names.append(own)
@@ -292,12 +474,11 @@ def run_strategies(
             out.append(_failure(name, is_own, too_big))
             continue
         spec = own_spec if is_own and own_spec is not None else whatif_spec
-        try:
-            result = get_assignor(name).assign(spec)
-        except Exception as e:  # an assignor bug must not stop the tracker
-            out.append(_failure(name, is_own, f"{type(e).__name__}: {e}"))
+        answer = _answer(name, spec)
+        assignment = answer.assignment
+        if assignment is None:
+            out.append(_failure(name, is_own, answer.error or "no answer"))
             continue
-        assignment = {m: tuple(tps) for m, tps in result.assignment.items()}
         diverging = _divergence(actual, assignment, member_ids)
         out.append(
             ExpectedAssignment(
@@ -305,14 +486,11 @@ def run_strategies(
                 side="server" if name in SERVER_STRATEGIES else "client",
                 own=is_own,
                 assignment=assignment,
-                withheld=tuple(
-                    WithheldPartition(tp.topic, tp.partition, m)
-                    for tp, m in result.withheld.items()
-                ),
+                withheld=answer.withheld,
                 error=None,
                 divergent=bool(diverging),
                 divergent_members=diverging,
-                skew=skew_figures(assignment),
+                skew=answer.skew,
                 churn=churn_figures(before, assignment, identities),
             )
         )

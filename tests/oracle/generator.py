@@ -3,7 +3,9 @@
 Member ids look like the coordinator's (``<client.id or instance>-<uuid>`` on the classic
 protocol, a 22-character base64 Uuid on KIP-848); subscriptions are equal or random; owned
 partitions come from an earlier assignment with mixed generations, including stale and
-doubly claimed ones; some scenarios have racks and static members.
+doubly claimed ones, partitions of topics the owner no longer subscribes to, of topics gone
+from the metadata (vanished; KIP-848 members keep their topic id) and beyond a topic's
+partition count; some scenarios have racks and static members.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 SERVER = {"uniform", "server-range"}
 TOPIC_WORDS = ["orders", "stock", "payments", "clicks", "audit", "events", "logs", "users"]
+VANISHED_WORDS = ["deleted-topic", "old-orders", "tmp-migration"]
 
 
 def _uuid(rng: random.Random) -> uuid.UUID:
@@ -79,7 +82,9 @@ def scenario(rng: random.Random, strategy: str) -> dict[str, Any]:
             }
         )
 
-    # Owned partitions: an earlier (random) assignment, mostly of subscribed topics.
+    # Owned partitions: an earlier (random) assignment of every topic, so also of topics the
+    # owner no longer subscribes to (and sometimes of vanished topics and partitions).
+    vanished: dict[str, int] = {}
     if rng.random() < 0.75:
         all_tps = [[t, p] for t, c in topics.items() for p in range(c)]
         rng.shuffle(all_tps)
@@ -102,16 +107,28 @@ def scenario(rng: random.Random, strategy: str) -> dict[str, Any]:
                     other = rng.choice(owners)
                     if other is not holder:
                         other["owned_partitions"].append(tp)
-        if not server and rng.random() < 0.1:  # a claim beyond the topic's partition count
-            m = rng.choice(members)
-            t = rng.choice(names)
-            m["owned_partitions"].append([t, topics[t] + rng.randint(0, 2)])
+            # partitions of topics gone from the metadata (deleted since the last assignment)
+            if rng.random() < 0.25:
+                for name in rng.sample(VANISHED_WORDS, rng.randint(1, 2)):
+                    vanished[name] = rng.choice([1, 2, 3, 5, 8])
+                    for p in range(vanished[name]):
+                        if rng.random() < 0.85:
+                            rng.choice(owners)["owned_partitions"].append([name, p])
+        if rng.random() < 0.15:  # claims beyond the topic's partition count (vanished)
+            for m in rng.sample(members, rng.randint(1, min(2, len(members)))):
+                t = rng.choice(names)
+                tp = [t, topics[t] + rng.randint(0, 2)]
+                if tp not in m["owned_partitions"]:
+                    m["owned_partitions"].append(tp)
         for m in members:
             if server:
                 m["owned_partitions"].sort(key=lambda tp: rng.random())
             # a member that owns nothing may still report a generation (it held nothing)
     out: dict[str, Any] = {"topics": topics, "members": members}
     out["topic_ids"] = {name: _kafka_uuid(rng) for name in topics}
+    for name in vanished:  # the id a deleted topic had (else scenario.default_topic_id)
+        if rng.random() < 0.5:
+            out["topic_ids"][name] = _kafka_uuid(rng)
     if partition_racks:
         out["partition_racks"] = partition_racks
     return out

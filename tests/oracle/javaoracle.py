@@ -14,7 +14,9 @@ import subprocess
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+MemberOrder = Literal["join", "timeline"]
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = Path(__file__).with_name("java") / "AssignorOracle.java"
@@ -89,14 +91,31 @@ class JavaOracle:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
 
-    def request(self, strategy: str, scenario: dict[str, Any], repeat: int = 1) -> dict[str, Any]:
+    def request(
+        self,
+        strategy: str,
+        scenario: dict[str, Any],
+        repeat: int = 1,
+        *,
+        member_order: MemberOrder = "join",
+    ) -> dict[str, Any]:
         """One assignment: ``{"assignment": {...}, "elapsed_ns": T}`` or ``{"error": "..."}``."""
-        return next(self.stream(strategy, [scenario], repeat=repeat))
+        return next(self.stream(strategy, [scenario], repeat=repeat, member_order=member_order))
 
     def stream(
-        self, strategy: str, scenarios: Iterable[dict[str, Any]], repeat: int = 1
+        self,
+        strategy: str,
+        scenarios: Iterable[dict[str, Any]],
+        repeat: int = 1,
+        *,
+        member_order: MemberOrder = "join",
     ) -> Iterator[dict[str, Any]]:
-        """Answers in request order; a writer thread pipelines the requests."""
+        """Answers in request order; a writer thread pipelines the requests.
+
+        ``member_order`` (server side): the coordinator's member map receives the scenario's
+        members in their order (``"join"``), or in the iteration order of the group's
+        ``TimelineHashMap`` that received them in that order (``"timeline"``).
+        """
         assert self._proc.stdin is not None
         stdin = self._proc.stdin
         lines = []
@@ -105,6 +124,8 @@ class JavaOracle:
             line: dict[str, Any] = {"id": self._next_id, "strategy": strategy, "scenario": scenario}
             if repeat > 1:
                 line["repeat"] = repeat
+            if member_order != "join":
+                line["member_order"] = member_order
             lines.append(json.dumps(line) + "\n")
 
         def write() -> None:

@@ -1,8 +1,11 @@
 """Differential conformance: Python assignors == Kafka's Java assignors, list order included.
 
 For every strategy, ``SCENARIOS`` seeded scenarios (see :mod:`tests.oracle.generator`) run
-through both implementations. A mismatch prints the scenario JSON, ready for
-``rebalance-monitor assign --strategy NAME --input FILE``.
+through both implementations. The server-side strategies run twice: with the members handed
+to the coordinator's member map in scenario (JoinGroup) order, and in the iteration order of
+the group's ``TimelineHashMap`` (see :func:`in_timeline_order`). A mismatch prints the
+scenario JSON, ready for ``rebalance-monitor assign --strategy NAME --input FILE`` (for the
+timeline order, with the members in that order).
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import os
 
 import pytest
 
-from assign_core.assignors import STRATEGIES, get_assignor
+from assign_core.assignors import SERVER_STRATEGIES, STRATEGIES, get_assignor
 from assign_core.errors import AssignmentError
+from assign_core.javacompat import string_hash, timeline_order
 from assign_core.scenario import parse_scenario, result_to_json
 from tests.oracle.generator import scenarios
-from tests.oracle.javaoracle import JavaOracle
+from tests.oracle.javaoracle import JavaOracle, MemberOrder
 
 pytestmark = [pytest.mark.oracle, pytest.mark.slow]
 
@@ -32,15 +36,31 @@ def python_answer(strategy: str, scenario: dict) -> dict:
     return result_to_json(result)["assignment"]
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_python_equals_java(strategy: str, oracle: JavaOracle) -> None:
+def in_timeline_order(scenario: dict) -> dict:
+    """The scenario with its members in the iteration order of the ``TimelineHashMap`` that
+    received them in scenario order: the order in which the coordinator then fills its
+    member map (what the Java oracle does for ``member_order="timeline"``)."""
+    members = scenario["members"]
+    order = timeline_order([string_hash(m["member_id"]) for m in members])
+    return {**scenario, "members": [members[i] for i in order]}
+
+
+CASES = [(s, "join") for s in STRATEGIES] + [(s, "timeline") for s in SERVER_STRATEGIES]
+
+
+@pytest.mark.parametrize(("strategy", "member_order"), CASES)
+def test_python_equals_java(strategy: str, member_order: MemberOrder, oracle: JavaOracle) -> None:
     cases = scenarios(strategy, SEED, SCENARIOS)
     mismatches = []
     checked = 0
-    for scenario, java in zip(cases, oracle.stream(strategy, cases), strict=True):
+    answers = oracle.stream(strategy, cases, member_order=member_order)
+    for scenario, java in zip(cases, answers, strict=True):
         checked += 1
         expected = {"error": java["error"]} if "error" in java else java["assignment"]
-        actual = python_answer(strategy, scenario)
+        if member_order == "timeline":
+            actual = python_answer(strategy, in_timeline_order(scenario))
+        else:
+            actual = python_answer(strategy, scenario)
         if ("error" in expected) != ("error" in actual) or (
             "error" not in expected and actual != expected
         ):
@@ -49,7 +69,8 @@ def test_python_equals_java(strategy: str, oracle: JavaOracle) -> None:
     if mismatches:
         scenario, expected, actual = mismatches[0]
         pytest.fail(
-            f"{len(mismatches)}/{checked} {strategy} scenarios differ from Java. First one:\n"
+            f"{len(mismatches)}/{checked} {strategy} scenarios ({member_order} order) differ "
+            "from Java. First one:\n"
             f"scenario: {json.dumps(scenario)}\njava:   {json.dumps(expected)}\n"
             f"python: {json.dumps(actual)}"
         )

@@ -2,7 +2,8 @@
 // assignors (kafka-clients, kafka-group-coordinator) on scenario JSON.
 //
 // Input (stdin), one JSON object per line:
-//   {"id": ANY, "strategy": NAME, "scenario": {...scenario JSON...}, "repeat": N (optional)}
+//   {"id": ANY, "strategy": NAME, "scenario": {...scenario JSON...}, "repeat": N (optional),
+//    "member_order": "join" (default) | "timeline" (optional, server side)}
 // Output (stdout), one JSON object per line:
 //   {"id": ANY, "assignment": {member_id: [[topic, partition], ...]}, "elapsed_ns": T}
 //   or {"id": ANY, "error": "ExceptionClass: message"}
@@ -15,9 +16,12 @@
 //   StickyAssignor/CooperativeStickyAssignor user data come from the assignors themselves
 //   (onAssignment + subscriptionUserData); a sticky member with owned partitions and no
 //   generation sends the v0 user data (no generation field).
-// * server side: members in a HashMap in member order, subscribed topics as
+// * server side: members in a HashMap in member order ("join"), or in the iteration order of
+//   a TimelineHashMap that received them in member order ("timeline", what ConsumerGroup
+//   hands TargetAssignmentBuilder), subscribed topics as
 //   new HashSet<>(names) resolved through TopicIds, the current assignment as
-//   HashMap<Uuid, HashSet<Integer>> (what Assignment.fromRecord builds), the subscription type
+//   HashMap<Uuid, HashSet<Integer>> (what Assignment.fromRecord builds; a topic gone from the
+//   metadata keeps its id: topic_ids, else the first 16 bytes of SHA-256(name)), the subscription type
 //   as ModernGroup.subscriptionType computes it.
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -30,6 +34,8 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -56,6 +62,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.utils.internals.LogContext;
 import org.apache.kafka.common.protocol.types.ArrayOf;
 import org.apache.kafka.common.protocol.types.Field;
 import org.apache.kafka.common.protocol.types.Schema;
@@ -71,6 +78,8 @@ import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
 import org.apache.kafka.coordinator.group.modern.TopicIds;
+import org.apache.kafka.timeline.SnapshotRegistry;
+import org.apache.kafka.timeline.TimelineHashMap;
 
 public final class AssignorOracle {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -94,10 +103,11 @@ public final class AssignorOracle {
                 String strategy = request.get("strategy").asText();
                 JsonNode scenario = request.get("scenario");
                 int repeat = request.has("repeat") ? request.get("repeat").asInt() : 1;
+                boolean timeline = request.has("member_order") && request.get("member_order").asText().equals("timeline");
                 long best = Long.MAX_VALUE;
                 Map<String, List<TopicPartition>> result = null;
                 for (int i = 0; i < repeat; i++) {
-                    Run run = isServer(strategy) ? serverSide(strategy, scenario) : clientSide(strategy, scenario);
+                    Run run = isServer(strategy) ? serverSide(strategy, scenario, timeline) : clientSide(strategy, scenario);
                     best = Math.min(best, run.elapsedNs);
                     result = run.assignment;
                 }
@@ -258,7 +268,19 @@ public final class AssignorOracle {
 
     // ---------------------------------------------------------------- server side
 
-    private static Run serverSide(String strategy, JsonNode scenario) {
+    /** The id a member's current assignment holds for a topic gone from the metadata. */
+    private static Uuid vanishedId(JsonNode topicIds, String name) {
+        if (topicIds != null && topicIds.hasNonNull(name)) return Uuid.fromString(topicIds.get(name).asText());
+        try {
+            // assign_core.scenario.default_topic_id: the first 16 bytes of SHA-256(name)
+            ByteBuffer digest = ByteBuffer.wrap(MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8)));
+            return new Uuid(digest.getLong(), digest.getLong());
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Run serverSide(String strategy, JsonNode scenario, boolean timeline) {
         ConsumerGroupPartitionAssignor assignor = strategy.equals("uniform")
             ? new UniformAssignor()
             : new org.apache.kafka.coordinator.group.assignor.RangeAssignor();
@@ -290,7 +312,12 @@ public final class AssignorOracle {
             }
         };
 
-        Map<String, MemberSubscriptionAndAssignmentImpl> members = new HashMap<>();
+        // JoinGroup order: the members put in scenario order. Timeline order: as
+        // TargetAssignmentBuilder.build fills its HashMap from the group's members, a
+        // TimelineHashMap (ModernGroup: expected size 0) that received them in scenario order.
+        Map<String, MemberSubscriptionAndAssignmentImpl> joined = timeline
+            ? new TimelineHashMap<>(new SnapshotRegistry(new LogContext()), 0)
+            : new LinkedHashMap<>();
         Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
         Map<String, Integer> subscriberCounts = new HashMap<>();
         List<String> memberOrder = new ArrayList<>();
@@ -304,15 +331,17 @@ public final class AssignorOracle {
             Map<Uuid, Set<Integer>> current = new HashMap<>();
             for (Map.Entry<String, List<Integer>> e : ownedByTopic.entrySet()) {
                 Uuid id = ids.get(e.getKey());
-                if (id == null) continue;
+                if (id == null) id = vanishedId(topicIds, e.getKey());
                 current.put(id, new HashSet<>(e.getValue()));
                 for (Integer p : e.getValue()) inverted.computeIfAbsent(id, k -> new HashMap<>()).put(p, memberId);
             }
-            members.put(memberId, new MemberSubscriptionAndAssignmentImpl(
+            joined.put(memberId, new MemberSubscriptionAndAssignmentImpl(
                 optionalText(m, "rack"), optionalText(m, "group_instance_id"),
                 new TopicIds(new HashSet<>(subscribed), resolver),
                 new org.apache.kafka.coordinator.group.modern.Assignment(current)));
         }
+        Map<String, MemberSubscriptionAndAssignmentImpl> members = new HashMap<>();
+        joined.forEach(members::put);
         SubscriptionType type = SubscriptionType.HOMOGENEOUS;
         for (int c : subscriberCounts.values()) {
             if (c != memberOrder.size()) type = SubscriptionType.HETEROGENEOUS;

@@ -90,3 +90,31 @@ def test_capacities() -> None:
     assert j.capacity_for_copy(12) == 32
     assert j.capacity_for_hashset_copy(12) == 32
     assert j.capacity_for_hashset_copy(2) == 16
+
+
+def test_timeline_order() -> None:
+    """``TimelineHashMap`` (expected size 0) after ``put`` of these keys in this order,
+    iterated on JDK 17 with kafka-server-common 4.4.0: by slot (Fibonacci hashing of
+    ``hashCode``), the later insertion first within a slot ("c" before its slot mate
+    "UpFj…")."""
+    keys = [
+        "UpFjBxyTQVW8acWDJVJR0Q",
+        "hU3xqQeGR-iLa8G2Zb-CCg",
+        "Edd8JHDJQ6ivtN5CuhW1Gg",
+        *"abcdefgh",
+    ]
+    order = j.timeline_order([j.string_hash(k) for k in keys])
+    assert [keys[i] for i in order] == [
+        "f",
+        "c",
+        "UpFjBxyTQVW8acWDJVJR0Q",
+        "h",
+        "e",
+        "b",
+        "hU3xqQeGR-iLa8G2Zb-CCg",
+        "g",
+        "Edd8JHDJQ6ivtN5CuhW1Gg",
+        "d",
+        "a",
+    ]
+    assert j.timeline_order([]) == []

@@ -7,8 +7,10 @@ where 4.4.0 differs the case says so.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -203,6 +205,35 @@ def test_partition_beyond_the_topic_heterogeneous() -> None:
 def test_unsubscribed_topic_is_revoked() -> None:
     group = spec({"T1": 2, "T3": 2}, [("A", ["T1"], "T3-0 T3-1 T1-0"), ("B", ["T1", "T3"], "")])
     assert lists(assign(group)) == {"A": "T1-0 T1-1", "B": "T3-0 T3-1"}
+
+
+#: Issue 13: a member's current assignment still holds partitions of a deleted topic.
+VANISHED_TOPIC_SCENARIO = Path(__file__).with_name("scenarios") / "uniform_vanished_topic.json"
+
+
+def test_vanished_topic_sizes_the_copy_of_the_current_assignment() -> None:
+    """The coordinator's current assignment keeps a deleted topic's id, so
+    ``deepCopyAssignment`` sizes its ``HashMap`` for 5 topics (8 bins, not 4) before
+    removing it: the member's topics then iterate _internal, inventory, events, a (4.4.0)."""
+    result = assign(parse_scenario(json.loads(VANISHED_TOPIC_SCENARIO.read_text())))
+    assert result["B2w_uNRwHbRXjjELT99d0g"] == [
+        *(TopicPartition("_internal", p) for p in (2, 18, 6, 22, 26, 10, 30, 14)),
+        TopicPartition("inventory", 3),
+        TopicPartition("events", 0),
+        TopicPartition("a", 2),
+        TopicPartition("a", 6),
+    ]
+
+
+def test_vanished_topic_id_from_the_scenario() -> None:
+    """A vanished topic keeps the id ``topic_ids`` gives it (else one derived from its name),
+    and a subscription naming it resolves nothing."""
+    raw = json.loads(VANISHED_TOPIC_SCENARIO.read_text())
+    raw["topic_ids"]["deleted-topic"] = "AAAAAAAAAAAAAAAAAAAAAA"
+    table = TopicTable(parse_scenario(raw))
+    assert table.ids[table.owned_index["deleted-topic"]] == "AAAAAAAAAAAAAAAAAAAAAA"
+    assert "deleted-topic" not in table.index
+    assert table.counts[table.owned_index["deleted-topic"]] == 0
 
 
 def test_stable_group_keeps_its_assignment() -> None:

@@ -6,7 +6,13 @@ import pytest
 
 from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
 from streaming.codec.model import CooperativeStickyUserData, StickyUserData, TopicPartitions
-from streaming.tracking.expected import classic_specs, owned_for_strategy, run_strategies
+from streaming.tracking import expected
+from streaming.tracking.expected import (
+    ResultCache,
+    classic_specs,
+    owned_for_strategy,
+    run_strategies,
+)
 from tests.unit.streaming.tracking.factories import group_metadata, member, subscription, tps
 
 pytestmark = pytest.mark.unit
@@ -94,8 +100,13 @@ class Boom:
         raise RuntimeError("bug in an assignor")
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache() -> None:
+    """Each test starts without cached answers (some replace an assignor)."""
+    expected.RESULTS.clear()
+
+
 def test_a_failing_assignor_is_an_error_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    import streaming.tracking.expected as expected
     from assign_core.assignors.registry import get_assignor
 
     monkeypatch.setattr(
@@ -134,3 +145,109 @@ def test_groups_over_the_limits_skip_the_assignors() -> None:
         max_partitions=10,
     )
     assert row.error is not None and row.error.startswith("skipped")
+
+
+def _run(spec: GroupSpec, actual: dict[str, tuple[TopicPartition, ...]]) -> tuple:
+    return run_strategies(
+        own="range",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=("range", "roundrobin"),
+        actual=actual,
+        before={"a": tps("t", 0, 1)},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+    )
+
+
+def test_an_identical_input_reuses_the_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each strategy runs once per distinct input; divergence and churn still follow each
+    call's actual assignment."""
+    from assign_core.assignors.registry import get_assignor
+
+    runs: list[str] = []
+
+    def counting(name: str):  # type: ignore[no-untyped-def]
+        runs.append(name)
+        return get_assignor(name)
+
+    monkeypatch.setattr(expected, "get_assignor", counting)
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    first = _run(spec, {"a": tps("t", 0, 1), "b": tps("t", 2, 3)})
+    again = _run(
+        GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",)))),
+        {"a": tps("t", 0, 2), "b": tps("t", 1, 3)},
+    )
+    assert runs == ["range", "roundrobin"]
+    assert expected.RESULTS.hits == 2  # the answers (not the runs: their actual differs)
+    assert [r.assignment for r in again] == [r.assignment for r in first]
+    assert [r.skew for r in again] == [r.skew for r in first]
+    # range: a 0 1, b 2 3; roundrobin: a 0 2, b 1 3
+    assert [r.divergent for r in first] == [False, True]
+    assert [r.divergent for r in again] == [True, False]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        GroupSpec(topics={"t": 5}, members=(Member("a", ("t",)), Member("b", ("t",)))),
+        GroupSpec(topics={"t": 4}, members=(Member("b", ("t",)), Member("a", ("t",)))),
+        GroupSpec(topics={"t": 4}, members=(Member("a", ("t",), rack="r"), Member("b", ("t",)))),
+        GroupSpec(
+            topics={"t": 4},
+            members=(
+                Member("a", ("t",), owned_partitions=tps("t", 0), generation=1),
+                Member("b", ("t",)),
+            ),
+        ),
+        GroupSpec(
+            topics={"t": 4},
+            members=(Member("a", ("t",)), Member("b", ("t",))),
+            topic_ids={"t": "AAAAAAAAAAAAAAAAAAAAAA"},
+        ),
+    ],
+)
+def test_any_other_input_runs_the_assignors(changed: GroupSpec) -> None:
+    _run(GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",)))), {})
+    _run(changed, {})
+    assert (expected.RESULTS.hits, expected.RESULTS.misses) == (0, 6)  # 2 runs, 2 x 2 answers
+
+
+def test_the_cache_is_bounded() -> None:
+    """Least recently used answers leave first; the partitions held stay within the bound;
+    an answer larger than the whole budget is not kept."""
+    cache = ResultCache(max_entries=2, max_partitions=10)
+
+    cache.put("a", "value-a", 3)
+    cache.put("b", "value-b", 3)
+    assert cache.get("a") is not None  # a is now the most recently used
+    cache.put("c", "value-c", 3)
+    assert cache.get("b") is None and len(cache) == 2
+    cache.put("d", "value-d", 5)  # 3 + 3 + 5 > 10 (and 3 entries): the least recently used goes
+    assert cache.get("a") is None and len(cache) == 2 and cache.partitions == 8
+    cache.put("c", "value-c", 6)  # replaced: 6 + 5 > 10, d is now the least recently used
+    assert cache.get("d") is None and cache.get("c") is not None and cache.partitions == 6
+    cache.put("e", "value-e", 11)
+    assert cache.get("e") is None and cache.partitions == 6
+
+
+def test_an_identical_call_reuses_the_whole_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same inputs, same result; another previous assignment: the churn follows it."""
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    actual = {"a": tps("t", 0, 1), "b": tps("t", 2, 3)}
+    first = _run(spec, actual)
+    assert _run(spec, dict(actual)) is first
+    other = run_strategies(
+        own="range",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=("range", "roundrobin"),
+        actual=actual,
+        before={"b": tps("t", 0, 1)},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+    )
+    assert [r.churn and r.churn.moved_partitions for r in first] == [0, 1]
+    assert [r.churn and r.churn.moved_partitions for r in other] == [2, 1]
