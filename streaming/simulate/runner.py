@@ -77,6 +77,7 @@ from streaming.simulate.scenarios import (
     Step,
     StepResult,
     StepTimeoutError,
+    WaitGroupEmpty,
     WaitStable,
     describe_scenarios,
     evaluate_checks,
@@ -646,6 +647,9 @@ class _Simulation:
         elif isinstance(step, WaitStable):
             label = step.label
             stable = self._wait_stable(step)
+        elif isinstance(step, WaitGroupEmpty):
+            label = step.label
+            detail = self._wait_empty(step)
         result = StepResult(
             index=index,
             kind=step.kind,
@@ -869,6 +873,29 @@ class _Simulation:
                     f"{step.timeout_s:g} s ({step.label}): {why or 'still changing'}"
                 )
             self.pump(0.1)
+
+    def _wait_empty(self, step: WaitGroupEmpty) -> str:
+        from kafka.errors import KafkaError
+
+        t = time.monotonic()
+        deadline = t + step.timeout_s
+        state = "?"
+        while True:
+            try:
+                listed = {str(g["group_id"]): g for g in self.admin.list_groups()}
+            except KafkaError as exc:
+                state = f"ListGroups failed: {exc}"
+            else:
+                entry = listed.get(self.names.group_id)
+                state = str(entry.get("group_state")) if entry is not None else "not listed"
+                if state in ("Empty", "Dead", "not listed"):
+                    return f"{state} after {time.monotonic() - t:.1f} s"
+            if time.monotonic() > deadline:
+                raise StepTimeoutError(
+                    f"{self.scenario.name}: the group was not empty within {step.timeout_s:g} s "
+                    f"({step.label}): {state}"
+                )
+            self.pump(0.25)
 
     def _broker_members(self) -> tuple[str, ...] | None:
         """The coordinator's member list (client ids) of a classic group."""

@@ -723,6 +723,12 @@ class FakeAdmin:
         self._maybe_fail("list_group_offsets", ids)
         return {g: self.offsets.get(g, {}) for g in ids}
 
+    def describe_configs(self, resources: list[Any], config_filter: str = "modified") -> Any:
+        self._maybe_fail("describe_configs", [r.name for r in resources])
+        return {
+            "group": {r.name: {"consumer.session.timeout.ms": {"value": "6000"}} for r in resources}
+        }
+
     def describe_topics(self, names: list[str]) -> Any:
         self._maybe_fail("describe_topics", names)
         return [self.topics.get(n, {"error_code": 3, "name": n, "partitions": []}) for n in names]
@@ -774,6 +780,8 @@ def test_gather_filters_groups_and_asks_each_api_only_what_it_serves() -> None:
     calls = dict(admin.calls)
     assert calls["describe_groups"] == ["app-1", "app-2"]  # classic only
     assert calls["list_group_offsets"] == ["app-1", "app-2", "app-848"]  # no share group
+    assert calls["describe_configs"] == ["app-848"]  # the KIP-848 group's session timeout
+    assert a.session_timeouts == {"app-848": 6000}
     assert calls["describe_topics"] == ["t1", "t2", "t3"]
     assert a.end_offsets[("t1", 2)] == 102
     assert a.issues == []
