@@ -204,6 +204,7 @@ def assign(
 TOPIC_IDS = {
     "Order": "T3JkZXItdG9waWMtaWQtMQ",
     "Stock": "U3RvY2stdG9waWMtaWQtMg",
+    "Big": "QmlnLXRvcGljLWlkLTMtLQ",
 }
 
 

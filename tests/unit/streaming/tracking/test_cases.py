@@ -258,6 +258,49 @@ def leave_while_a_static_session_runs_out() -> tuple[list[RebalanceEvent], int]:
     return t.of(RebalanceEvent), -1
 
 
+def members_in_the_coordinators_order() -> tuple[list[RebalanceEvent], int]:
+    """A real KIP-848 uniform group (ids as the coordinator made them): A joined first, D
+    last; B came and went, so the member table has 4 slots. A and D share a slot (D, the
+    later, iterates first) and a ``HashMap`` bin: D comes first in ``memberIds()``, gives up
+    the extra partition of 27 and A takes Stock 6 and 7 when Stock grows to 8 (I4)."""
+    a, b, d = "LZG0n3PDRiOkAXrIVlg9GA", "B0000000000000000000AA", "rf_uxs_mQEOrD76mwaicEg"
+    subs = ("Big", "Order", "Stock")
+    log, t = Log(), Tracker()
+    log.snap(topics_snapshot(1 * S, {"Big": [0] * 12, "Order": [0] * 7, "Stock": [0] * 5}))
+    big, order, stock = tps("Big", *range(12)), tps("Order", *range(7)), tps("Stock", *range(5))
+    steps: list[tuple[int, list[str], Assignment]] = [
+        (2, [a], {a: big + order + stock}),
+        (3, [b], {a: big, b: order + stock}),
+        (4, [d], {a: big, b: order, d: stock}),
+    ]
+    for e, new, targets in steps:
+        for m in new:
+            log.rec(replace(cg_member(m, subs), subscribed_topic_names=subs), e * 10 * S)
+        log.rec(cg_epoch(e), e * 10 * S)
+        for m, parts in targets.items():
+            log.rec(cg_target(m, parts), e * 10 * S)
+        log.rec(cg_target_epoch(e), e * 10 * S)
+        reconcile(log, e, targets, ts=e * 10 * S + 50)
+    for rec in cg_member_gone(b):
+        log.rec(rec, 50 * S)
+    five = {a: big, d: order + stock}
+    log.rec(cg_epoch(5), 50 * S)
+    log.rec(cg_target(d, five[d]), 50 * S)
+    log.rec(cg_target_epoch(5), 50 * S)
+    reconcile(log, 5, five, ts=50 * S + 50)
+    log.snap(topics_snapshot(55 * S, {"Big": [0] * 12, "Order": [0] * 7, "Stock": [0] * 8}))
+    six = {a: big + tps("Stock", 6, 7), d: order + stock + tps("Stock", 5)}  # what Kafka did
+    log.rec(cg_epoch(6), 60 * S)
+    for m, parts in six.items():
+        log.rec(cg_target(m, parts), 60 * S)
+    log.rec(cg_target_epoch(6), 60 * S)
+    reconcile(log, 6, six, ts=60 * S + 50)
+    t.feed(log.take())
+    events = t.of(RebalanceEvent)
+    assert events[-1].generation_after == 6
+    return events, -1
+
+
 @dataclass(frozen=True)
 class Case:
     case: str
@@ -291,6 +334,12 @@ TABLE = [
         "I2 I3",
         churn_after_a_forced_unnamed_epoch,
         Expect(cause="join", rule=7, own_divergent=False),
+    ),
+    Case(
+        "6 the assignor sees the members in the coordinator's order",
+        "I4",
+        members_in_the_coordinators_order,
+        Expect(cause="partition_count_change", rule=9, own_divergent=False),
     ),
     Case(
         "4 LeaveGroup while a static member's session runs out",
@@ -346,7 +395,7 @@ def test_case_table(row: Case) -> None:
     after = {m.member_id: m.partitions for m in e.members_after}
     churn = (e.churn.moved_partitions, e.churn.revoked_partitions, e.churn.assigned_partitions)
     assert churn == moved_revoked_assigned(before, after)
-    named = set(TOPIC_IDS) | {"t"}
+    named = set(TOPIC_IDS) | {"t", "Big"}
     assert {tp.topic for ps in (*before.values(), *after.values()) for tp in ps} <= named
 
 
@@ -378,7 +427,7 @@ def test_an_epoch_forced_out_without_names_keeps_its_ids() -> None:
     first, second = events
     assert first.own_strategy_divergent is None
     assert first.expected[0].error is not None and "not resolved" in first.expected[0].error
-    assert {tp.topic for tp in first.actual["J1"]} == set(TOPIC_IDS.values())
+    assert {tp.topic for tp in first.actual["J1"]} == {TOPIC_IDS[t] for t in SUBS}
     assert second.churn.moved_partitions == 3
 
 
