@@ -9,7 +9,8 @@ ordinary topic, ``rebalance-monitor.membership`` by default, created if absent::
         │                              group regex), describe_groups (classic groups only),
         │                              list_group_offsets, describe_configs (KIP-848 groups:
         │                              the session timeout), describe_topics (the topics the
-        │                              groups touch), list_partition_offsets (LATEST)
+        │                              groups touch; every topic while a KIP-848 group has
+        │                              committed nothing), list_partition_offsets (LATEST)
         ▼
     AdminAnswers                       plain data: what the admin calls answered, and the
         │                              calls that failed (``Issue``)
@@ -814,6 +815,16 @@ def gather_answers(
     touched: set[str] = set()
     for group_id in listed:
         touched |= group_topics(descriptions.get(group_id), committed.get(group_id))
+    if any(not group_topics(None, committed.get(g)) for g in consumer_ids):
+        # a KIP-848 group that has not committed yet: nothing here says which topics it
+        # subscribes, and its records name them by id. Every topic is described, so the
+        # tracker can name the ids of its first target (it keeps the subscribed ones).
+        try:
+            touched |= {str(t) for t in admin.list_topics() if not str(t).startswith("__")}
+        except _CONNECTION_ERRORS:
+            raise
+        except kafka_errors.KafkaError as exc:
+            issues.append(Issue("describe_topics", _describe_error(exc)))
     topics: list[Mapping[str, Any]] = []
     if touched:
         try:

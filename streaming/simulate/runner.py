@@ -183,16 +183,26 @@ def compiled_java_exists() -> bool:
     return (_classes_dir() / "SimConsumer.class").exists()
 
 
+#: One compilation at a time in this process (scenarios may run side by side in threads).
+_COMPILE_LOCK = threading.Lock()
+
+
 def compile_java() -> Path:
     """Compile ``SimConsumer.java`` once per source version; returns its classes folder."""
     if not any(CLIENT_JARS.glob("kafka-clients-*.jar")):
         raise SetupError(
             f"no kafka-clients jars in {CLIENT_JARS}: run `make setup` (or `make jars`)"
         )
+    with _COMPILE_LOCK:
+        return _compile_java()
+
+
+def _compile_java() -> Path:
     out = _classes_dir()
     if (out / "SimConsumer.class").exists():
         return out
     javac = _find("javac")
+    # another process may compile the same source at the same time: its own folder, renamed
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

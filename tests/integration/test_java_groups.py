@@ -192,3 +192,27 @@ def test_churn_is_what_the_members_reported(
         names = jg.names_of(result)
         actual = {names[m]: {(tp.topic, tp.partition) for tp in tps} for m, tps in e.actual.items()}
         assert actual == {n: set(ps) for n, ps in after.items()}
+
+
+def test_scenarios_side_by_side_compile_the_member_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six scenarios start at once, each compiling ``SimConsumer.java`` on first use: every
+    one must get a complete classes folder (a shared temporary folder once lost classes)."""
+    import threading
+
+    from streaming.simulate import runner
+
+    monkeypatch.setattr(runner, "JAVA_CLASSES", tmp_path / "classes")
+    found: list[bool] = []
+
+    def compile_one() -> None:
+        found.append((runner.compile_java() / "SimConsumer.class").is_file())
+
+    threads = [threading.Thread(target=compile_one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert found == [True] * 6
+    assert [p.name for p in (tmp_path / "classes").iterdir()] == [runner._classes_dir().name]

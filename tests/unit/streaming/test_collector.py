@@ -729,6 +729,10 @@ class FakeAdmin:
             "group": {r.name: {"consumer.session.timeout.ms": {"value": "6000"}} for r in resources}
         }
 
+    def list_topics(self) -> Any:
+        self._maybe_fail("list_topics", [])
+        return [*self.topics, "__consumer_offsets"]
+
     def describe_topics(self, names: list[str]) -> Any:
         self._maybe_fail("describe_topics", names)
         return [self.topics.get(n, {"error_code": 3, "name": n, "partitions": []}) for n in names]
@@ -785,6 +789,22 @@ def test_gather_filters_groups_and_asks_each_api_only_what_it_serves() -> None:
     assert calls["describe_topics"] == ["t1", "t2", "t3"]
     assert a.end_offsets[("t1", 2)] == 102
     assert a.issues == []
+
+
+def test_gather_describes_every_topic_while_a_kip848_group_has_no_commits() -> None:
+    """Its topics are unknown (no DescribeGroups, no offsets) and its records name them by
+    id: every topic is described so that the tracker can name them (issue 17)."""
+    admin = fake_admin(offsets={})
+    a = gather_answers(admin, CollectorConfig(group_filter="app-848"))
+    calls = dict(admin.calls)
+    assert "list_topics" in calls
+    assert calls["describe_topics"] == ["t1", "t2", "t3"]  # not the internal topic
+    # once it has committed, only the topics it touches
+    admin = fake_admin()
+    gather_answers(admin, CollectorConfig(group_filter="app-848"))
+    calls = dict(admin.calls)
+    assert "list_topics" not in calls and calls["describe_topics"] == ["t3"]
+    assert a.session_timeouts == {"app-848": 6000}
 
 
 def test_gather_falls_back_to_one_group_at_a_time() -> None:
