@@ -35,8 +35,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from assign_core.assignors._server_common import put_only_order
-from assign_core.javacompat import string_hash
+from assign_core.javacompat import string_hash, string_hash_order
 from assign_core.model import Member, TopicPartition
 from streaming.codec.model import (
     ConsumerGroupCurrentMemberAssignment,
@@ -479,7 +478,7 @@ def _assignor_order(cg: ConsumerGroupState, current: Sequence[ConsumerMember]) -
         key=lambda m: (_table_slot(m.member_id, cap), -m.order),
     )
     new = [m.member_id for m in current if m.member_id in joining]
-    return (*(m.member_id for m in settled), *put_only_order(new, string_hash, lambda s: s))
+    return (*(m.member_id for m in settled), *string_hash_order(new))
 
 
 def settle_deferred(ctx: Context, *, force: bool = False) -> None:
