@@ -376,16 +376,9 @@ def table(result: ScenarioResult, events: Sequence[RebalanceEvent]) -> str:
 # -- recording and replaying from the command line ---------------------------------------------
 
 
-def _dump(p: Play, path: Path) -> None:
-    doc = {
-        "prefix": p.prefix,
-        "membership_topic": p.membership_topic,
-        "duration_s": p.duration_s,
-        "results": {k: r.to_json() for k, r in p.results.items()},
-        "offsets": p.offsets,
-        "membership": p.membership,
-    }
-    path.write_bytes(pickle.dumps((p, doc)))
+def dump(p: Play, path: Path) -> None:
+    """Pickle ``p`` for ``--replay``."""
+    path.write_bytes(pickle.dumps(p))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -396,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--log-dir", type=Path, default=Path(".local/java-groups"))
     args = ap.parse_args(argv)
     if args.replay is not None:
-        recorded, _doc = pickle.loads(args.replay.read_bytes())
+        sys.modules["__main__"].Play = Play  # type: ignore[attr-defined]
+        recorded = pickle.loads(args.replay.read_bytes())
         tracked = track(recorded)
         for r in recorded.results.values():
             print(table(r, tracked[r.group_id]) + "\n")
@@ -405,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--out or --replay")
     p = play(args.bootstrap_server, log_dir=args.log_dir)
     with contextlib.suppress(OSError):
-        _dump(p, args.out)
+        dump(p, args.out)
     for name, r in p.results.items():
         print(f"{name}: {'ok' if r.error is None else r.error} in {r.duration_s:.1f} s")
     print(f"play took {p.duration_s:.1f} s; {len(p.offsets)} records, {len(p.membership)} events")

@@ -17,6 +17,7 @@ and a half on two cores (the groups' steps run side by side, about 65 s).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,9 @@ DEPARTURES: dict[str, dict[str, tuple[str, str]]] = {
 def played(kafka_broker: BrokerInfo, tmp_path_factory: pytest.TempPathFactory) -> jg.Play:
     log_dir: Path = tmp_path_factory.mktemp("java-groups")
     p = jg.play(kafka_broker.bootstrap_servers, log_dir=log_dir)
+    dump = os.environ.get("REBALANCE_MONITOR_JAVA_GROUPS_DUMP")
+    if dump:  # for study: python -m tests.integration.java_groups --replay <file>
+        jg.dump(p, Path(dump))
     failed = {name: r.error for name, r in p.results.items() if r.error is not None}
     assert not failed, f"the steps did not run: {failed} (member logs in {log_dir})"
     return p
@@ -171,15 +175,34 @@ def test_churn_is_what_the_members_reported(
 ) -> None:
     """Moved, revoked, assigned and paused partitions of every rebalance, computed from the
     members' own reports of the generations before and after (their ``assignment`` lines),
-    and the actual assignment equal to what they reported."""
+    and the actual assignment equal to what they reported.
+
+    One exception, the cooperative race of issue 17: a member that rejoins for the follow-up
+    round before its SyncGroup of the join round answered never holds that generation's
+    assignment (it reports none for it, and rejoins still owning what it had to give up).
+    That generation's rows cannot be checked against the members' views; the round after
+    must be a follow-up (rule 11), and the members that did report must agree."""
     result, events = _rows(played, tracked, strategy)
-    for e in events:
+    names = jg.names_of(result)
+    checked = 0
+    unseen: set[int] = set()
+    for i, e in enumerate(events):
         if not e.is_rebalance:
             continue
         before, missing_before = jg.member_view(result, e.members_before, e.generation_before)
         after, missing_after = jg.member_view(result, e.members_after, e.generation_after)
-        assert not missing_after, (e.generation_after, missing_after)
-        assert not missing_before or e.generation_before == 0, (e.generation_before, missing_before)
+        actual = {names[m]: {(tp.topic, tp.partition) for tp in tps} for m, tps in e.actual.items()}
+        assert {n: ps for n, ps in actual.items() if n in after} == {
+            n: set(ps) for n, ps in after.items()
+        }
+        if missing_after:
+            assert strategy == "cooperative-sticky", (e.generation_after, missing_after)
+            assert events[i + 1].cause == "cooperative_followup", jg.table(result, events)
+            unseen.add(e.generation_after)
+            continue
+        if missing_before:
+            assert e.generation_before in unseen, (e.generation_before, missing_before)
+            continue
         want = jg.expected_churn(before, after, eager=e.rebalance_protocol == "eager")
         c = e.churn
         got = (c.moved_partitions, c.revoked_partitions, c.assigned_partitions)
@@ -189,9 +212,8 @@ def test_churn_is_what_the_members_reported(
             e.generation_after,
             e.cause,
         )
-        names = jg.names_of(result)
-        actual = {names[m]: {(tp.topic, tp.partition) for tp in tps} for m, tps in e.actual.items()}
-        assert actual == {n: set(ps) for n, ps in after.items()}
+        checked += 1
+    assert checked >= len([e for e in events if e.is_rebalance]) - 2 * len(unseen)
 
 
 def test_scenarios_side_by_side_compile_the_member_once(
