@@ -271,6 +271,16 @@ def test_kip848_group_gets_list_groups_state_offsets_and_the_consumer_offsets_fl
     assert g["topics"] == ["t3"]  # known only through its committed offsets
     assert g["committed_offsets"][0]["lag"] == 3
     assert g["errors"] == []
+    assert g["session_timeout_ms"] is None  # not described in these answers
+
+
+def test_kip848_group_carries_its_session_timeout() -> None:
+    """The session timeout of a KIP-848 group is a group config, in no record: the group
+    event carries what DescribeConfigs said; classic groups carry null (their members'
+    session timeouts are in their GroupMetadata records)."""
+    evs = events_of(answers(session_timeouts={"g-kip848": 6000}))
+    assert evs["g-kip848"]["session_timeout_ms"] == 6000
+    assert evs["g-classic"]["session_timeout_ms"] is None
 
 
 def test_broker_without_group_type_kip848_group_recognised_by_describe_error() -> None:
