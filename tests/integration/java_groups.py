@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition  # type: ignore[import-untyped]
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition  # type: ignore[import-untyped]
+from kafka.errors import KafkaError  # type: ignore[import-untyped]
 
 from streaming.codec import decode_record
 from streaming.collector import Collector, CollectorConfig
@@ -138,7 +139,21 @@ def play(
         collecting.join(30)
     groups = {r.group_id for r in results.values()}
     offsets, membership = read_back(bootstrap_servers, groups, topic)
+    _delete_topics(
+        bootstrap_servers, [topic, *(t for r in results.values() for t in r.topics.values())]
+    )
     return Play(prefix, topic, results, offsets, membership, time.monotonic() - t0)
+
+
+def _delete_topics(bootstrap_servers: str, topics: list[str]) -> None:
+    """Leave the broker as it was (after reading back: deleting a group's topics changes
+    its subscription metadata, which a KIP-848 coordinator records)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    try:
+        with contextlib.suppress(KafkaError):  # a leftover is harmless: a prefix per run
+            admin.delete_topics(topics)
+    finally:
+        admin.close()
 
 
 def _read_all(reader: Any, tps: list[Any]) -> Iterable[Any]:
