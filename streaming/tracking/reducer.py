@@ -174,13 +174,14 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
         raise ObservationError(
             f"an observation of group {gid!r} was applied to group {ctx.state.group_id!r}"
         )
+    if isinstance(p, OffsetCommit) and p.topic_id != ZERO_UUID:
+        # Kafka 4.x names the topic id of every commit: KIP-848 targets name topics by id
+        note_topic_ids(ctx, {p.topic: p.topic_id})
     if obs.source == "offsets":
         ts = obs.timestamp_ms
         if ctx.state.last_record_ts_ms is None or ts > ctx.state.last_record_ts_ms:
             ctx.state.last_record_ts_ms = ts
     if isinstance(p, OffsetCommit):
-        if p.topic_id != ZERO_UUID:
-            note_topic_ids(ctx, {p.topic: p.topic_id})  # KIP-848 targets name topics by id
         _commit(ctx, obs, p)
     elif isinstance(p, OffsetCommitTombstone):
         _commit_deleted(ctx, obs, p)
