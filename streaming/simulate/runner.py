@@ -116,6 +116,7 @@ JVM_OPTIONS: tuple[str, ...] = (
 #: A stable group must stay unchanged this long before a WaitStable step ends.
 SETTLE_S = 0.5
 START_TIMEOUT_S = 60.0
+TOPICS_READY_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 20.0
 TERMINATE_GRACE_S = 5.0
 
@@ -678,10 +679,9 @@ class _Simulation:
 
         wanted = {self.names.topic(t): n for t, n in step.topics}
         try:
-            self.admin.create_topics(
-                {real: {"num_partitions": n} for real, n in wanted.items()},
-                wait_for_metadata=True,
-            )
+            self.admin.create_topics({real: {"num_partitions": n} for real, n in wanted.items()})
+            # leaders elected and metadata propagated: seconds on a loaded machine
+            self.admin.wait_for_topics(list(wanted), timeout_ms=int(TOPICS_READY_TIMEOUT_S * 1000))
         except TopicAlreadyExistsError:
             found = {
                 t["name"]: len(t["partitions"]) for t in self.admin.describe_topics(list(wanted))
