@@ -335,6 +335,62 @@ def by_stage(
     return out
 
 
+#: A start, close or kill that took longer than this shows a machine that lags behind.
+SLOW_STEP_S = 3.0
+
+
+def lagged_stages(result: ScenarioResult) -> dict[str, list[str]]:
+    """Stage label -> why the machine did not keep up in it, by the members' own evidence
+    (never by the tracker's rows): a member lost its partitions (fenced: its heartbeats
+    came too late), a running member got a new member id, a member's process took longer
+    than :data:`SLOW_STEP_S` to start, close or die, or a static member's restart took
+    more than 4/5 of its session timeout. There the coordinator really removed members
+    the script did not remove, or timings in the records are off by seconds; the tracker
+    judges what the records say, which is no longer what the script says."""
+    spec = {m.name: m for m in tracker_steps_members(result)}
+    out: dict[str, list[str]] = {}
+
+    def note(ts_ms: int, why: str) -> None:
+        label = next((lb for lb, a, b in stages(result) if a < ts_ms <= b), None)
+        if label is not None:
+            out.setdefault(label, []).append(why)
+
+    ids: dict[tuple[str, int], str] = {}
+    for e in result.events:
+        if e.event == "lost":
+            note(e.ts_ms, f"{e.name} lost its partitions (fenced)")
+        elif e.event == "assignment" and e.member_id:
+            old = ids.get((e.name, e.pid))
+            if old is not None and old != e.member_id:
+                note(e.ts_ms, f"{e.name} got a new member id while running")
+            ids[(e.name, e.pid)] = e.member_id
+    for i, step in enumerate(result.steps):
+        if step.kind in ("start", "close", "kill") and step.elapsed_s > SLOW_STEP_S:
+            note(step.started_ts_ms + 1, f"{step.kind} took {step.elapsed_s:.1f} s")
+        if step.kind != "close" or i + 1 >= len(result.steps):
+            continue
+        nxt = result.steps[i + 1]
+        name = step.description.split()[1]
+        member = spec.get(name)
+        if nxt.kind != "start" or member is None or member.instance_id is None:
+            continue
+        back = [
+            e.ts_ms
+            for e in result.events
+            if e.name == name and e.event == "assignment" and e.ts_ms > nxt.started_ts_ms
+        ]
+        took_ms = (back[0] if back else nxt.ended_ts_ms) - step.started_ts_ms
+        if took_ms > 0.8 * member.session_timeout_ms:
+            note(step.started_ts_ms + 1, f"{name}'s restart took {took_ms / 1000:.1f} s")
+    return out
+
+
+def tracker_steps_members(result: ScenarioResult) -> tuple[Any, ...]:
+    """The member specs the result was played with."""
+    protocol = "consumer" if result.group_protocol == "consumer" else "classic"
+    return tracker_steps(protocol, result.assignor).members  # type: ignore[arg-type]
+
+
 def member_view(
     result: ScenarioResult, members: Iterable[Any], generation: int | None
 ) -> tuple[dict[str, frozenset[TP]], list[str]]:

@@ -54,6 +54,24 @@ STEP_CAUSES: dict[str, list[str]] = {
     "emptied": ["crash"],
 }
 
+#: What a stage where the machine lagged behind (:func:`jg.lagged_stages`) may show: the
+#: coordinator removed members the script did not (their heartbeats came too late) and they
+#: joined again; never a rebalance without a visible reason or a subscription change.
+LAGGED_CAUSES = frozenset(
+    {
+        "join",
+        "crash",
+        "leave",
+        "graceful_leave",
+        "static_rejoin",
+        "cooperative_followup",
+        "partition_count_change",
+    }
+)
+#: At most this share of all the stages may lag: beyond, the machine is too loaded for the
+#: tier to prove anything and it fails saying so.
+MAX_LAGGED_SHARE = 1 / 3
+
 #: Per step, how each member that left went (member name -> departure kind, rule).
 DEPARTURES: dict[str, dict[str, tuple[str, str]]] = {
     "B crashed": {"B": ("crash", "D2")},
@@ -78,7 +96,20 @@ def played(kafka_broker: BrokerInfo, tmp_path_factory: pytest.TempPathFactory) -
 def tracked(played: jg.Play) -> dict[str, list[RebalanceEvent]]:
     out = jg.track(played)
     for r in played.results.values():  # the note's tables (pytest -s, or on failure)
-        print(jg.table(r, out[r.group_id]) + "\n")
+        print(jg.table(r, out[r.group_id]))
+        print(f"lagged: {jg.lagged_stages(r) or 'no stage'}\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def lagged(played: jg.Play) -> dict[str, dict[str, list[str]]]:
+    """Strategy -> its stages where the machine lagged, and why (the members' evidence)."""
+    out = {name: jg.lagged_stages(r) for name, r in played.results.items()}
+    total = sum(len(jg.stages(r)) for r in played.results.values())
+    n = sum(len(v) for v in out.values())
+    assert n <= MAX_LAGGED_SHARE * total, (
+        f"the machine is too loaded: {n} of {total} stages lagged: {out}"
+    )
     return out
 
 
@@ -111,13 +142,19 @@ def test_every_group_ran_its_steps(played: jg.Play) -> None:
 
 @pytest.mark.parametrize("strategy", LABELS)
 def test_each_step_gives_the_rebalances_it_calls_for(
-    played: jg.Play, tracked: dict[str, list[RebalanceEvent]], strategy: str
+    played: jg.Play,
+    tracked: dict[str, list[RebalanceEvent]],
+    lagged: dict[str, dict[str, list[str]]],
+    strategy: str,
 ) -> None:
     result, events = _rows(played, tracked, strategy)
     staged = jg.by_stage(result, events)
     assert staged.pop("after", []) == [], "a rebalance after the last step"
     for label, rows in staged.items():
         causes = [e.cause for e in rows]
+        if label in lagged[strategy]:
+            assert set(causes) <= LAGGED_CAUSES, (label, lagged[strategy][label], causes)
+            continue
         assert _matches(STEP_CAUSES[label], causes), (label, causes, jg.table(result, events))
         if strategy not in COOPERATIVE:
             assert "cooperative_followup" not in causes, label
@@ -129,13 +166,22 @@ def test_each_step_gives_the_rebalances_it_calls_for(
 
 @pytest.mark.parametrize("strategy", LABELS)
 def test_departures_are_judged_by_how_the_members_went(
-    played: jg.Play, tracked: dict[str, list[RebalanceEvent]], strategy: str
+    played: jg.Play,
+    tracked: dict[str, list[RebalanceEvent]],
+    lagged: dict[str, dict[str, list[str]]],
+    strategy: str,
 ) -> None:
+    """Where the machine lagged, members the script did not remove may have been removed
+    too, and the records' times are off by seconds: only who left is checked there."""
     result, events = _rows(played, tracked, strategy)
     names = jg.names_of(result)
     for label, rows in jg.by_stage(result, events).items():
         got = {names[d.member_id]: (d.kind, d.rule) for e in rows for d in e.departures}
-        assert got == DEPARTURES.get(label, {}), (label, [e.cause_detail for e in rows])
+        want = DEPARTURES.get(label, {})
+        if label in lagged[strategy]:
+            assert set(got) >= set(want), (label, lagged[strategy][label], got)
+            continue
+        assert got == want, (label, [e.cause_detail for e in rows])
 
 
 @pytest.mark.parametrize("strategy", LABELS)
@@ -171,7 +217,10 @@ def test_the_own_strategy_gives_what_the_members_got(
 
 @pytest.mark.parametrize("strategy", LABELS)
 def test_churn_is_what_the_members_reported(
-    played: jg.Play, tracked: dict[str, list[RebalanceEvent]], strategy: str
+    played: jg.Play,
+    tracked: dict[str, list[RebalanceEvent]],
+    lagged: dict[str, dict[str, list[str]]],
+    strategy: str,
 ) -> None:
     """Moved, revoked, assigned and paused partitions of every rebalance, computed from the
     members' own reports of the generations before and after (their ``assignment`` lines),
@@ -181,14 +230,18 @@ def test_churn_is_what_the_members_reported(
     round before its SyncGroup of the join round answered never holds that generation's
     assignment (it reports none for it, and rejoins still owning what it had to give up).
     That generation's rows cannot be checked against the members' views; the round after
-    must be a follow-up (rule 11), and the members that did report must agree."""
+    must be a follow-up (rule 11), and the members that did report must agree. Where the
+    machine lagged, a member removed against the script may never have held a generation
+    either."""
     result, events = _rows(played, tracked, strategy)
     names = jg.names_of(result)
+    stage_of = {id(e): label for label, rows in jg.by_stage(result, events).items() for e in rows}
     checked = 0
     unseen: set[int] = set()
     for i, e in enumerate(events):
         if not e.is_rebalance:
             continue
+        lag = stage_of[id(e)] in lagged[strategy]
         before, missing_before = jg.member_view(result, e.members_before, e.generation_before)
         after, missing_after = jg.member_view(result, e.members_after, e.generation_after)
         actual = {names[m]: {(tp.topic, tp.partition) for tp in tps} for m, tps in e.actual.items()}
@@ -196,12 +249,13 @@ def test_churn_is_what_the_members_reported(
             n: set(ps) for n, ps in after.items()
         }
         if missing_after:
-            assert strategy == "cooperative-sticky", (e.generation_after, missing_after)
-            assert events[i + 1].cause == "cooperative_followup", jg.table(result, events)
+            if not lag:
+                assert strategy == "cooperative-sticky", (e.generation_after, missing_after)
+                assert events[i + 1].cause == "cooperative_followup", jg.table(result, events)
             unseen.add(e.generation_after)
             continue
         if missing_before:
-            assert e.generation_before in unseen, (e.generation_before, missing_before)
+            assert lag or e.generation_before in unseen, (e.generation_before, missing_before)
             continue
         want = jg.expected_churn(before, after, eager=e.rebalance_protocol == "eager")
         c = e.churn
@@ -214,6 +268,7 @@ def test_churn_is_what_the_members_reported(
         )
         checked += 1
     assert checked >= len([e for e in events if e.is_rebalance]) - 2 * len(unseen)
+    print(f"{strategy}: {checked} rebalances checked against the members' reports")
 
 
 def test_scenarios_side_by_side_compile_the_member_once(
