@@ -1369,6 +1369,8 @@ def _kip848() -> Scenario:
 TRACKER_STEPS_TOPICS = (("Order", 7), ("Stock", 5), ("Big", 12))
 TRACKER_STEPS_SESSION_MS = 6_000
 TRACKER_STEPS_STATIC_SESSION_MS = 15_000
+#: Generous: on a loaded machine a JVM's first join can take most of a minute.
+STEPS_TIMEOUT_S = 120.0
 
 
 def tracker_steps(group_protocol: GroupProtocol, assignor: str) -> Scenario:
@@ -1409,27 +1411,27 @@ def tracker_steps(group_protocol: GroupProtocol, assignor: str) -> Scenario:
         CreateTopics(TRACKER_STEPS_TOPICS),
         *config,
         StartMember("A"),
-        WaitStable("A", timeout_s=60),
+        WaitStable("A", timeout_s=STEPS_TIMEOUT_S),
         StartMember("B"),
-        WaitStable("A+B", timeout_s=60),
+        WaitStable("A+B", timeout_s=STEPS_TIMEOUT_S),
         StartMember("C"),
-        WaitStable("A+B+C", timeout_s=60),
+        WaitStable("A+B+C", timeout_s=STEPS_TIMEOUT_S),
         Pause(3, "a commit history before the crash"),
         KillMember("B"),
-        WaitStable("B crashed", timeout_s=60),
+        WaitStable("B crashed", timeout_s=STEPS_TIMEOUT_S),
         CloseMember("C"),
-        WaitStable("C left", timeout_s=60),
+        WaitStable("C left", timeout_s=STEPS_TIMEOUT_S),
         StartMember("D"),
-        WaitStable("D joined", timeout_s=60),
+        WaitStable("D joined", timeout_s=STEPS_TIMEOUT_S),
         AddPartitions("Stock", 8),
-        WaitStable("Stock grew", timeout_s=60),
+        WaitStable("Stock grew", timeout_s=STEPS_TIMEOUT_S),
         CloseMember("D"),
         StartMember("D"),
-        WaitStable("D restarted", timeout_s=60),
+        WaitStable("D restarted", timeout_s=STEPS_TIMEOUT_S),
         Pause(3, "a commit history before the last departures"),
         CloseMember("D"),
         CloseMember("A"),
-        WaitGroupEmpty("emptied", timeout_s=90),
+        WaitGroupEmpty("emptied", timeout_s=STEPS_TIMEOUT_S),
     )
     name = f"steps-{'kip848-' if group_protocol == 'consumer' else ''}{assignor}"
     return Scenario(

@@ -105,6 +105,7 @@ def play(
             topic_partitions=1,
         )
     )
+    _wait_for_group_coordinators(bootstrap_servers, f"{prefix}-warm-up")
     stop = threading.Event()
     collecting = threading.Thread(target=collector.run, kwargs={"stop": stop}, daemon=True)
     results: dict[str, ScenarioResult] = {}
@@ -152,6 +153,25 @@ def _delete_topics(bootstrap_servers: str, topics: list[str]) -> None:
     try:
         with contextlib.suppress(KafkaError):  # a leftover is harmless: a prefix per run
             admin.delete_topics(topics)
+    finally:
+        admin.close()
+
+
+def _wait_for_group_coordinators(bootstrap_servers: str, group_id: str) -> None:
+    """A fresh broker creates ``__consumer_offsets`` (50 partitions) on the first group
+    coordinator lookup, which on a loaded machine takes long: done before the steps' clock
+    starts, by asking for a group until its coordinator answers."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000)
+    deadline = time.monotonic() + 180
+    try:
+        while True:
+            try:
+                admin.list_group_offsets({group_id: None})
+                return
+            except KafkaError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
     finally:
         admin.close()
 
