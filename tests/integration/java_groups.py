@@ -355,16 +355,18 @@ def by_stage(
     return out
 
 
-#: A start, close or kill that took longer than this shows a machine that lags behind.
+#: A clean close that took longer than this shows a machine that lags behind (its commit
+#: and leave request, the signs of life the tracker judges by, came late). A slow start
+#: only delays a join, which changes no verdict.
 SLOW_STEP_S = 3.0
 
 
 def lagged_stages(result: ScenarioResult) -> dict[str, list[str]]:
     """Stage label -> why the machine did not keep up in it, by the members' own evidence
     (never by the tracker's rows): a member lost its partitions (fenced: its heartbeats
-    came too late), a running member got a new member id, a member's process took longer
-    than :data:`SLOW_STEP_S` to start, close or die, or a static member's restart took
-    more than 4/5 of its session timeout. There the coordinator really removed members
+    came too late), a running member got a new member id, a member took longer than
+    :data:`SLOW_STEP_S` to close, or a static member's restart took more than 4/5 of its
+    session timeout. There the coordinator really removed members
     the script did not remove, or timings in the records are off by seconds; the tracker
     judges what the records say, which is no longer what the script says."""
     spec = {m.name: m for m in tracker_steps_members(result)}
@@ -385,7 +387,7 @@ def lagged_stages(result: ScenarioResult) -> dict[str, list[str]]:
                 note(e.ts_ms, f"{e.name} got a new member id while running")
             ids[(e.name, e.pid)] = e.member_id
     for i, step in enumerate(result.steps):
-        if step.kind in ("start", "close", "kill") and step.elapsed_s > SLOW_STEP_S:
+        if step.kind == "close" and step.elapsed_s > SLOW_STEP_S:
             note(step.started_ts_ms + 1, f"{step.kind} took {step.elapsed_s:.1f} s")
         if step.kind != "close" or i + 1 >= len(result.steps):
             continue
