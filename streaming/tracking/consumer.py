@@ -542,9 +542,16 @@ def _build(ctx: Context, cg: ConsumerGroupState, target: DeferredTarget) -> None
         joined = () if first else tuple(a_ids)
     else:
         departed = {d.info.identity: d for d in departed_members}
+        # a member removed since the last epoch and back under the same member id (KIP-848
+        # clients keep theirs: fenced, then a new join) left and joined in between
+        back = {
+            i
+            for i, d in departed.items()
+            if i in a_ids and i in b_ids and a_ids[i].member_id == d.info.member_id
+        }
         deps = []
         for identity, m in b_ids.items():
-            if identity in a_ids:
+            if identity in a_ids and identity not in back:
                 continue
             d = departed.get(identity)
             deps.append(
@@ -564,7 +571,7 @@ def _build(ctx: Context, cg: ConsumerGroupState, target: DeferredTarget) -> None
                 )
             )
         departures = tuple(deps)
-        joined = tuple(i for i in a_ids if i not in b_ids)
+        joined = tuple(i for i in a_ids if i not in b_ids or i in back)
         sub_changed = tuple(
             i for i, m in a_ids.items() if i in b_ids and set(b_ids[i].topics) != set(m.topics)
         )

@@ -361,14 +361,41 @@ def by_stage(
 SLOW_STEP_S = 3.0
 
 
-def lagged_stages(result: ScenarioResult) -> dict[str, list[str]]:
+#: The members each stage of :func:`tracker_steps` removes on purpose.
+SCRIPTED_REMOVALS = {
+    "B crashed": {"B"},
+    "C left": {"C"},
+    "D restarted": {"D"},
+    "emptied": {"A", "D"},
+}
+
+
+def removed_by_coordinator(p: Play, result: ScenarioResult) -> list[tuple[int, str]]:
+    """(time, member name) of every KIP-848 member the coordinator removed (its member
+    metadata tombstoned): the raw records, not the tracker's reading of them."""
+    names = names_of(result)
+    out: list[tuple[int, str]] = []
+    for raw in p.offsets:
+        key = bytes.fromhex(raw["key"])
+        if raw["value"] is not None or key_group_id(key) != result.group_id:
+            continue
+        record = decode_record(key, None)
+        member_id = getattr(getattr(record, "key", None), "member_id", None)
+        if getattr(record, "record_type", None) == 5 and member_id in names:
+            out.append((raw["timestamp_ms"], names[member_id]))
+    return out
+
+
+def lagged_stages(result: ScenarioResult, p: Play | None = None) -> dict[str, list[str]]:
     """Stage label -> why the machine did not keep up in it, by the members' own evidence
     (never by the tracker's rows): a member lost its partitions (fenced: its heartbeats
     came too late), a running member got a new member id, a member took longer than
     :data:`SLOW_STEP_S` to close, or a static member's restart took more than 4/5 of its
-    session timeout. There the coordinator really removed members
-    the script did not remove, or timings in the records are off by seconds; the tracker
-    judges what the records say, which is no longer what the script says."""
+    session timeout; with ``p``, also the coordinator removing a KIP-848 member the stage
+    did not remove (a member fenced before it got partitions loses none). There the
+    coordinator really removed members the script did not remove, or timings in the records
+    are off by seconds; the tracker judges what the records say, which is no longer what
+    the script says."""
     spec = {m.name: m for m in tracker_steps_members(result)}
     out: dict[str, list[str]] = {}
 
@@ -386,6 +413,11 @@ def lagged_stages(result: ScenarioResult) -> dict[str, list[str]]:
             if old is not None and old != e.member_id:
                 note(e.ts_ms, f"{e.name} got a new member id while running")
             ids[(e.name, e.pid)] = e.member_id
+    if p is not None:
+        for ts_ms, name in removed_by_coordinator(p, result):
+            label = next((lb for lb, a, b in stages(result) if a < ts_ms <= b), None)
+            if label is not None and name not in SCRIPTED_REMOVALS.get(label, set()):
+                note(ts_ms, f"the coordinator removed {name} (fenced)")
     for i, step in enumerate(result.steps):
         if step.kind == "close" and step.elapsed_s > SLOW_STEP_S:
             note(step.started_ts_ms + 1, f"{step.kind} took {step.elapsed_s:.1f} s")

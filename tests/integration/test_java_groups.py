@@ -56,7 +56,7 @@ STEP_CAUSES: dict[str, list[str]] = {
 
 #: What a stage where the machine lagged behind (:func:`jg.lagged_stages`) may show: the
 #: coordinator removed members the script did not (their heartbeats came too late) and they
-#: joined again; never a rebalance without a visible reason or a subscription change.
+#: joined again; never a subscription change.
 LAGGED_CAUSES = frozenset(
     {
         "join",
@@ -66,6 +66,7 @@ LAGGED_CAUSES = frozenset(
         "static_rejoin",
         "cooperative_followup",
         "partition_count_change",
+        "unknown",  # rule 12: a member that lagged may rejoin for no reason the log shows
     }
 )
 #: At most this share of all the stages may lag: beyond, the machine is too loaded for the
@@ -97,14 +98,14 @@ def tracked(played: jg.Play) -> dict[str, list[RebalanceEvent]]:
     out = jg.track(played)
     for r in played.results.values():  # the note's tables (pytest -s, or on failure)
         print(jg.table(r, out[r.group_id]))
-        print(f"lagged: {jg.lagged_stages(r) or 'no stage'}\n")
+        print(f"lagged: {jg.lagged_stages(r, played) or 'no stage'}\n")
     return out
 
 
 @pytest.fixture(scope="module")
 def lagged(played: jg.Play) -> dict[str, dict[str, list[str]]]:
     """Strategy -> its stages where the machine lagged, and why (the members' evidence)."""
-    out = {name: jg.lagged_stages(r) for name, r in played.results.items()}
+    out = {name: jg.lagged_stages(r, played) for name, r in played.results.items()}
     total = sum(len(jg.stages(r)) for r in played.results.values())
     n = sum(len(v) for v in out.values())
     assert n <= MAX_LAGGED_SHARE * total, (
@@ -161,7 +162,9 @@ def test_each_step_gives_the_rebalances_it_calls_for(
     rows = [e for rs in staged.values() for e in rs]
     assert all(e.rebalance_protocol == ("cooperative" if strategy in COOPERATIVE else "eager")
                for e in rows)  # fmt: skip
-    assert all(e.completion == "completed" for e in rows)
+    # a KIP-848 epoch a fenced member never reached is superseded, not completed
+    steady = [e for label, rs in staged.items() if label not in lagged[strategy] for e in rs]
+    assert all(e.completion == "completed" for e in steady)
 
 
 @pytest.mark.parametrize("strategy", LABELS)
@@ -238,24 +241,29 @@ def test_churn_is_what_the_members_reported(
     stage_of = {id(e): label for label, rows in jg.by_stage(result, events).items() for e in rows}
     checked = 0
     unseen: set[int] = set()
+    lagged_gens = {e.generation_after for e in events if stage_of[id(e)] in lagged[strategy]}
     for i, e in enumerate(events):
         if not e.is_rebalance:
             continue
         lag = stage_of[id(e)] in lagged[strategy]
         before, missing_before = jg.member_view(result, e.members_before, e.generation_before)
         after, missing_after = jg.member_view(result, e.members_after, e.generation_after)
+        if lag:  # a member removed against the script may never have held the target
+            continue
         actual = {names[m]: {(tp.topic, tp.partition) for tp in tps} for m, tps in e.actual.items()}
         assert {n: ps for n, ps in actual.items() if n in after} == {
             n: set(ps) for n, ps in after.items()
         }
         if missing_after:
-            if not lag:
-                assert strategy == "cooperative-sticky", (e.generation_after, missing_after)
-                assert events[i + 1].cause == "cooperative_followup", jg.table(result, events)
+            assert strategy == "cooperative-sticky", (e.generation_after, missing_after)
+            assert events[i + 1].cause == "cooperative_followup", jg.table(result, events)
             unseen.add(e.generation_after)
             continue
         if missing_before:
-            assert lag or e.generation_before in unseen, (e.generation_before, missing_before)
+            assert e.generation_before in unseen or events[i - 1].generation_after in lagged_gens, (
+                e.generation_before,
+                missing_before,
+            )
             continue
         want = jg.expected_churn(before, after, eager=e.rebalance_protocol == "eager")
         c = e.churn
@@ -267,7 +275,8 @@ def test_churn_is_what_the_members_reported(
             e.cause,
         )
         checked += 1
-    assert checked >= len([e for e in events if e.is_rebalance]) - 2 * len(unseen)
+    rebalances = [e for e in events if e.is_rebalance]
+    assert checked >= len(rebalances) - 2 * len(unseen) - 2 * len(lagged_gens)
     print(f"{strategy}: {checked} rebalances checked against the members' reports")
 
 

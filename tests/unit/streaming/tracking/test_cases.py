@@ -56,6 +56,7 @@ class Expect:
     departures: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     """member id -> (kind, rule)"""
     completion: str | None = None
+    joined: tuple[str, ...] | None = None
 
 
 # -- KIP-848 ----------------------------------------------------------------------------------
@@ -172,6 +173,28 @@ def kip848_crash(config: TrackerConfig, *, reported_session_ms: int | None) -> T
     reconcile(log, 2, alone, ts=37 * S)
     t.feed(log.take())
     return t
+
+
+def fenced_and_back_under_its_member_id() -> tuple[list[RebalanceEvent], int]:
+    """A KIP-848 member whose heartbeats stopped for its 6 s session is fenced (its records
+    tombstoned, an epoch bump without a target: nobody heartbeats) and joins again under
+    the member id its client keeps: a crash and a join between two targets, not "nothing
+    visible changed" (seen live on a loaded machine)."""
+    log, t = Log(), Tracker(config=TrackerConfig(consumer_session_timeout_ms=6_000))
+    first = uniform(["J1", "J2"], {})
+    log.snap(topics_snapshot(1 * S, {"Order": [0] * 4, "Stock": [0] * 2}))
+    epoch(log, 1, first, ts=10 * S, new=["J1", "J2"])
+    reconcile(log, 1, first, ts=10 * S + 50)
+    for second in range(11, 21):
+        named_commits(log, first["J2"], ts=second * S)
+    for rec in cg_member_gone("J2"):
+        log.rec(rec, 27 * S)
+    log.rec(cg_epoch(2), 27 * S)
+    again = uniform(["J1", "J2"], {"J1": first["J1"]})
+    epoch(log, 3, again, ts=29 * S, new=["J2"])
+    reconcile(log, 3, again, ts=30 * S)
+    t.feed(log.take())
+    return t.of(RebalanceEvent), -1
 
 
 def session_from_the_broker() -> tuple[list[RebalanceEvent], int]:
@@ -358,6 +381,12 @@ TABLE = [
         Expect(cause="graceful_leave", rule=5, rebalance_protocol="cooperative", strategy=COOP),
     ),
     Case(
+        "a KIP-848 member fenced and back under its member id",
+        "4 7",
+        fenced_and_back_under_its_member_id,
+        Expect(cause="crash", rule=4, departures={"J2": ("crash", "D2")}, joined=("J2",)),
+    ),
+    Case(
         "7 KIP-848 session timeout from the broker",
         "S1 D2",
         session_from_the_broker,
@@ -388,6 +417,8 @@ def test_case_table(row: Case) -> None:
         ]
     if x.completion is not None:
         assert e.completion == x.completion
+    if x.joined is not None:
+        assert e.joined == x.joined
     if x.departures:
         assert {d.member_id: (d.kind, d.rule) for d in e.departures} == dict(x.departures)
     # churn always by names on both sides, as the members' sets say
