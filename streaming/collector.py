@@ -7,8 +7,10 @@ ordinary topic, ``rebalance-monitor.membership`` by default, created if absent::
 
     gather_answers(admin, config)      I/O: describe_cluster, list_groups (filtered by the
         │                              group regex), describe_groups (classic groups only),
-        │                              list_group_offsets, describe_topics (the topics the
-        │                              groups touch), list_partition_offsets (LATEST)
+        │                              list_group_offsets, describe_configs (KIP-848 groups:
+        │                              the session timeout), describe_topics (the topics the
+        │                              groups touch; every topic while a KIP-848 group has
+        │                              committed nothing), list_partition_offsets (LATEST)
         ▼
     AdminAnswers                       plain data: what the admin calls answered, and the
         │                              calls that failed (``Issue``)
@@ -31,8 +33,10 @@ with ``group_type == "consumer"`` and their state (``Stable``, ``Assigning``,
 ``Reconciling``, ``Empty``); OffsetFetch returns their committed offsets. Their events
 carry that, ``members: null`` and ``membership_source: "consumer_offsets"``: membership
 must come from the KIP-848 records in ``__consumer_offsets`` (``streaming.codec.kip848``).
-The same holds for ``share`` and ``streams`` groups (share groups get no committed offsets
-either: OffsetFetch does not serve them).
+The session timeout of a KIP-848 group is not in its records either (it is a group config,
+not a member's): DescribeConfigs on the group gives it (``session_timeout_ms``). The
+membership of ``share`` and ``streams`` groups is not described either (share groups get no
+committed offsets: OffsetFetch does not serve them).
 
 Exceptions::
 
@@ -69,6 +73,7 @@ from kafka import (
     OffsetSpec,
     TopicPartition,
 )
+from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVERS",
@@ -161,7 +166,9 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
 )
 
-_BATCH = 200  # groups per DescribeGroups / OffsetFetch round
+_BATCH = 200  # groups per DescribeGroups / OffsetFetch / DescribeConfigs round
+#: The KIP-848 group config (and, prefixed ``group.``, the broker default) of the session.
+SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
 
 Stage = Literal[
     "describe_cluster",
@@ -169,6 +176,7 @@ Stage = Literal[
     "list_group_offsets",
     "describe_topics",
     "list_partition_offsets",
+    "describe_configs",
     "decode_member",
 ]
 Json = dict[str, Any]
@@ -429,6 +437,9 @@ class AdminAnswers:
     topics: Sequence[Mapping[str, Any]] = ()
     end_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
     end_offsets_ts_ms: int | None = None
+    session_timeouts: Mapping[str, int] = field(default_factory=dict)
+    """KIP-848 group id -> its ``consumer.session.timeout.ms`` (DescribeConfigs: the
+    group's own setting, else the broker's ``group.consumer.session.timeout.ms``)."""
     issues: Sequence[Issue] = ()
 
 
@@ -513,6 +524,7 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
             answers.committed.get(group_id),
             answers.end_offsets,
             group_issues.get(group_id, []),
+            answers.session_timeouts.get(group_id),
         )
         touched.update(topics)
         events.append(MembershipEvent(group_id, {**envelope_base, **value}))
@@ -533,6 +545,7 @@ def _group_event(
     committed: Mapping[tuple[str, int], Committed] | None,
     end_offsets: Mapping[tuple[str, int], int],
     issues: list[Issue],
+    session_timeout_ms: int | None = None,
 ) -> tuple[Json, set[str]]:
     group_id = str(listed["group_id"])
     issues = list(issues)
@@ -593,6 +606,7 @@ def _group_event(
         "members": members,
         "topics": sorted(topics),
         "committed_offsets": offsets,
+        "session_timeout_ms": session_timeout_ms,
         "errors": [i.to_json() for i in issues],
     }
     return value, topics
@@ -785,9 +799,32 @@ def gather_answers(
                 (str(tp[0]), int(tp[1])): (int(om[0]), om[1], om[2]) for tp, om in offsets.items()
             }
 
+    consumer_ids = [str(g["group_id"]) for g in groups if _is_consumer_protocol(g)]
+    session_timeouts: dict[str, int] = {}
+    for chunk in _chunks(consumer_ids, _BATCH):
+        session_timeouts.update(
+            _with_fallback(
+                lambda ids: _session_timeouts(admin, ids),
+                chunk,
+                "describe_configs",
+                issues,
+                by="group",
+            )
+        )
+
     touched: set[str] = set()
     for group_id in listed:
         touched |= group_topics(descriptions.get(group_id), committed.get(group_id))
+    if any(not group_topics(None, committed.get(g)) for g in consumer_ids):
+        # a KIP-848 group that has not committed yet: nothing here says which topics it
+        # subscribes, and its records name them by id. Every topic is described, so the
+        # tracker can name the ids of its first target (it keeps the subscribed ones).
+        try:
+            touched |= {str(t) for t in admin.list_topics() if not str(t).startswith("__")}
+        except _CONNECTION_ERRORS:
+            raise
+        except kafka_errors.KafkaError as exc:
+            issues.append(Issue("describe_topics", _describe_error(exc)))
     topics: list[Mapping[str, Any]] = []
     if touched:
         try:
@@ -816,8 +853,29 @@ def gather_answers(
         topics=topics,
         end_offsets=end_offsets,
         end_offsets_ts_ms=end_offsets_ts_ms,
+        session_timeouts=session_timeouts,
         issues=issues,
     )
+
+
+def _is_consumer_protocol(listed: Mapping[str, Any]) -> bool:
+    return str(listed.get("group_type") or "").lower() == "consumer"
+
+
+def _session_timeouts(admin: Any, group_ids: Sequence[str]) -> dict[str, int]:
+    """DescribeConfigs of KIP-848 groups: the session timeout in effect for each (the
+    group's dynamic config, else the broker's default, ``config_filter="all"``)."""
+    resources = [
+        ConfigResource(ConfigResourceType.GROUP, g, configs=[SESSION_TIMEOUT_CONFIG])
+        for g in group_ids
+    ]
+    answer = admin.describe_configs(resources, config_filter="all").get("group", {})
+    out: dict[str, int] = {}
+    for group_id, configs in answer.items():
+        value = (configs.get(SESSION_TIMEOUT_CONFIG) or {}).get("value")
+        if value is not None and str(value).isdigit():
+            out[str(group_id)] = int(value)
+    return out
 
 
 def _latest_offsets(

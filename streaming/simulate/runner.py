@@ -77,6 +77,7 @@ from streaming.simulate.scenarios import (
     Step,
     StepResult,
     StepTimeoutError,
+    WaitGroupEmpty,
     WaitStable,
     describe_scenarios,
     evaluate_checks,
@@ -115,6 +116,7 @@ JVM_OPTIONS: tuple[str, ...] = (
 #: A stable group must stay unchanged this long before a WaitStable step ends.
 SETTLE_S = 0.5
 START_TIMEOUT_S = 60.0
+TOPICS_READY_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 20.0
 TERMINATE_GRACE_S = 5.0
 
@@ -182,16 +184,26 @@ def compiled_java_exists() -> bool:
     return (_classes_dir() / "SimConsumer.class").exists()
 
 
+#: One compilation at a time in this process (scenarios may run side by side in threads).
+_COMPILE_LOCK = threading.Lock()
+
+
 def compile_java() -> Path:
     """Compile ``SimConsumer.java`` once per source version; returns its classes folder."""
     if not any(CLIENT_JARS.glob("kafka-clients-*.jar")):
         raise SetupError(
             f"no kafka-clients jars in {CLIENT_JARS}: run `make setup` (or `make jars`)"
         )
+    with _COMPILE_LOCK:
+        return _compile_java()
+
+
+def _compile_java() -> Path:
     out = _classes_dir()
     if (out / "SimConsumer.class").exists():
         return out
     javac = _find("javac")
+    # another process may compile the same source at the same time: its own folder, renamed
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -646,6 +658,9 @@ class _Simulation:
         elif isinstance(step, WaitStable):
             label = step.label
             stable = self._wait_stable(step)
+        elif isinstance(step, WaitGroupEmpty):
+            label = step.label
+            detail = self._wait_empty(step)
         result = StepResult(
             index=index,
             kind=step.kind,
@@ -664,10 +679,9 @@ class _Simulation:
 
         wanted = {self.names.topic(t): n for t, n in step.topics}
         try:
-            self.admin.create_topics(
-                {real: {"num_partitions": n} for real, n in wanted.items()},
-                wait_for_metadata=True,
-            )
+            self.admin.create_topics({real: {"num_partitions": n} for real, n in wanted.items()})
+            # leaders elected and metadata propagated: seconds on a loaded machine
+            self.admin.wait_for_topics(list(wanted), timeout_ms=int(TOPICS_READY_TIMEOUT_S * 1000))
         except TopicAlreadyExistsError:
             found = {
                 t["name"]: len(t["partitions"]) for t in self.admin.describe_topics(list(wanted))
@@ -869,6 +883,29 @@ class _Simulation:
                     f"{step.timeout_s:g} s ({step.label}): {why or 'still changing'}"
                 )
             self.pump(0.1)
+
+    def _wait_empty(self, step: WaitGroupEmpty) -> str:
+        from kafka.errors import KafkaError
+
+        t = time.monotonic()
+        deadline = t + step.timeout_s
+        state = "?"
+        while True:
+            try:
+                listed = {str(g["group_id"]): g for g in self.admin.list_groups()}
+            except KafkaError as exc:
+                state = f"ListGroups failed: {exc}"
+            else:
+                entry = listed.get(self.names.group_id)
+                state = str(entry.get("group_state")) if entry is not None else "not listed"
+                if state in ("Empty", "Dead", "not listed"):
+                    return f"{state} after {time.monotonic() - t:.1f} s"
+            if time.monotonic() > deadline:
+                raise StepTimeoutError(
+                    f"{self.scenario.name}: the group was not empty within {step.timeout_s:g} s "
+                    f"({step.label}): {state}"
+                )
+            self.pump(0.25)
 
     def _broker_members(self) -> tuple[str, ...] | None:
         """The coordinator's member list (client ids) of a classic group."""

@@ -16,6 +16,7 @@ step                   what the runner does
 ``AddPartitions``      admin CreatePartitions
 ``WaitStable``         waits until every running member reports the same generation and the
                        reported assignments cover the subscribed partitions exactly once
+``WaitGroupEmpty``     with every member stopped, waits until the coordinator says ``Empty``
 =====================  ======================================================================
 
 Topic names in a scenario are logical (``Order``); the runner prefixes them per run. A
@@ -71,10 +72,12 @@ __all__ = [
     "Step",
     "StepResult",
     "StepTimeoutError",
+    "WaitGroupEmpty",
     "WaitStable",
     "describe_scenarios",
     "evaluate_checks",
     "get_scenario",
+    "tracker_steps",
 ]
 
 PartitionKey = tuple[str, int]
@@ -270,6 +273,19 @@ class WaitStable:
         return f"wait for a stable group ({self.label})"
 
 
+@dataclass(frozen=True)
+class WaitGroupEmpty:
+    """Every member is stopped: wait until the coordinator reports the group ``Empty`` (a
+    static member that closed stays a member until its session timeout runs out)."""
+
+    label: str
+    timeout_s: float = 60.0
+    kind: ClassVar[str] = "wait-empty"
+
+    def describe(self, scenario: Scenario) -> str:
+        return f"wait until the coordinator reports the group empty ({self.label})"
+
+
 Step = (
     CreateTopics
     | SetGroupConfig
@@ -279,6 +295,7 @@ Step = (
     | AddPartitions
     | Pause
     | WaitStable
+    | WaitGroupEmpty
 )
 
 
@@ -836,8 +853,10 @@ class Scenario:
         protocols = {m.group_protocol for m in self.members}
         if len(protocols) != 1:
             raise ScenarioDefinitionError(f"{self.name}: members mix group protocols {protocols}")
-        if not self.steps or not isinstance(self.steps[-1], WaitStable):
-            raise ScenarioDefinitionError(f"{self.name}: the last step must be WaitStable")
+        if not self.steps or not isinstance(self.steps[-1], WaitStable | WaitGroupEmpty):
+            raise ScenarioDefinitionError(
+                f"{self.name}: the last step must be WaitStable or WaitGroupEmpty"
+            )
         for choice in self.assignor_choices:
             if choice not in CLASSIC_ASSIGNORS:
                 raise ScenarioDefinitionError(f"{self.name}: unknown assignor choice {choice!r}")
@@ -895,6 +914,14 @@ class Scenario:
                 labels.add(step.label)
                 if not any(self.member(n).subscribes(t) for n in running for t in topics):
                     raise fail(index, "the running members subscribe to no existing topic")
+            elif isinstance(step, WaitGroupEmpty):
+                if running:
+                    raise fail(index, f"members still running: {sorted(running)}")
+                if step.label in labels:
+                    raise fail(index, f"label {step.label!r} used twice")
+                if step.timeout_s <= 0:
+                    raise fail(index, "timeout_s must be positive")
+                labels.add(step.label)
         unused = set(self._by_name) - started
         if unused:
             raise ScenarioDefinitionError(f"{self.name}: members never started: {sorted(unused)}")
@@ -1335,6 +1362,84 @@ def _kip848() -> Scenario:
                 expect_generation_rose("one", "two", "three"),
             ),
         ),
+    )
+
+
+#: The steps of :func:`tracker_steps`: topics, sessions.
+TRACKER_STEPS_TOPICS = (("Order", 7), ("Stock", 5), ("Big", 12))
+TRACKER_STEPS_SESSION_MS = 6_000
+TRACKER_STEPS_STATIC_SESSION_MS = 15_000
+#: Generous: on a loaded machine a JVM's first join can take most of a minute.
+STEPS_TIMEOUT_S = 120.0
+
+
+def tracker_steps(group_protocol: GroupProtocol, assignor: str) -> Scenario:
+    """Every kind of rebalance the tracker judges, with real Java members (kafka-clients).
+
+    Topics Order 7, Stock 5 and Big 12 partitions; members A, B and C (6 s session) and a
+    static member D (15 s session; a KIP-848 group has one session timeout for everyone,
+    ``consumer.session.timeout.ms`` = 6 s). The steps: A, B and C join one by one; B is
+    killed (kill -9); C closes; D joins; Stock grows to 8 partitions; D restarts within its
+    session; D closes (a static member sends no LeaveGroup) and A leaves while the
+    coordinator waits out D's session, which empties the group. ``tests/integration/
+    test_java_groups.py`` checks what the tracker makes of every rebalance.
+    """
+    session = TRACKER_STEPS_SESSION_MS
+    static_session = TRACKER_STEPS_STATIC_SESSION_MS if group_protocol == "classic" else session
+    topics = tuple(t for t, _n in TRACKER_STEPS_TOPICS)
+    common: dict[str, Any] = {
+        "topics": topics,
+        "kind": "java",
+        "group_protocol": group_protocol,
+        "assignor": assignor,
+    }
+    members = (
+        *(MemberSpec(name=n, session_timeout_ms=session, **common) for n in ("A", "B", "C")),
+        MemberSpec(name="D", instance_id="D", session_timeout_ms=static_session, **common),
+    )
+    config: tuple[Step, ...] = ()
+    if group_protocol == "consumer":
+        config = (
+            SetGroupConfig(
+                (
+                    ("consumer.session.timeout.ms", str(session)),
+                    ("consumer.heartbeat.interval.ms", "500"),
+                )
+            ),
+        )
+    steps: tuple[Step, ...] = (
+        CreateTopics(TRACKER_STEPS_TOPICS),
+        *config,
+        StartMember("A"),
+        WaitStable("A", timeout_s=STEPS_TIMEOUT_S),
+        StartMember("B"),
+        WaitStable("A+B", timeout_s=STEPS_TIMEOUT_S),
+        StartMember("C"),
+        WaitStable("A+B+C", timeout_s=STEPS_TIMEOUT_S),
+        Pause(3, "a commit history before the crash"),
+        KillMember("B"),
+        WaitStable("B crashed", timeout_s=STEPS_TIMEOUT_S),
+        CloseMember("C"),
+        WaitStable("C left", timeout_s=STEPS_TIMEOUT_S),
+        StartMember("D"),
+        WaitStable("D joined", timeout_s=STEPS_TIMEOUT_S),
+        AddPartitions("Stock", 8),
+        WaitStable("Stock grew", timeout_s=STEPS_TIMEOUT_S),
+        CloseMember("D"),
+        StartMember("D"),
+        WaitStable("D restarted", timeout_s=STEPS_TIMEOUT_S),
+        Pause(3, "a commit history before the last departures"),
+        CloseMember("D"),
+        CloseMember("A"),
+        WaitGroupEmpty("emptied", timeout_s=STEPS_TIMEOUT_S),
+    )
+    name = f"steps-{'kip848-' if group_protocol == 'consumer' else ''}{assignor}"
+    return Scenario(
+        name=name,
+        title=f"every kind of rebalance, Java members, {group_protocol} protocol, {assignor}",
+        source=None,
+        members=members,
+        steps=steps,
     )
 
 

@@ -83,9 +83,16 @@ def member_info(m: MemberMetadata) -> MemberInfo:
 
 
 def _rebalance_protocol(
-    rec: GroupMetadata, before: tuple[MemberInfo, ...], after: tuple[MemberInfo, ...]
+    rec: GroupMetadata,
+    prev: ClassicGeneration | None,
+    before: tuple[MemberInfo, ...],
+    after: tuple[MemberInfo, ...],
 ) -> RebalanceProtocol:
     """Eager or cooperative, from what the members sent (``docs/tracking.md``)."""
+    if not rec.members and prev is not None:
+        # everyone left: the record has no protocol (null) and nobody sent anything; the
+        # group rebalanced the way its last generation did
+        return "cooperative" if prev.rebalance_protocol == "cooperative" else "eager"
     if rec.protocol_type != CONSUMER:
         return "cooperative" if rec.protocol in _CONNECT_COOPERATIVE else "eager"
     if any(m.subscription is not None and m.subscription.owned_partitions for m in rec.members):
@@ -94,6 +101,34 @@ def _rebalance_protocol(
     if any(m.identity in held_before for m in after):
         return "eager"  # a member that held partitions revoked them all before rejoining
     return "cooperative" if rec.protocol == "cooperative-sticky" else "eager"
+
+
+def _held_back(
+    rec: GroupMetadata,
+    before: tuple[MemberInfo, ...],
+    after: tuple[MemberInfo, ...],
+    expected: tuple[ExpectedAssignment, ...],
+) -> set[TopicPartition]:
+    """The partitions a cooperative round took from a member without giving them to anyone
+    yet: each such member revokes them and rejoins at once (a follow-up round, rule 11).
+
+    A member owns what it claimed in this generation's subscription (a member that rejoined
+    before it received the previous generation's assignment still claims its older
+    partitions) or, without claims, what the previous record gave it. What it owns and was
+    not assigned back is revoked (``ConsumerCoordinator.onJoinComplete``); so is whatever the
+    group's own strategy withheld for another member.
+    """
+    assigned = {m.member_id: set(m.partitions) for m in after}
+    previous = {m.identity: m.partitions for m in before}
+    revoked: set[TopicPartition] = set()
+    for mm, info in zip(rec.members, after, strict=True):
+        claimed = flatten(mm.subscription.owned_partitions) if mm.subscription is not None else ()
+        owned = set(claimed) | set(previous.get(info.identity, ()))
+        revoked |= owned - assigned[mm.member_id]
+    own = next((e for e in expected if e.own), None)
+    if own is not None:
+        revoked |= {TopicPartition(w.topic, w.partition) for w in own.withheld}
+    return revoked
 
 
 def _counts_changed(
@@ -128,6 +163,11 @@ def _departure(
         last_commit_ts_ms(state, m.partitions) or gen_start,
     )
     seen = state.collector.member_seen.get(m.member_id)
+    gone = state.collector.member_gone.get(m.member_id)
+    if gone is not None and alive < gone < removed_by:
+        # a snapshot without it: removed by then (LeaveGroup), whatever the next
+        # generation's join phase waited for (a static member's session, slow members)
+        removed_by = gone
     removed_after = seen if seen is not None and alive < seen <= removed_by else None
     return judge_departure(
         DepartureEvidence(
@@ -273,7 +313,7 @@ def _new_generation(
         if rec.current_state_ts_ms >= 0
         else None,
     )
-    protocol = _rebalance_protocol(rec, before, after)
+    protocol = _rebalance_protocol(rec, prev, before, after)
 
     # expected assignments
     expected: tuple[ExpectedAssignment, ...] = ()
@@ -306,7 +346,8 @@ def _new_generation(
         event_ts_ms=ts,
         group_protocol="classic",
         protocol_type=rec.protocol_type or None,
-        strategy=rec.protocol,
+        # the record of an emptied group has no protocol; the group's strategy is unchanged
+        strategy=rec.protocol if rec.members or prev is None else prev.protocol,
         rebalance_protocol=protocol,
         is_rebalance=True,
         generation_before=prev.generation if prev is not None else (0 if not first else None),
@@ -328,13 +369,7 @@ def _new_generation(
     state.last_rebalance_ts_ms = ts
     state.last_cause = verdict.cause
 
-    # held back for a follow-up round: owned before, still subscribed and existing, unowned now
-    owned_after = {tp for m in after for tp in m.partitions}
-    awaiting = protocol == "cooperative" and any(
-        tp not in owned_after and tp.partition < counts.get(tp.topic, 0)
-        for m in before
-        for tp in m.partitions
-    )
+    awaiting = protocol == "cooperative" and bool(_held_back(rec, before, after, expected))
     none_source = "assignment" if exact else "inferred"
     state.classic = ClassicGeneration(
         generation=rec.generation,

@@ -27,8 +27,10 @@ class TrackerConfig:
       less than this fraction before it was gone (``docs/tracking.md``, rules D1-D3). 2/3
       allows for a heartbeat interval of up to a third of the session timeout (Kafka's
       recommendation).
-    * ``consumer_session_timeout_ms``: KIP-848 session timeout (broker/group config
-      ``group.consumer.session.timeout.ms``; not in the records).
+    * ``consumer_session_timeout_ms``: the cluster's KIP-848 session timeout, used when the
+      collector has not reported the group's own (it asks the broker with DescribeConfigs:
+      the group's ``consumer.session.timeout.ms``, else the broker's
+      ``group.consumer.session.timeout.ms``); not in the records. Kafka's default, 45 s.
     * ``default_server_assignor``: KIP-848 assignor when no member names one (the first of
       the broker's ``group.consumer.assignors``).
     * ``*_history``: bounds of the per-partition and per-group histories in the state.

@@ -32,8 +32,10 @@ the collector's topics events; an id that cannot be resolved stands for its own 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from assign_core.javacompat import string_hash, string_hash_order
 from assign_core.model import Member, TopicPartition
 from streaming.codec.model import (
     ConsumerGroupCurrentMemberAssignment,
@@ -49,6 +51,7 @@ from streaming.codec.model import (
     Tombstone,
     TopicIdPartitions,
 )
+from streaming.codec.reader import ZERO_UUID
 from streaming.tracking.causes import CauseFacts, DepartureEvidence, classify, judge_departure
 from streaming.tracking.context import (
     Context,
@@ -80,12 +83,13 @@ from streaming.tracking.rebalance import Timing, build_event, identities, rows_o
 from streaming.tracking.state import (
     ConsumerGroupState,
     ConsumerMember,
+    DeferredTarget,
     DepartedMember,
     IdPartition,
     PendingRebalance,
 )
 
-__all__ = ["apply_consumer_record", "flush_timeout"]
+__all__ = ["apply_consumer_record", "flush_timeout", "note_topic_ids", "settle_deferred"]
 
 ConsumerRecord = (
     ConsumerGroupMetadata
@@ -106,9 +110,54 @@ def _id_partitions(entries: tuple[TopicIdPartitions, ...]) -> tuple[IdPartition,
 
 
 def _names(ctx: Context, cg: ConsumerGroupState) -> dict[str, str]:
-    names = {meta.topic_id: t for t, meta in ctx.state.topics.items() if meta.topic_id}
+    """Topic id -> name from everything that carries the mapping: offset commits (Kafka 4.x
+    writes the topic id in the OffsetCommit value), the collector's topics events and the
+    PartitionMetadata record (written up to Kafka 4.0)."""
+    names = dict(cg.topic_names)
+    names.update({meta.topic_id: t for t, meta in ctx.state.topics.items() if meta.topic_id})
     names.update({tid: t for t, (tid, _n) in cg.partition_metadata.items()})
     return names
+
+
+def _renamed(m: MemberInfo, names: dict[str, str]) -> MemberInfo:
+    """``m`` with partitions that still carry a topic id renamed (resolved since)."""
+    if not any(tp.topic in names for tp in m.partitions):
+        return m
+    return replace(
+        m,
+        partitions=tuple(
+            TopicPartition(names.get(tp.topic, tp.topic), tp.partition) for tp in m.partitions
+        ),
+    )
+
+
+def _unresolved_ids(
+    members: Sequence[ConsumerMember],
+    before: Sequence[MemberInfo],
+    departed: Sequence[DepartedMember],
+    names: dict[str, str],
+) -> list[str]:
+    """Topic ids of the targets (after) and of the partitions held before that have no name:
+    a partition whose topic its member does not subscribe can only be an unresolved id."""
+    ids = {tid for m in members for tid, _p in m.target or () if tid not in names}
+    for info in (*before, *(d.info for d in departed)):
+        ids.update(
+            tp.topic for tp in info.partitions if names.get(tp.topic, tp.topic) not in info.topics
+        )
+    return sorted(ids)
+
+
+def note_topic_ids(ctx: Context, ids: Mapping[str, str]) -> None:
+    """Topic name -> id pairs seen in the records (OffsetCommit values): remembered for the
+    group, and a target epoch waiting for names is built if they are all known now."""
+    cg = ctx.state.consumer
+    if cg is None:
+        return
+    for name, tid in ids.items():
+        if tid and tid != ZERO_UUID and cg.topic_names.get(tid) != name:
+            cg.topic_names[tid] = name
+            ctx.changed = True
+    settle_deferred(ctx)
 
 
 def _resolve(
@@ -137,9 +186,17 @@ def _info(
         rack=m.rack,
         topics=_subscribed(m, cg),
         partitions=_resolve(m.target, names),
-        session_timeout_ms=m.session_timeout_ms or ctx.config.consumer_session_timeout_ms,
+        session_timeout_ms=m.session_timeout_ms or _session_timeout_ms(ctx),
         rebalance_timeout_ms=m.rebalance_timeout_ms if m.rebalance_timeout_ms >= 0 else None,
     )
+
+
+def _session_timeout_ms(ctx: Context) -> int:
+    """The group's KIP-848 session timeout: as the broker reported it to the collector
+    (DescribeConfigs: the group's ``consumer.session.timeout.ms``, else the broker's
+    ``group.consumer.session.timeout.ms``), else the tracker's per-cluster setting."""
+    reported = ctx.state.collector.session_timeout_ms
+    return reported if reported is not None else ctx.config.consumer_session_timeout_ms
 
 
 def _placeholder(cg: ConsumerGroupState, member_id: str, ts: int) -> ConsumerMember:
@@ -164,6 +221,9 @@ def _placeholder(cg: ConsumerGroupState, member_id: str, ts: int) -> ConsumerMem
         has_metadata=False,
     )
     cg.next_order += 1
+    # the coordinator's TimelineHashMap grows before an insertion past 3/4 of its slots
+    if (len(cg.members) + 1) * 0.75 > cg.table_capacity:
+        cg.table_capacity *= 2
     return member
 
 
@@ -188,11 +248,18 @@ def apply_consumer_record(ctx: Context, obs: Observation, rec: ConsumerRecord) -
     if isinstance(rec, ConsumerGroupMetadata):
         if cg.pending is not None and rec.epoch > cg.pending.epoch:
             _flush(ctx, "superseded", ts)
+        if cg.group_epoch is None or rec.epoch > cg.group_epoch:
+            # written with the heartbeat that bumped the epoch: members whose metadata came
+            # with it are not yet in the coordinator's member table when it assigns
+            cg.joining = tuple(
+                m.member_id for m in cg.members.values() if m.has_metadata and m.target is None
+            )
         cg.group_epoch = rec.epoch
         cg.epoch_ts_ms = ts
         cg.metadata_hash = rec.metadata_hash
     elif isinstance(rec, ConsumerGroupPartitionMetadata):
         cg.partition_metadata = {t.topic_name: (t.topic_id, t.num_partitions) for t in rec.topics}
+        settle_deferred(ctx)
     elif isinstance(rec, ConsumerGroupMemberMetadata):
         _member_metadata(ctx, cg, rec, ts)
     elif isinstance(rec, ConsumerGroupTargetAssignmentMember):
@@ -216,6 +283,7 @@ def apply_consumer_record(ctx: Context, obs: Observation, rec: ConsumerRecord) -
             seen_ts_ms=ts,
         )
         _static_replacement_done(ctx, obs, cg, rec.member_id)
+        _note_reconciled(cg, ts)
         _maybe_complete(ctx, cg, ts)
     elif isinstance(rec, ConsumerGroupRegularExpression):
         cg.regex_topics[rec.regular_expression] = rec.topics
@@ -319,6 +387,7 @@ def _group_deleted(ctx: Context, obs: Observation) -> None:
     state = ctx.state
     cg = state.consumer
     assert cg is not None
+    settle_deferred(ctx, force=True)
     if cg.pending is not None:
         _flush(ctx, "deleted", obs.timestamp_ms)
     converted = any(
@@ -353,18 +422,109 @@ def _own_assignor(ctx: Context, members: list[ConsumerMember]) -> str:
 
 
 def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epoch: int) -> None:
-    """A new target assignment epoch: build its rebalance event and hold it."""
-    state, config = ctx.state, ctx.config
+    """A new target assignment epoch: take its inputs, and build its rebalance event now or,
+    if some topic ids have no name yet, as soon as they have (:func:`settle_deferred`)."""
     ts = obs.timestamp_ms
     if cg.pending is not None:
         _flush(ctx, "superseded", ts)
+    if cg.deferred is not None:  # the previous epoch never got its names: build it as it is
+        settle_deferred(ctx, force=True)
+        if cg.pending is not None:
+            _flush(ctx, "superseded", ts)
+    current = tuple(
+        sorted((m for m in cg.members.values() if m.has_metadata), key=lambda m: m.order)
+    )
+    target = DeferredTarget(
+        epoch=epoch,
+        target_ts_ms=ts,
+        source_partition=obs.partition,
+        source_offset=obs.offset,
+        # the first epoch seen is a baseline unless the group is visibly new: no member had
+        # reached an epoch yet (a compacted log shows established members' assignments)
+        first=cg.last_epoch is None and any(m.member_epoch > 0 or m.current for m in current),
+        started_ts_ms=cg.epoch_ts_ms if cg.group_epoch == epoch else None,
+        metadata_hash=cg.metadata_hash,
+        members=current,
+        departed=cg.departed,
+        replacements=cg.replacements,
+        assignor_order=_assignor_order(cg, current),
+    )
+    cg.departed = ()
+    cg.replacements = ()
+    if _unresolved_ids(current, cg.last_members, target.departed, _names(ctx, cg)):
+        cg.deferred = target
+        return
+    _build(ctx, cg, target)
+    _maybe_complete(ctx, cg, ts)
+
+
+def _table_slot(member_id: str, capacity: int) -> int:
+    """``BaseHashTable.findSlot``: Fibonacci hashing of ``String.hashCode()``, top bits."""
+    shift = 65 - capacity.bit_length()
+    return ((string_hash(member_id) * -7046029254386353131) & 0xFFFFFFFFFFFFFFFF) >> shift
+
+
+def _assignor_order(cg: ConsumerGroupState, current: Sequence[ConsumerMember]) -> tuple[str, ...]:
+    """The order in which the coordinator put the members into the assignor's ``HashMap``
+    (``TargetAssignmentBuilder.build``): the group's members in the iteration order of its
+    ``TimelineHashMap`` (slots ascending, the latest insertion first within a slot; the
+    table has ``table_capacity`` slots), then the members that joined with this epoch.
+    Members that share a ``HashMap`` bin keep this order, and the server assignors give
+    quotas and partitions in ``memberIds()`` order, so it decides ties."""
+    joining = set(cg.joining)
+    cap = cg.table_capacity
+    settled = sorted(
+        (m for m in current if m.member_id not in joining),
+        key=lambda m: (_table_slot(m.member_id, cap), -m.order),
+    )
+    new = [m.member_id for m in current if m.member_id in joining]
+    return (*(m.member_id for m in settled), *string_hash_order(new))
+
+
+def settle_deferred(ctx: Context, *, force: bool = False) -> None:
+    """Build the rebalance event of a target epoch that waited for topic names, once every
+    id it holds (after and before) resolves, or now with ``force`` (a newer epoch, the
+    group's deletion, the timeout): then ids without a name stand for themselves and the
+    expected assignments carry the error "topic ids not resolved"."""
+    cg = ctx.state.consumer
+    if cg is None or cg.deferred is None:
+        return
+    d = cg.deferred
+    if not force and _unresolved_ids(d.members, cg.last_members, d.departed, _names(ctx, cg)):
+        return
+    cg.deferred = None
+    ctx.changed = True
+    _build(ctx, cg, d)
+    if d.reconciled_ts_ms is not None:
+        _flush(ctx, "completed", d.reconciled_ts_ms)
+
+
+def _note_reconciled(cg: ConsumerGroupState, ts: int) -> None:
+    """Remember when the members reached a target epoch that still waits for names."""
+    d = cg.deferred
+    if d is None or d.reconciled_ts_ms is not None:
+        return
+    for m in cg.members.values():
+        if m.has_metadata and (
+            m.member_epoch < d.epoch or m.state != _STABLE or m.pending_revocation
+        ):
+            return
+    cg.deferred = replace(d, reconciled_ts_ms=ts)
+
+
+def _build(ctx: Context, cg: ConsumerGroupState, target: DeferredTarget) -> None:
+    """Build and hold the rebalance event of ``target`` (names resolved on both sides: the
+    previous epoch's members are renamed too, so churn and the owned partitions handed to
+    the assignors compare like with like)."""
+    state, config = ctx.state, ctx.config
+    ts = target.target_ts_ms
+    epoch = target.epoch
+    first = target.first
     names = _names(ctx, cg)
-    current = sorted((m for m in cg.members.values() if m.has_metadata), key=lambda m: m.order)
+    current = list(target.members)
     after = tuple(_info(ctx, m, cg, names) for m in current)
-    before = cg.last_members
-    # the first epoch seen is a baseline unless the group is visibly new: no member had
-    # reached an epoch yet (a compacted log shows established members' current assignments)
-    first = cg.last_epoch is None and any(m.member_epoch > 0 or m.current for m in current)
+    before = tuple(_renamed(m, names) for m in cg.last_members)
+    departed_members = tuple(replace(d, info=_renamed(d.info, names)) for d in target.departed)
 
     subscribed = sorted({t for m in after for t in m.topics})
     authoritative = {t: n for t, (_tid, n) in cg.partition_metadata.items()}
@@ -381,10 +541,17 @@ def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epo
     if cg.last_epoch is None:
         joined = () if first else tuple(a_ids)
     else:
-        departed = {d.info.identity: d for d in cg.departed}
+        departed = {d.info.identity: d for d in departed_members}
+        # a member removed since the last epoch and back under the same member id (KIP-848
+        # clients keep theirs: fenced, then a new join) left and joined in between
+        back = {
+            i
+            for i, d in departed.items()
+            if i in a_ids and i in b_ids and a_ids[i].member_id == d.info.member_id
+        }
         deps = []
         for identity, m in b_ids.items():
-            if identity in a_ids:
+            if identity in a_ids and identity not in back:
                 continue
             d = departed.get(identity)
             deps.append(
@@ -392,8 +559,7 @@ def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epo
                     DepartureEvidence(
                         member_id=m.member_id,
                         group_instance_id=m.group_instance_id,
-                        session_timeout_ms=m.session_timeout_ms
-                        or config.consumer_session_timeout_ms,
+                        session_timeout_ms=m.session_timeout_ms or _session_timeout_ms(ctx),
                         last_alive_ts_ms=None if d is None else d.last_alive_ts_ms,
                         removed_after_ts_ms=None if d is None else d.removed_ts_ms,
                         removed_by_ts_ms=None if d is None else d.removed_ts_ms,
@@ -405,7 +571,7 @@ def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epo
                 )
             )
         departures = tuple(deps)
-        joined = tuple(i for i in a_ids if i not in b_ids)
+        joined = tuple(i for i in a_ids if i not in b_ids or i in back)
         sub_changed = tuple(
             i for i, m in a_ids.items() if i in b_ids and set(b_ids[i].topics) != set(m.topics)
         )
@@ -432,15 +598,17 @@ def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epo
         static_rejoins=rejoins,
         subscription_changed=sub_changed,
         partition_counts_changed=counts_changed,
-        metadata_changed=cg.last_metadata_hash != 0 and cg.metadata_hash != cg.last_metadata_hash,
+        metadata_changed=cg.last_metadata_hash != 0
+        and target.metadata_hash != cg.last_metadata_hash,
     )
     verdict = classify(facts)
 
-    started = cg.epoch_ts_ms if cg.group_epoch == epoch else None
+    started = target.started_ts_ms
     own_name = _own_assignor(ctx, current)
     own = KIP848_ASSIGNORS.get(own_name, own_name)
     actual = {m.member_id: m.partitions for m in after}
     prev_by_identity = {m.identity: m.partitions for m in before}
+    rank = {member_id: i for i, member_id in enumerate(target.assignor_order)}
     spec = consumer_spec(
         [
             Member(
@@ -453,21 +621,26 @@ def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epo
                 generation=None,
                 rack=m.rack,
             )
-            for m in after
+            for m in sorted(after, key=lambda m: rank.get(m.member_id, len(rank)))
         ],
         topics=counts,
         racks=racks_for(state, counts),
         topic_ids=topic_ids_for(
-            state, counts, {t: tid for t, (tid, _n) in cg.partition_metadata.items()}
+            state,
+            counts,
+            {
+                **{t: tid for tid, t in names.items()},
+                **{t: tid for t, (tid, _n) in cg.partition_metadata.items()},
+            },
         ),
     )
-    unresolved = sorted({tid for m in current for tid, _p in m.target or () if tid not in names})
+    unresolved = _unresolved_ids(current, before, departed_members, names)
     if unresolved:
         expected = failures(
             own,
             config.consumer_strategies,
-            f"topic ids not resolved to names (no partition metadata record and no collector "
-            f"topics event yet): {', '.join(unresolved)}",
+            f"topic ids not resolved to names (no offset commit, partition metadata record "
+            f"or collector topics event named them): {', '.join(unresolved)}",
         )
     elif not after:
         expected = ()
@@ -509,17 +682,14 @@ def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epo
         counts=counts,
         count_sources=sources,
         expected=expected,
-        source_partition=obs.partition,
-        source_offset=obs.offset,
+        source_partition=target.source_partition,
+        source_offset=target.source_offset,
     )
     cg.pending = PendingRebalance(epoch, ts, to_row(event))
     cg.last_epoch = epoch
     cg.last_members = after
     cg.last_counts = {t: (n, sources[t]) for t, n in counts.items()}
-    cg.last_metadata_hash = cg.metadata_hash
-    cg.departed = ()
-    cg.replacements = ()
-    _maybe_complete(ctx, cg, ts)
+    cg.last_metadata_hash = target.metadata_hash
 
 
 def _maybe_complete(ctx: Context, cg: ConsumerGroupState, ts: int) -> None:
@@ -556,9 +726,15 @@ def _flush(ctx: Context, completion: Completion, ts: int) -> None:
 
 
 def flush_timeout(ctx: Context) -> None:
-    """Emit a held rebalance whose members did not all reconcile in time."""
+    """Emit a held rebalance whose members did not all reconcile (or whose topic ids were
+    not all named) in time."""
     cg = ctx.state.consumer
-    if cg is None or cg.pending is None:
+    if cg is None:
+        return
+    d = cg.deferred
+    if d is not None and ctx.now_ms >= d.target_ts_ms + ctx.config.reconcile_timeout_ms:
+        settle_deferred(ctx, force=True)
+    if cg.pending is None:
         return
     deadline = cg.pending.target_ts_ms + ctx.config.reconcile_timeout_ms
     if ctx.now_ms >= deadline:
@@ -572,6 +748,7 @@ def _static_replacement_done(
     r = next((r for r in cg.replacements if r.new_member_id == member_id), None)
     if r is None:
         return
+    settle_deferred(ctx, force=True)  # the replacement follows on from the last epoch
     bumped = (
         cg.group_epoch is not None and cg.last_epoch is not None and cg.group_epoch > cg.last_epoch
     )

@@ -212,6 +212,7 @@ def _group_event(obj: Mapping[str, Any], envelope: dict[str, Any]) -> GroupSnaps
         members=members,
         topics=_strings(obj, "topics", "", nullable=False),
         committed_offsets=offsets,
+        session_timeout_ms=_opt_int(obj, "session_timeout_ms", ""),
     )
 
 

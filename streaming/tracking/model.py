@@ -132,6 +132,10 @@ class GroupSnapshot:
     topics: tuple[str, ...]
     committed_offsets: tuple[SnapshotOffset, ...] | None
     schema_version: int = 1
+    session_timeout_ms: int | None = None
+    """KIP-848 groups: the group's effective ``consumer.session.timeout.ms`` (DescribeConfigs
+    of the group; the broker's ``group.consumer.session.timeout.ms`` unless the group sets
+    it); None when the collector could not tell."""
 
 
 @dataclass(frozen=True, slots=True)

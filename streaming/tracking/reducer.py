@@ -50,9 +50,15 @@ from streaming.codec.model import (
     Tombstone,
     Unknown,
 )
+from streaming.codec.reader import ZERO_UUID
 from streaming.tracking.classic import apply_group_metadata, apply_group_tombstone
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
-from streaming.tracking.consumer import apply_consumer_record, flush_timeout
+from streaming.tracking.consumer import (
+    apply_consumer_record,
+    flush_timeout,
+    note_topic_ids,
+    settle_deferred,
+)
 from streaming.tracking.context import Context
 from streaming.tracking.errors import ObservationError
 from streaming.tracking.events import (
@@ -169,6 +175,9 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
         raise ObservationError(
             f"an observation of group {gid!r} was applied to group {ctx.state.group_id!r}"
         )
+    if isinstance(p, OffsetCommit) and p.topic_id != ZERO_UUID:
+        # Kafka 4.x names the topic id of every commit: KIP-848 targets name topics by id
+        note_topic_ids(ctx, {p.topic: p.topic_id})
     if obs.source == "offsets":
         ts = obs.timestamp_ms
         if ctx.state.last_record_ts_ms is None or ts > ctx.state.last_record_ts_ms:
@@ -301,6 +310,8 @@ def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
         states.sort()
         col.states = tuple(states[-config.snapshot_history :])
     if newest:
+        if ev.session_timeout_ms is not None:
+            col.session_timeout_ms = ev.session_timeout_ms
         col.last_ts_ms = ts
         col.state = ev.state
         col.protocol_type = ev.protocol_type
@@ -318,6 +329,13 @@ def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
             if seen.get(member_id, -1) < ts:
                 seen[member_id] = ts
         col.member_seen = seen
+        # members of the generation this snapshot no longer lists: removed by ``ts`` (a
+        # LeaveGroup, a session timeout); the first such snapshot after the last listing
+        gone = {k: v for k, v in col.member_gone.items() if k in current and v > seen.get(k, -1)}
+        for member_id in current - listed:
+            if ts > seen.get(member_id, -1) and ts < gone.get(member_id, ts + 1):
+                gone[member_id] = ts
+        col.member_gone = gone
     if state.kind is None and ev.group_type in ("classic", "consumer"):
         state.kind = ev.group_type
     # OffsetFetch answers fill in partitions the log has not shown a commit for, unless the
@@ -390,6 +408,7 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
         state.end_offsets_ts_ms = measured
     ctx.emit(*rows)
     ctx.changed = True
+    settle_deferred(ctx)  # a KIP-848 target epoch may have waited for these topic ids
 
 
 # -- status ------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ __all__ = [
     "CommitEntry",
     "ConsumerGroupState",
     "ConsumerMember",
+    "DeferredTarget",
     "DepartedMember",
     "GroupState",
     "PendingRebalance",
@@ -150,6 +151,28 @@ class PendingRebalance:
     """``to_row`` of the RebalanceEvent, completed on emission."""
 
 
+@dataclass(frozen=True, slots=True)
+class DeferredTarget:
+    """A KIP-848 target epoch whose topic ids could not all be resolved to names when it was
+    written: its inputs, kept until the names are known (``consumer.py``)."""
+
+    epoch: int
+    target_ts_ms: int
+    source_partition: int
+    source_offset: int
+    first: bool
+    started_ts_ms: int | None
+    metadata_hash: int
+    members: tuple[ConsumerMember, ...]
+    """The members with metadata at the target, in first-seen order."""
+    departed: tuple[DepartedMember, ...]
+    replacements: tuple[StaticRejoin, ...]
+    reconciled_ts_ms: int | None = None
+    """When every member had reached the epoch (while it waited for names)."""
+    assignor_order: tuple[str, ...] = ()
+    """Member ids in the order the coordinator handed them to the assignor."""
+
+
 @dataclass(slots=True)
 class ConsumerGroupState:
     """A KIP-848 consumer group (records 3-8, 16)."""
@@ -170,6 +193,14 @@ class ConsumerGroupState:
     departed: tuple[DepartedMember, ...] = ()
     replacements: tuple[StaticRejoin, ...] = ()
     pending: PendingRebalance | None = None
+    deferred: DeferredTarget | None = None
+    topic_names: dict[str, str] = field(default_factory=dict)
+    """Topic id -> name learned from the records (OffsetCommit values carry the id)."""
+    table_capacity: int = 2
+    """Slots of the coordinator's member table (``TimelineHashMap``, never shrinks)."""
+    joining: tuple[str, ...] = ()
+    """Members whose metadata came with the last epoch bump (not yet in that table when the
+    coordinator computed the target)."""
 
     def copy(self) -> ConsumerGroupState:
         return ConsumerGroupState(
@@ -189,6 +220,10 @@ class ConsumerGroupState:
             departed=self.departed,
             replacements=self.replacements,
             pending=self.pending,
+            deferred=self.deferred,
+            topic_names=dict(self.topic_names),
+            table_capacity=self.table_capacity,
+            joining=self.joining,
         )
 
 
@@ -206,7 +241,12 @@ class CollectorView:
     """``(snapshot_ts_ms, state)``, oldest first, bounded."""
     member_seen: dict[str, int] = field(default_factory=dict)
     """Member id -> the newest snapshot that listed it."""
+    member_gone: dict[str, int] = field(default_factory=dict)
+    """Member id of the current generation -> the first snapshot after its last listing
+    that no longer listed it: the coordinator had removed it by then."""
     topics: tuple[str, ...] = ()
+    session_timeout_ms: int | None = None
+    """The group's KIP-848 session timeout as the broker reported it (DescribeConfigs)."""
 
     def copy(self) -> CollectorView:
         return CollectorView(
@@ -218,7 +258,9 @@ class CollectorView:
             membership_source=self.membership_source,
             states=self.states,
             member_seen=dict(self.member_seen),
+            member_gone=dict(self.member_gone),
             topics=self.topics,
+            session_timeout_ms=self.session_timeout_ms,
         )
 
 
@@ -281,9 +323,11 @@ class GroupState:
         """When ``apply`` must run again even without records: a KIP-848 rebalance still
         reconciling times out then (pass ``TrackerConfig.reconcile_timeout_ms``). The
         adapter registers a processing-time timer for it."""
-        if self.consumer is None or self.consumer.pending is None:
+        cg = self.consumer
+        if cg is None:
             return None
-        return self.consumer.pending.target_ts_ms + reconcile_timeout_ms
+        times = [x.target_ts_ms for x in (cg.pending, cg.deferred) if x is not None]
+        return min(times) + reconcile_timeout_ms if times else None
 
     # -- serialization ---------------------------------------------------------------------
 
@@ -614,7 +658,56 @@ def _enc_consumer(c: ConsumerGroupState) -> dict[str, Any]:
     }
     if c.pending is not None:
         out["pending"] = [c.pending.epoch, c.pending.target_ts_ms, dict(c.pending.event)]
+    if c.deferred is not None:
+        d = c.deferred
+        out["defer"] = [
+            d.epoch,
+            d.target_ts_ms,
+            d.source_partition,
+            d.source_offset,
+            1 if d.first else 0,
+            d.started_ts_ms,
+            d.metadata_hash,
+            [_enc_cmember(m) for m in d.members],
+            [[enc_member(x.info), x.last_alive_ts_ms, x.removed_ts_ms] for x in d.departed],
+            [[r.group_instance_id, r.old_member_id, r.new_member_id] for r in d.replacements],
+            d.reconciled_ts_ms,
+            list(d.assignor_order),
+        ]
+    if c.topic_names:
+        out["names"] = dict(c.topic_names)
+    if c.table_capacity != 2:
+        out["cap"] = c.table_capacity
+    if c.joining:
+        out["joining"] = list(c.joining)
     return out
+
+
+def _dec_departed(data: Sequence[Any]) -> tuple[DepartedMember, ...]:
+    return tuple(DepartedMember(dec_member(e[0]), _i(e[1]), _i(e[2])) for e in data)
+
+
+def _dec_rejoins(data: Sequence[Any]) -> tuple[StaticRejoin, ...]:
+    return tuple(StaticRejoin(_s(r[0]), _s(r[1]), _s(r[2])) for r in data)
+
+
+def _dec_deferred(d: Sequence[Any] | None) -> DeferredTarget | None:
+    if d is None:
+        return None
+    return DeferredTarget(
+        epoch=_i(d[0]),
+        target_ts_ms=_i(d[1]),
+        source_partition=_i(d[2]),
+        source_offset=_i(d[3]),
+        first=bool(_i(d[4])),
+        started_ts_ms=_oi(d[5]),
+        metadata_hash=_i(d[6]),
+        members=tuple(_dec_cmember(m) for m in d[7]),
+        departed=_dec_departed(d[8]),
+        replacements=_dec_rejoins(d[9]),
+        reconciled_ts_ms=_oi(d[10]),
+        assignor_order=tuple(_s(m) for m in d[11]),
+    )
 
 
 def _dec_consumer(d: Mapping[str, Any]) -> ConsumerGroupState:
@@ -634,11 +727,15 @@ def _dec_consumer(d: Mapping[str, Any]) -> ConsumerGroupState:
         last_members=tuple(dec_member(m) for m in d["lm"]),
         last_counts=_dec_counts(d["lc"]),
         last_metadata_hash=_i(d["lhash"]),
-        departed=tuple(DepartedMember(dec_member(e[0]), _i(e[1]), _i(e[2])) for e in d["dep"]),
-        replacements=tuple(StaticRejoin(_s(r[0]), _s(r[1]), _s(r[2])) for r in d["repl"]),
+        departed=_dec_departed(d["dep"]),
+        replacements=_dec_rejoins(d["repl"]),
         pending=None
         if pending is None
         else PendingRebalance(_i(pending[0]), _i(pending[1]), dict(pending[2])),
+        deferred=_dec_deferred(d.get("defer")),
+        topic_names={_s(k): _s(v) for k, v in d.get("names", {}).items()},
+        table_capacity=_i(d.get("cap", 2)),
+        joining=tuple(_s(m) for m in d.get("joining", [])),
     )
 
 
@@ -659,6 +756,10 @@ def _enc_collector(c: CollectorView) -> dict[str, Any]:
         out["states"] = [[ts, s] for ts, s in c.states]
     if c.member_seen:
         out["seen"] = dict(c.member_seen)
+    if c.member_gone:
+        out["gone"] = dict(c.member_gone)
+    if c.session_timeout_ms is not None:
+        out["session"] = c.session_timeout_ms
     if c.topics:
         out["topics"] = list(c.topics)
     return out
@@ -674,5 +775,7 @@ def _dec_collector(d: Mapping[str, Any]) -> CollectorView:
         membership_source=_os(d.get("src")),
         states=tuple((_i(ts), _s(s)) for ts, s in d.get("states", [])),
         member_seen={_s(k): _i(v) for k, v in d.get("seen", {}).items()},
+        member_gone={_s(k): _i(v) for k, v in d.get("gone", {}).items()},
         topics=tuple(_s(t) for t in d.get("topics", [])),
+        session_timeout_ms=_oi(d.get("session")),
     )

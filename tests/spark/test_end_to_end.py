@@ -197,18 +197,21 @@ def test_scripted_moved_counts(live: Live, backlog: Backlog) -> None:
         for r in live.events(coop.group_id)
         if two.generation < r.generation_after <= three.generation
     ]
-    # the real clients now and then add a round the records give no reason for (rule 12: a
-    # member rejoined, nothing changed hands); it must move nothing
+    # a member that rejoins for the follow-up before its SyncGroup of the join round answered
+    # still claims what it must give up: held back again, one more follow-up round (rule 11,
+    # issue 17); a round the records give no reason for (rule 12) must move nothing
     seen = [(r.generation_before, r.generation_after, r.cause_detail) for r in rounds]
     extra = [r for r in rounds if r.cause == "unknown"]
     assert all(
         (r.churn.revoked_partitions, r.churn.assigned_partitions) == (0, 0) for r in extra
     ), seen
     rounds = [r for r in rounds if r.cause != "unknown"]
-    assert [r.cause for r in rounds] == ["join", "cooperative_followup"], seen
-    assert [r.churn.revoked_partitions for r in rounds] == [2, 0]
-    assert [r.churn.assigned_partitions for r in rounds] == [0, 2]
-    assert [r.churn.moved_partitions for r in rounds] == [0, 0]
+    assert [r.cause for r in rounds[:2]] == ["join", "cooperative_followup"], seen
+    assert {r.cause for r in rounds[2:]} <= {"cooperative_followup"}, seen
+    assert [r.churn.revoked_partitions for r in rounds] == [2] + [0] * (len(rounds) - 1)
+    assert sum(r.churn.assigned_partitions for r in rounds) == 2
+    assert rounds[0].churn.assigned_partitions == 0
+    assert [r.churn.moved_partitions for r in rounds] == [0] * len(rounds)
 
 
 def _after_crash(live: Live, backlog: Backlog, assignor: str) -> Any:

@@ -9,11 +9,13 @@
  *
  *   started     client_id, instance_id, kind ("java"), group_protocol
  *   assignment  member_id, generation (classic: generation id; consumer: member epoch),
- *               partitions [[topic, partition], ...]: whenever one of them changes
+ *               partitions [[topic, partition], ...]: whenever one of them changes, checked
+ *               after every poll and at the end of every rebalance (onPartitionsAssigned)
  *   revoked / assigned / lost
  *               partitions: the ConsumerRebalanceListener callbacks (incremental under the
  *               consumer protocol and cooperative-sticky, everything under eager assignors)
- *   closed      commits: closed cleanly (a consumer-protocol member sent its leave heartbeat)
+ *   closed      commits: closed cleanly (committed what it consumed, then a classic member
+ *               sent LeaveGroup, a consumer-protocol member its leave heartbeat)
  *   error       message: fatal; exit status 1
  *
  * every line also has event, name, pid and ts_ms (wall clock, ms).
@@ -46,6 +48,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 
 import org.apache.kafka.clients.consumer.CloseOptions;
@@ -189,6 +192,24 @@ public final class SimConsumer {
 
     // ------------------------------------------------------------------ main loop
 
+    /** An "assignment" line if the member id, generation or partitions changed. */
+    private static void report(KafkaConsumer<byte[], byte[]> consumer,
+                               AtomicReference<String> last) {
+        ConsumerGroupMetadata meta = consumer.groupMetadata();
+        String memberId = meta.memberId();
+        if (memberId == null || memberId.isEmpty() || meta.generationId() < 1) {
+            return;
+        }
+        List<TopicPartition> assigned = sorted(consumer.assignment());
+        String snapshot = memberId + "/" + meta.generationId() + "/" + assigned;
+        if (!Objects.equals(snapshot, last.getAndSet(snapshot))) {
+            emit("assignment",
+                "member_id", quote(memberId),
+                "generation", String.valueOf(meta.generationId()),
+                "partitions", partitions(assigned));
+        }
+    }
+
     public static void main(String[] args) {
         Map<String, String> opts;
         try {
@@ -240,6 +261,8 @@ public final class SimConsumer {
         stdinWatcher.setDaemon(true);
         stdinWatcher.start();
 
+        AtomicReference<String> last = new AtomicReference<>();
+        boolean classic = opts.getOrDefault("group-protocol", "consumer").equals("classic");
         ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
@@ -252,6 +275,14 @@ public final class SimConsumer {
             public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
                 if (!assigned.isEmpty()) {
                     emit("assigned", "partitions", partitions(assigned));
+                }
+                // classic protocol: called at the end of every rebalance, even with nothing
+                // new, with the generation already set: the member's assignment of this
+                // generation, even if the next one begins before poll returns (a cooperative
+                // follow-up round). The consumer protocol updates the member epoch only after
+                // this callback: its lines come from the poll loop.
+                if (classic) {
+                    report(consumer, last);
                 }
             }
 
@@ -271,7 +302,6 @@ public final class SimConsumer {
             } else {
                 consumer.subscribe(Pattern.compile(opts.get("pattern")), listener);
             }
-            String last = null;
             long nextCommit = System.currentTimeMillis() + commitIntervalMs;
             while (!stop.get()) {
                 try {
@@ -279,21 +309,9 @@ public final class SimConsumer {
                 } catch (WakeupException e) {
                     break;
                 }
-                ConsumerGroupMetadata meta = consumer.groupMetadata();
-                List<TopicPartition> assigned = sorted(consumer.assignment());
-                String memberId = meta.memberId();
-                if (memberId == null || memberId.isEmpty() || meta.generationId() < 1) {
-                    continue;
-                }
-                String snapshot = memberId + "/" + meta.generationId() + "/" + assigned;
-                if (!Objects.equals(snapshot, last)) {
-                    last = snapshot;
-                    emit("assignment",
-                        "member_id", quote(memberId),
-                        "generation", String.valueOf(meta.generationId()),
-                        "partitions", partitions(assigned));
-                }
-                if (!assigned.isEmpty() && System.currentTimeMillis() >= nextCommit) {
+                report(consumer, last);
+                if (!consumer.assignment().isEmpty()
+                        && System.currentTimeMillis() >= nextCommit) {
                     nextCommit = System.currentTimeMillis() + commitIntervalMs;
                     consumer.commitAsync((offsets, error) -> {
                         if (error == null) {
@@ -305,6 +323,15 @@ public final class SimConsumer {
         } catch (RuntimeException e) {
             emit("error", "message", quote(e.getClass().getSimpleName() + ": " + e.getMessage()));
             status = 1;
+        }
+        if (status == 0 && !consumer.assignment().isEmpty()) {
+            try {
+                // a clean shutdown commits what it consumed, as applications do
+                consumer.commitSync(Duration.ofSeconds(5));
+                commits.incrementAndGet();
+            } catch (RuntimeException e) {
+                // fenced or rebalancing: close() still leaves the group
+            }
         }
         try {
             consumer.close(CloseOptions.timeout(Duration.ofSeconds(5)));

@@ -271,6 +271,16 @@ def test_kip848_group_gets_list_groups_state_offsets_and_the_consumer_offsets_fl
     assert g["topics"] == ["t3"]  # known only through its committed offsets
     assert g["committed_offsets"][0]["lag"] == 3
     assert g["errors"] == []
+    assert g["session_timeout_ms"] is None  # not described in these answers
+
+
+def test_kip848_group_carries_its_session_timeout() -> None:
+    """The session timeout of a KIP-848 group is a group config, in no record: the group
+    event carries what DescribeConfigs said; classic groups carry null (their members'
+    session timeouts are in their GroupMetadata records)."""
+    evs = events_of(answers(session_timeouts={"g-kip848": 6000}))
+    assert evs["g-kip848"]["session_timeout_ms"] == 6000
+    assert evs["g-classic"]["session_timeout_ms"] is None
 
 
 def test_broker_without_group_type_kip848_group_recognised_by_describe_error() -> None:
@@ -723,6 +733,16 @@ class FakeAdmin:
         self._maybe_fail("list_group_offsets", ids)
         return {g: self.offsets.get(g, {}) for g in ids}
 
+    def describe_configs(self, resources: list[Any], config_filter: str = "modified") -> Any:
+        self._maybe_fail("describe_configs", [r.name for r in resources])
+        return {
+            "group": {r.name: {"consumer.session.timeout.ms": {"value": "6000"}} for r in resources}
+        }
+
+    def list_topics(self) -> Any:
+        self._maybe_fail("list_topics", [])
+        return [*self.topics, "__consumer_offsets"]
+
     def describe_topics(self, names: list[str]) -> Any:
         self._maybe_fail("describe_topics", names)
         return [self.topics.get(n, {"error_code": 3, "name": n, "partitions": []}) for n in names]
@@ -774,9 +794,27 @@ def test_gather_filters_groups_and_asks_each_api_only_what_it_serves() -> None:
     calls = dict(admin.calls)
     assert calls["describe_groups"] == ["app-1", "app-2"]  # classic only
     assert calls["list_group_offsets"] == ["app-1", "app-2", "app-848"]  # no share group
+    assert calls["describe_configs"] == ["app-848"]  # the KIP-848 group's session timeout
+    assert a.session_timeouts == {"app-848": 6000}
     assert calls["describe_topics"] == ["t1", "t2", "t3"]
     assert a.end_offsets[("t1", 2)] == 102
     assert a.issues == []
+
+
+def test_gather_describes_every_topic_while_a_kip848_group_has_no_commits() -> None:
+    """Its topics are unknown (no DescribeGroups, no offsets) and its records name them by
+    id: every topic is described so that the tracker can name them (issue 17)."""
+    admin = fake_admin(offsets={})
+    a = gather_answers(admin, CollectorConfig(group_filter="app-848"))
+    calls = dict(admin.calls)
+    assert "list_topics" in calls
+    assert calls["describe_topics"] == ["t1", "t2", "t3"]  # not the internal topic
+    # once it has committed, only the topics it touches
+    admin = fake_admin()
+    gather_answers(admin, CollectorConfig(group_filter="app-848"))
+    calls = dict(admin.calls)
+    assert "list_topics" not in calls and calls["describe_topics"] == ["t3"]
+    assert a.session_timeouts == {"app-848": 6000}
 
 
 def test_gather_falls_back_to_one_group_at_a_time() -> None:

@@ -46,10 +46,12 @@ from streaming.simulate.scenarios import (
     SimulationError,
     StartMember,
     StepResult,
+    WaitGroupEmpty,
     WaitStable,
     describe_scenarios,
     evaluate_checks,
     get_scenario,
+    tracker_steps,
 )
 
 pytestmark = pytest.mark.unit
@@ -237,7 +239,7 @@ BAD_SCRIPTS: list[tuple[str, tuple[MemberSpec, ...], tuple[object, ...], str]] =
         "does not end with WaitStable",
         (MemberSpec(name="C1", topics=("t",)),),
         (CreateTopics((("t", 1),)), StartMember("C1")),
-        "last step must be WaitStable",
+        "last step must be WaitStable or WaitGroupEmpty",
     ),
     (
         "subscribes before the topic exists",
@@ -263,7 +265,32 @@ BAD_SCRIPTS: list[tuple[str, tuple[MemberSpec, ...], tuple[object, ...], str]] =
         (CreateTopics((("t", 1),)), StartMember("C1"), StartMember("C1"), WaitStable("x")),
         "already running",
     ),
+    (
+        "waits for an empty group with a member running",
+        (MemberSpec(name="C1", topics=("t",)),),
+        (CreateTopics((("t", 1),)), StartMember("C1"), WaitGroupEmpty("x")),
+        "members still running: ['C1']",
+    ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "assignor"),
+    [("classic", a) for a in CLASSIC_ASSIGNORS] + [("consumer", "uniform"), ("consumer", "range")],
+)
+def test_tracker_steps_script(protocol: str, assignor: str) -> None:
+    """The steps of the Java tier (``tests/integration/test_java_groups.py``) are a valid
+    script for every strategy: Java members, static D with its own session (classic) or the
+    group's (KIP-848, set by the script), and an emptied group at the end."""
+    s = tracker_steps(protocol, assignor)  # type: ignore[arg-type]
+    assert {m.kind for m in s.members} == {"java"}
+    assert (s.group_protocol, s.assignor) == (protocol, assignor)
+    d = s.member("D")
+    assert d.instance_id == "D"
+    assert d.session_timeout_ms == (15_000 if protocol == "classic" else 6_000)
+    kinds = [step.kind for step in s.steps]
+    assert kinds.count("kill") == 1 and kinds[-1] == "wait-empty"
+    assert ("set-group-config" in kinds) == (protocol == "consumer")
 
 
 @pytest.mark.parametrize(

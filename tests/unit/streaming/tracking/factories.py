@@ -145,7 +145,16 @@ def group_metadata(
     )
 
 
-def commit(topic: str, partition: int, offset: int, *, ts: int, group: str = GROUP) -> OffsetCommit:
+def commit(
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    ts: int,
+    group: str = GROUP,
+    topic_id: str = "AAAAAAAAAAAAAAAAAAAAAA",
+) -> OffsetCommit:
+    """An OffsetCommit value; ``topic_id`` as Kafka 4.x writes it (v4 tag 0; zero: none)."""
     return OffsetCommit(
         record_type=1,
         group_id=group,
@@ -157,7 +166,7 @@ def commit(topic: str, partition: int, offset: int, *, ts: int, group: str = GRO
         metadata="",
         commit_ts_ms=ts,
         expire_ts_ms=-1,
-        topic_id="AAAAAAAAAAAAAAAAAAAAAA",
+        topic_id=topic_id,
     )
 
 
@@ -195,6 +204,7 @@ def assign(
 TOPIC_IDS = {
     "Order": "T3JkZXItdG9waWMtaWQtMQ",
     "Stock": "U3RvY2stdG9waWMtaWQtMg",
+    "Big": "QmlnLXRvcGljLWlkLTMtLQ",
 }
 
 

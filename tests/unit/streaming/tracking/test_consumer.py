@@ -23,7 +23,6 @@ from tests.unit.streaming.tracking.factories import (
     cg_target,
     cg_target_epoch,
     commit,
-    tps,
 )
 
 pytestmark = pytest.mark.unit
@@ -242,15 +241,3 @@ def test_replay_of_an_established_group_is_a_baseline() -> None:
     assert (e.cause, e.cause_rule, e.generation_before, e.completion) == (
         "unknown", 1, None, "completed"
     )  # fmt: skip
-
-
-def test_target_for_unknown_topic_id_keeps_the_id() -> None:
-    log, t = Log(), Tracker()
-    log.rec(cg_member("J1", ["Order"]), 10 * S)
-    log.rec(cg_epoch(1), 10 * S)  # no partition metadata record, no collector metadata
-    log.rec(cg_target("J1", tps("Order", 0)), 10 * S)
-    log.rec(cg_target_epoch(1), 10 * S)
-    log.rec(cg_current("J1", 1, tps("Order", 0)), 10 * S)
-    t.feed(log.take())
-    (e,) = rebalances(t)
-    assert e.actual == {"J1": (TopicPartition(TOPIC_IDS["Order"], 0),)}

@@ -75,6 +75,28 @@ def test_collector_output_parses() -> None:
     assert isinstance(topics, TopicsSnapshot) and topics.topics == ()
 
 
+def test_session_timeout_of_a_kip848_group() -> None:
+    """Added within version 1: given, it is read; missing (an older collector), null."""
+    answers = AdminAnswers(
+        snapshot_ts_ms=5,
+        cluster=None,
+        groups=[{"group_id": "g", "group_type": "consumer", "group_state": "Stable"}],
+        session_timeouts={"g": 6000},
+    )
+    group = parse_membership_json(
+        build_events(answers, cluster="c", snapshot_id="s")[0].encode()[1]
+    )
+    assert isinstance(group, GroupSnapshot) and group.session_timeout_ms == 6000
+    group_json, _ = doc_examples()
+    g = copy.deepcopy(group_json)
+    del g["session_timeout_ms"]
+    parsed = parse_membership_event(g)
+    assert isinstance(parsed, GroupSnapshot) and parsed.session_timeout_ms is None
+    with pytest.raises(MembershipEventError) as info:
+        parse_membership_event({**group_json, "session_timeout_ms": "6 s"})
+    assert info.value.field == "session_timeout_ms"
+
+
 def test_additive_fields_are_ignored() -> None:
     group_json, topics_json = doc_examples()
     g = copy.deepcopy(group_json)
