@@ -276,6 +276,13 @@ def _same_length_ascii_hashes(strings: list[str] | tuple[str, ...], length: int)
 _FIBONACCI = -7046029254386353131 & 0xFFFFFFFFFFFFFFFF
 
 
+def timeline_slot(hash_code: int, capacity: int) -> int:
+    """``BaseHashTable.findSlot`` of a ``TimelineHashMap`` with ``capacity`` slots (a power of
+    two): the top bits of ``hashCode * -7046029254386353131`` (Fibonacci hashing)."""
+    shift = 65 - capacity.bit_length()
+    return ((hash_code * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> shift
+
+
 def timeline_order(hashes: Sequence[int]) -> list[int]:
     """Iteration order (positions into ``hashes``) of Kafka's ``TimelineHashMap`` (expected
     size 0) after ``put`` of keys with these ``hashCode()`` values, in this order.
@@ -292,9 +299,6 @@ def timeline_order(hashes: Sequence[int]) -> list[int]:
     for size in range(len(hashes)):
         if (size + 1) * 0.75 > capacity:
             capacity *= 2
-    shift = 64 - (capacity.bit_length() - 1)
     n = len(hashes)
-    keys = [
-        (((h * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> shift) * n - i for i, h in enumerate(hashes)
-    ]
+    keys = [timeline_slot(h, capacity) * n - i for i, h in enumerate(hashes)]
     return sorted(range(n), key=keys.__getitem__)

@@ -110,6 +110,9 @@ class JobConfig:
     * ``decode_partitions``: the decode stage's tasks per micro-batch (the Kafka source's
       one task per partition, 50+ mostly empty ones for ``__consumer_offsets``, coalesced
       to this many); None: one task per Kafka partition.
+    * ``consumer_session_timeout_ms``: the cluster's KIP-848 session timeout
+      (``group.consumer.session.timeout.ms``), for groups the collector could not ask the
+      broker about (``docs/tracking.md``, rule S1).
     * ``offset_commits_history``: what the ``offset_commits`` table keeps: ``latest`` (the
       default), the last commit (or offset tombstone) of each partition of each group per
       micro-batch; ``every``, every commit record. ``docs/tables.md`` gives the volumes.
@@ -131,6 +134,7 @@ class JobConfig:
     max_offsets_per_trigger: int | None = None
     decode_partitions: int | None = 4
     offset_commits_history: str = "latest"
+    consumer_session_timeout_ms: int = 45_000
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -181,7 +185,7 @@ class JobConfig:
             not isinstance(self.spark_master, str) or not self.spark_master.strip()
         ):
             raise JobConfigError(f"spark_master: expected a master URL, got {self.spark_master!r}")
-        for name in ("max_offsets_per_trigger", "decode_partitions"):
+        for name in ("max_offsets_per_trigger", "decode_partitions", "consumer_session_timeout_ms"):
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -220,7 +224,9 @@ class JobConfig:
 # -- loading --------------------------------------------------------------------------------
 
 _FIELDS = {f.name: f for f in fields(JobConfig)}
-_INT_FIELDS = frozenset({"metrics_port", "max_offsets_per_trigger", "decode_partitions"})
+_INT_FIELDS = frozenset(
+    {"metrics_port", "max_offsets_per_trigger", "decode_partitions", "consumer_session_timeout_ms"}
+)
 _FLOAT_FIELDS = frozenset({"trigger_interval_s"})
 _MAP_FIELDS = frozenset({"spark_conf", "kafka_options"})
 _OPTIONAL_FIELDS = frozenset({"spark_master", "max_offsets_per_trigger", "decode_partitions"})

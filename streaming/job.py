@@ -106,7 +106,7 @@ def start(
     from streaming.spark.decode import decode, envelope
     from streaming.spark.sources import kafka_stream
     from streaming.spark.stateful import track
-    from streaming.tracking.config import DEFAULT_CONFIG
+    from streaming.tracking.config import TrackerConfig
 
     register(spark)
     # 1. source: both topics, one subscription
@@ -132,8 +132,9 @@ def start(
     )
     # 3b. group lane: the rest decoded on the executors (commits as runs), per source
     # partition a stats row; the tracker's per-group state; bad rows and stats pass through
-    decoded = decode(records, stats=True, history=DEFAULT_CONFIG.commit_history)
-    events = track(decoded, cluster=config.cluster)
+    tracker = TrackerConfig(consumer_session_timeout_ms=config.consumer_session_timeout_ms)
+    decoded = decode(records, stats=True, history=tracker.commit_history)
+    events = track(decoded, cluster=config.cluster, config=tracker)
 
     # 4. sinks
     rows = events.unionByName(commits, allowMissingColumns=True)
@@ -339,6 +340,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="offset_commits keeps the last commit per partition per micro-batch (latest, "
         "the default) or every commit (every)",
     )
+    p.add_argument(
+        "--consumer-session-timeout-ms",
+        type=int,
+        metavar="MS",
+        help="the cluster's KIP-848 session timeout, where the broker was not asked (45000)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
 
@@ -364,6 +371,7 @@ def config_from_args(
             "max_offsets_per_trigger",
             "decode_partitions",
             "offset_commits_history",
+            "consumer_session_timeout_ms",
         )
     }
     if args.conf:

@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from assign_core.javacompat import string_hash, string_hash_order
+from assign_core.javacompat import string_hash, string_hash_order, timeline_slot
 from assign_core.model import Member, TopicPartition
 from streaming.codec.model import (
     ConsumerGroupCurrentMemberAssignment,
@@ -458,12 +458,6 @@ def _target_complete(ctx: Context, obs: Observation, cg: ConsumerGroupState, epo
     _maybe_complete(ctx, cg, ts)
 
 
-def _table_slot(member_id: str, capacity: int) -> int:
-    """``BaseHashTable.findSlot``: Fibonacci hashing of ``String.hashCode()``, top bits."""
-    shift = 65 - capacity.bit_length()
-    return ((string_hash(member_id) * -7046029254386353131) & 0xFFFFFFFFFFFFFFFF) >> shift
-
-
 def _assignor_order(cg: ConsumerGroupState, current: Sequence[ConsumerMember]) -> tuple[str, ...]:
     """The order in which the coordinator put the members into the assignor's ``HashMap``
     (``TargetAssignmentBuilder.build``): the group's members in the iteration order of its
@@ -475,7 +469,7 @@ def _assignor_order(cg: ConsumerGroupState, current: Sequence[ConsumerMember]) -
     cap = cg.table_capacity
     settled = sorted(
         (m for m in current if m.member_id not in joining),
-        key=lambda m: (_table_slot(m.member_id, cap), -m.order),
+        key=lambda m: (timeline_slot(string_hash(m.member_id), cap), -m.order),
     )
     new = [m.member_id for m in current if m.member_id in joining]
     return (*(m.member_id for m in settled), *string_hash_order(new))

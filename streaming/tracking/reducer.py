@@ -175,7 +175,7 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
         raise ObservationError(
             f"an observation of group {gid!r} was applied to group {ctx.state.group_id!r}"
         )
-    if isinstance(p, OffsetCommit) and p.topic_id != ZERO_UUID:
+    if isinstance(p, OffsetCommit | CommitRun) and p.topic_id != ZERO_UUID:
         # Kafka 4.x names the topic id of every commit: KIP-848 targets name topics by id
         note_topic_ids(ctx, {p.topic: p.topic_id})
     if obs.source == "offsets":

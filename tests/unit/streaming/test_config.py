@@ -34,6 +34,7 @@ def test_defaults() -> None:
     assert c.max_offsets_per_trigger is None
     assert c.decode_partitions == 4
     assert c.offset_commits_history == "latest"
+    assert c.consumer_session_timeout_ms == 45_000
 
 
 def test_frozen() -> None:
@@ -132,6 +133,7 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"max_offsets_per_trigger": 0}, "max_offsets_per_trigger"),
     ({"decode_partitions": 0}, "decode_partitions"),
     ({"offset_commits_history": "sometimes"}, "offset_commits_history"),
+    ({"consumer_session_timeout_ms": 0}, "consumer_session_timeout_ms"),
     ({"spark_conf": {"shuffle": "1"}}, "spark_conf"),
     ({"kafka_options": {"auto.offset.reset": "latest"}}, "kafka_options"),
     ({"kafka_options": {"kafka.bootstrap.servers": "x:1"}}, "kafka_options"),
