@@ -381,24 +381,25 @@ def compile_producer() -> Path:
     return out
 
 
-def ensure_offsets_topic(bootstrap: str, timeout_s: float = 60) -> None:
+def ensure_offsets_topic(bootstrap: str, timeout_s: float = 120) -> None:
     """Have the broker create ``__consumer_offsets`` (a FindCoordinator request does) and
-    wait until its coordinators answer."""
+    wait until its coordinators answer. A new admin client per try: one whose first
+    connection failed (a loaded machine) can keep answering ``NodeNotReadyError``."""
     from kafka import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     deadline = time.monotonic() + timeout_s
-    try:
-        while True:
+    while True:
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap)
             try:
                 admin.list_group_offsets("steady-bootstrap")
                 return
-            except Exception as e:  # CoordinatorNotAvailable while the topic is created
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"__consumer_offsets never became available: {e!r}") from e
-                time.sleep(0.5)
-    finally:
-        admin.close()
+            finally:
+                admin.close()
+        except Exception as e:  # CoordinatorNotAvailable while the topic is created
+            if time.monotonic() > deadline:
+                raise SystemExit(f"__consumer_offsets never became available: {e!r}") from e
+            time.sleep(0.5)
 
 
 def produce(bootstrap: str, backlog_file: Path) -> float:

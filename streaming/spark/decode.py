@@ -484,10 +484,10 @@ def _chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
         pending.append(batch)
         rows += batch.num_rows
         if rows >= CHUNK_ROWS:
-            yield pa.Table.from_batches(pending)
+            yield pa.Table.from_batches(pending).combine_chunks()  # one chunk: cheap takes
             pending, rows = [], 0
     if pending:
-        yield pa.Table.from_batches(pending)
+        yield pa.Table.from_batches(pending).combine_chunks()
 
 
 def decode_batches(

@@ -100,36 +100,51 @@ def load_reducer(config: TrackerConfig = DEFAULT_CONFIG) -> Reducer:
 # -- pure conversions ------------------------------------------------------------------------
 
 
+#: The columns of a ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`).
+_RUN_COLUMNS = (
+    "run_topic",
+    "run_partition",
+    "run_offset",
+    "run_leader_epoch",
+    "run_commit_ts_ms",
+    "run_count",
+    "run_history_ts_ms",
+    "run_history_offsets",
+    "run_topic_id",
+)
+
+
 def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observation], int]:
     """Observations of the decoded rows, and how many could not be rebuilt (the decode
     stage quarantined them already; a mismatch here means a code change between stages).
     A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`) becomes a
-    :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from its bytes."""
+    :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from its bytes.
+
+    The columns are read as lists once per frame and the rows walked in Python: a pandas
+    operation per group (masks, ``iloc``) costs more than the group's rows."""
     out: list[Observation] = []
     failed = 0
     for frame in frames:
-        runs = frame["record_type"] == COMMIT_RUN
-        if runs.any():
-            out += _runs(frame[runs])
-            frame = frame[~runs]
-        for source, partition, offset, ts_ms, key, value in zip(
-            frame["source"],
-            frame["partition"],
-            frame["offset"],
-            frame["timestamp_ms"],
-            frame["key"],
-            frame["value"],
-            strict=True,
-        ):
+        columns = ("source", "partition", "offset", "timestamp_ms", "key", "value")
+        source, partition, offset, ts_ms, key, value = (frame[c].tolist() for c in columns)
+        kinds = frame["record_type"].tolist()
+        run: tuple[list[Any], ...] | None = None
+        for i, kind in enumerate(kinds):
+            if kind == COMMIT_RUN:
+                if run is None:
+                    run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
+                out.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
+                continue
+            k, v = key[i], value[i]
             try:
                 out.append(
                     observation_of(
-                        source,
-                        None if key is None else bytes(key),
-                        None if value is None else bytes(value),
-                        partition=int(partition),
-                        offset=int(offset),
-                        timestamp_ms=int(ts_ms),
+                        source[i],
+                        None if k is None else bytes(k),
+                        None if v is None else bytes(v),
+                        partition=int(partition[i]),
+                        offset=int(offset[i]),
+                        timestamp_ms=int(ts_ms[i]),
                     )
                 )
             except Exception:
@@ -137,61 +152,29 @@ def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observati
     return out, failed
 
 
-def _runs(frame: pd.DataFrame) -> list[Observation]:
-    return [
-        Observation(
-            "offsets",
-            int(partition),
-            int(offset),
-            int(ts_ms),
-            CommitRun(
-                group_id=str(group_id),
-                topic=str(topic),
-                partition=int(tp_partition),
-                offset=int(committed),
-                leader_epoch=int(epoch),
-                commit_ts_ms=int(commit_ts),
-                count=int(count),
-                history=tuple(zip(map(int, hist_ts), map(int, hist_offsets), strict=True)),
-                topic_id=str(topic_id),
-            ),
-        )
-        for (
-            partition,
-            offset,
-            ts_ms,
-            group_id,
-            topic,
-            tp_partition,
-            committed,
-            epoch,
-            commit_ts,
-            count,
-            hist_ts,
-            hist_offsets,
-            topic_id,
-        ) in zip(
-            *(
-                frame[c]
-                for c in (
-                    "partition",
-                    "offset",
-                    "timestamp_ms",
-                    "group_id",
-                    "run_topic",
-                    "run_partition",
-                    "run_offset",
-                    "run_leader_epoch",
-                    "run_commit_ts_ms",
-                    "run_count",
-                    "run_history_ts_ms",
-                    "run_history_offsets",
-                    "run_topic_id",
-                )
-            ),
-            strict=True,
-        )
-    ]
+def _run(
+    partition: int, offset: int, ts_ms: int, run: tuple[list[Any], ...], i: int
+) -> Observation:
+    group, topic, tp_partition, committed, epoch, commit_ts, count, hist_ts, hist_off, tid = (
+        column[i] for column in run
+    )
+    return Observation(
+        "offsets",
+        partition,
+        offset,
+        ts_ms,
+        CommitRun(
+            group_id=str(group),
+            topic=str(topic),
+            partition=int(tp_partition),
+            offset=int(committed),
+            leader_epoch=int(epoch),
+            commit_ts_ms=int(commit_ts),
+            count=int(count),
+            history=tuple(zip(map(int, hist_ts), map(int, hist_off), strict=True)),
+            topic_id=str(tid),
+        ),
+    )
 
 
 def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -342,7 +325,7 @@ def _processor_class() -> type:
         def _step(self, group_id: str, observations: list[Observation]) -> Any:
             import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-            stored = self._state.get() if self._state.exists() else None
+            stored = self._state.get()  # None when the group has no state yet
             state = (
                 GroupState.from_json(stored[0])
                 if stored
@@ -353,7 +336,8 @@ def _processor_class() -> type:
                 self._state.clear()
             else:
                 self._state.update((state.to_json(),))
-            return pd.DataFrame(events_to_rows(events), columns=list(_EVENT_COLUMNS))
+            rows = events_to_rows(events)
+            return pd.DataFrame({c: [r[c] for r in rows] for c in _EVENT_COLUMNS})
 
     return GroupTracker
 
