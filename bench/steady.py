@@ -90,7 +90,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -361,24 +360,14 @@ def write_backlog(
 
 def compile_producer() -> Path:
     """Compile ``BacklogProducer.java`` once per source version; returns its classes folder."""
+    from streaming.simulate.runner import SetupError, compile_client_java
+
     if not any(CLIENT_JARS.glob("kafka-clients-*.jar")):
         raise SystemExit(f"no kafka-clients jars in {CLIENT_JARS}: run `make setup`")
-    out = JAVA_CLASSES / hashlib.sha256(JAVA_SOURCE.read_bytes()).hexdigest()[:16]
-    if (out / "BacklogProducer.class").exists():
-        return out
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    cmd = ["javac", "-nowarn", "-d", str(tmp), "-cp", f"{CLIENT_JARS}/*", str(JAVA_SOURCE)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise SystemExit(f"javac failed on {JAVA_SOURCE}:\n{done.stdout}{done.stderr}")
     try:
-        tmp.rename(out)
-    except OSError:  # compiled by another bench at the same time
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
+        return compile_client_java(JAVA_SOURCE, JAVA_CLASSES)
+    except SetupError as e:
+        raise SystemExit(str(e)) from e
 
 
 def ensure_offsets_topic(bootstrap: str, timeout_s: float = 120) -> None:

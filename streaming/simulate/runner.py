@@ -199,9 +199,35 @@ def compile_java() -> Path:
 
 
 def _compile_java() -> Path:
-    out = _classes_dir()
-    if (out / "SimConsumer.class").exists():
+    return compile_client_java(JAVA_SOURCE, JAVA_CLASSES)
+
+
+def compile_client_java(source: Path, classes_root: Path) -> Path:
+    """Compile one Java source against the Kafka client jars, once per version of it (a
+    folder named by its hash under ``classes_root``); returns the classes folder. Another
+    process compiling the same source at the same time is harmless (each compiles into a
+    folder of its own, the first rename wins). :class:`SetupError` when javac fails."""
+    out = classes_root / hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    if (out / f"{source.stem}.class").exists():
         return out
+    javac = _find("javac")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    done = subprocess.run(
+        [javac, "-nowarn", "-d", str(tmp), "-cp", f"{CLIENT_JARS}/*", str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SetupError(f"javac failed on {source}:\n{done.stdout}{done.stderr}")
+    try:
+        tmp.rename(out)
+    except OSError:  # compiled by another process at the same time
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
     javac = _find("javac")
     # another process may compile the same source at the same time: its own folder, renamed
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
