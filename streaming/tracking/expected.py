@@ -18,7 +18,8 @@ Every other strategy is run *what if*: members own their actual assignment of th
 generation (matched by identity, so a static member keeps its partitions under a new member
 id), at the previous generation.
 
-KIP-848 groups (:func:`consumer_spec`): members in the order they were first seen, subscribed
+KIP-848 groups (:func:`consumer_spec`): members in the coordinator's order (its member table,
+then the joiners: rule I4 of ``docs/tracking.md``, ``consumer._assignor_order``), subscribed
 topic names plus resolved regex topics, owned = their target assignment before this epoch (a
 new static member inherits its predecessor's), topic ids from the partition metadata or the
 collector.
