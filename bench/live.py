@@ -348,10 +348,10 @@ class Writer(threading.Thread):
         self.trials_written = 0
         self.late_ms = 0  # the most the writer itself was behind a record's due time
         self.error: BaseException | None = None
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
     def run(self) -> None:
         try:
@@ -364,13 +364,13 @@ class Writer(threading.Thread):
         next_trial = 0
         round_ = 0
         buffered: list[bytes] = []
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             round_start = self.start_ms + round_ * COMMIT_INTERVAL_MS
             if round_start >= self.end_ms:
                 break
             for g in self.groups:
                 due = round_start + g.phase_ms
-                if due >= self.end_ms or self._stop.is_set():
+                if due >= self.end_ms or self._halt.is_set():
                     break
                 while next_trial < len(self.trials) and self.trials[next_trial].due_ms <= due:
                     buffered.append(self._trial_records[next_trial])
@@ -405,13 +405,13 @@ class Scraper(threading.Thread):
         self.trials, self.interval_s = trials, interval_s
         self.scrape_s: list[float] = []
         self.errors = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             pending = [t for t in self.trials if t.seen_ms is None and t.due_ms <= _now_ms()]
             if not pending:
                 time.sleep(0.01)
@@ -463,14 +463,14 @@ class LoadSampler(threading.Thread):
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.max = 0.0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(1.0):
+        while not self._halt.wait(1.0):
             self.max = max(self.max, _loadavg())
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
 
 def _batch_seconds(url: str) -> tuple[float, float] | None:
