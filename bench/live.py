@@ -63,7 +63,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
@@ -493,8 +493,9 @@ def _note_acks(trials: Sequence[Trial], stats: ProducerStats) -> None:
             t.acked_ms = ack.acked_ms
 
 
-def _wait_for(predicate: object, timeout_s: float, job: stream.JobProcess, what: str) -> None:
-    assert callable(predicate)
+def _wait_for(
+    predicate: Callable[[], bool], timeout_s: float, job: stream.JobProcess, what: str
+) -> None:
     deadline = time.perf_counter() + timeout_s
     while not predicate():
         if job.proc.poll() is not None:
