@@ -594,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
             while _now_ms() < start_ms:
                 time.sleep(0.05)
             live_started = time.perf_counter()
+            read_at_start = job_total(job)
             next_print = live_started + 10
             while writer.is_alive():
                 producer.check_alive()
@@ -615,7 +616,6 @@ def main(argv: list[str] | None = None) -> int:
                 writer.join(timeout=1)
             if writer.error is not None:
                 raise SystemExit(f"the writer failed: {writer.error!r}")
-            writing_ended = time.perf_counter()
             producer.close()
             produce_ended = time.perf_counter()
             load.stop()
@@ -661,12 +661,9 @@ def main(argv: list[str] | None = None) -> int:
         else float("nan")
     )
     behind_ms = max((p[2] for p in prog), default=0)
-    live = [b for b in batches(job) if live_started <= b.at <= writing_ended]
-    input_rate = (
-        (live[-1].total - live[0].total) / (live[-1].at - live[0].at)
-        if len(live) >= 2
-        else float("nan")
-    )
+    # the batches whose lines came after the live start (the drain's included)
+    live = [b for b in batches(job) if b.at >= live_started]
+    input_rate = (read_at_end - read_at_start) / (produce_ended - live_started)
     gaps = [b.at - a.at for a, b in itertools.pairwise(live)]
     sizes = [b.records for b in live]
     lag_records = end_total - read_at_end
@@ -689,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({'kept up' if kept_up else 'did NOT keep up'})"
     )
     print(
-        f"  micro-batches while live    {len(live)}: records per batch p50 "
+        f"  micro-batches (live, drain) {len(live)}: records per batch p50 "
         f"{_p(sizes, 0.5):,.0f} max {max(sizes, default=0):,}; interval between batches "
         f"p50 {_p(gaps, 0.5):.2f} s p95 {_p(gaps, 0.95):.2f} s max {max(gaps, default=0):.2f} s"
     )
