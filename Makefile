@@ -10,7 +10,7 @@ MVN := mvn -B -q -s jvm/settings.xml
 LOCALFS_JAR := $(JARS)/localfs/rebalance-monitor-localfs.jar
 UDF_JAR := $(JARS)/udf/rebalance-monitor-udf.jar
 
-.PHONY: help setup test-tools jars test test-unit test-oracle check fmt bench bench-stream bench-steady demo clean
+.PHONY: help setup test-tools jars test test-unit test-oracle check fmt bench bench-stream bench-steady bench-live demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -122,6 +122,9 @@ bench-stream: setup ## the streaming job vs a kafka-python read+decode loop (ben
 
 bench-steady: setup ## the job vs Burrow, KMinion and the loop on a steady commit backlog in the real __consumer_offsets (bench/steady.py)
 	$(BIN)/python bench/steady.py $(ARGS)
+
+bench-live: setup ## detection latency while the job consumes the steady workload live at its real rate (bench/live.py)
+	$(BIN)/python bench/live.py $(ARGS)
 
 demo: setup ## everything live: local broker, simulated groups, collector, the job, metrics (Ctrl-C stops)
 	$(BIN)/rebalance-monitor demo $(ARGS)

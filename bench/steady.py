@@ -83,6 +83,9 @@ Run it::
 
 It starts its own broker (free ports, folder ``.local/bench-steady``, removed at the end
 unless ``--keep``; the job's, Burrow's and KMinion's logs and configs are there).
+
+The same workload produced live, at its real rate (record time = wall time), with detection
+latency trials among the commits: ``bench/live.py`` (``make bench-live``).
 """
 
 from __future__ import annotations

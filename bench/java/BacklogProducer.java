@@ -9,7 +9,7 @@
  * file and runs one JVM:
  *
  *   java -cp .cache/bench-classes:.cache/jars/clients/* BacklogProducer \
- *       --bootstrap-server H:P --input FILE [--topic __consumer_offsets]
+ *       --bootstrap-server H:P --input FILE [--topic __consumer_offsets] [--paced]
  *
  * The input file is a sequence of records, big-endian, each
  *
@@ -23,6 +23,19 @@
  *
  * Prints one line on stdout, "sent N records in S s", and exits 0; any failed send prints
  * "error: ..." on stderr and exits 1.
+ *
+ * Paced mode (bench/live.py): "--input -" reads the records from stdin as the writer
+ * produces them, and "--paced" sends each record no earlier than its timestamp (wall clock,
+ * Unix ms): the writer streams records stamped with the moment they are due, a little ahead
+ * of time, and record time is wall time. Two more kinds of stdout line, for the writer:
+ *
+ *   progress <unix ms> acked=<N> sent=<N> behind_ms=<M>   about once a second; M: the most
+ *                                                         any record of that second was sent
+ *                                                         after its timestamp
+ *   marked <n> sent_ms=<unix ms> acked_ms=<unix ms>      the n-th (from 0) marked record
+ *                                                         was acknowledged
+ *
+ * A record is marked by a negative partition in the input: -1 - p means partition p.
  */
 
 import java.io.BufferedInputStream;
@@ -30,6 +43,7 @@ import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.FileInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -46,11 +60,19 @@ public final class BacklogProducer {
         String bootstrap = null;
         String input = null;
         String topic = "__consumer_offsets";
-        for (int i = 0; i + 1 < args.length; i += 2) {
+        boolean paced = false;
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--paced")) {
+                paced = true;
+                continue;
+            }
+            if (i + 1 >= args.length) {
+                usage("no value for " + args[i]);
+            }
             switch (args[i]) {
-                case "--bootstrap-server" -> bootstrap = args[i + 1];
-                case "--input" -> input = args[i + 1];
-                case "--topic" -> topic = args[i + 1];
+                case "--bootstrap-server" -> bootstrap = args[++i];
+                case "--input" -> input = args[++i];
+                case "--topic" -> topic = args[++i];
                 default -> usage("unknown argument " + args[i]);
             }
         }
@@ -75,11 +97,14 @@ public final class BacklogProducer {
         AtomicLong acked = new AtomicLong();
         AtomicReference<Exception> failure = new AtomicReference<>();
         long sent = 0;
+        long marked = 0;
+        long behindMs = 0;
+        long nextProgress = System.currentTimeMillis() + 1000;
         long started = System.nanoTime();
+        InputStream source = input.equals("-") ? System.in : new FileInputStream(input);
         try (KafkaProducer<byte[], byte[]> producer =
                         new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
-                DataInputStream in = new DataInputStream(
-                        new BufferedInputStream(new FileInputStream(input), 1 << 20))) {
+                DataInputStream in = new DataInputStream(new BufferedInputStream(source, 1 << 20))) {
             while (failure.get() == null) {
                 int partition;
                 try {
@@ -88,6 +113,25 @@ public final class BacklogProducer {
                     break;
                 }
                 long timestamp = in.readLong();
+                long marker = -1;
+                if (partition < 0) {
+                    partition = -1 - partition;
+                    marker = marked++;
+                }
+                long now = System.currentTimeMillis();
+                if (paced) {
+                    while (now < timestamp) {
+                        Thread.sleep(timestamp - now);
+                        now = System.currentTimeMillis();
+                    }
+                    behindMs = Math.max(behindMs, now - timestamp);
+                }
+                if (now >= nextProgress) {
+                    emit(String.format("progress %d acked=%d sent=%d behind_ms=%d",
+                            now, acked.get(), sent, behindMs));
+                    behindMs = 0;
+                    nextProgress = now + 1000;
+                }
                 byte[] key = new byte[in.readInt()];
                 in.readFully(key);
                 int valueLength = in.readInt();
@@ -96,6 +140,8 @@ public final class BacklogProducer {
                     value = new byte[valueLength];
                     in.readFully(value);
                 }
+                long id = marker;
+                long sentMs = now;
                 producer.send(
                         new ProducerRecord<>(topic, partition, timestamp, key, value),
                         (metadata, error) -> {
@@ -103,6 +149,10 @@ public final class BacklogProducer {
                                 failure.compareAndSet(null, error);
                             } else {
                                 acked.incrementAndGet();
+                                if (id >= 0) {
+                                    emit(String.format("marked %d sent_ms=%d acked_ms=%d",
+                                            id, sentMs, System.currentTimeMillis()));
+                                }
                             }
                         });
                 sent++;
@@ -118,9 +168,14 @@ public final class BacklogProducer {
         System.out.printf("sent %d records in %.1f s%n", sent, seconds);
     }
 
+    private static synchronized void emit(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
     private static void usage(String message) {
         System.err.println("error: " + message
-                + "\nusage: BacklogProducer --bootstrap-server H:P --input FILE [--topic T]");
+                + "\nusage: BacklogProducer --bootstrap-server H:P --input FILE|- [--topic T] [--paced]");
         System.exit(2);
     }
 }
