@@ -570,11 +570,18 @@ def _build(ctx: Context, cg: ConsumerGroupState, target: DeferredTarget) -> None
             i for i, m in a_ids.items() if i in b_ids and set(b_ids[i].topics) != set(m.topics)
         )
         old_topics = {t for m in before for t in m.topics}
+        # the server assignors hand out every partition of a subscribed topic they know: a
+        # topic subscribed before whose partitions the previous target gave nobody, and the
+        # new one gives, had no partitions at the coordinator then (created a moment before
+        # the members joined), whatever count the collector read later
+        held_before = {tp.topic for m in before for tp in m.partitions}
+        appeared = {tp.topic for m in after for tp in m.partitions} - held_before
         counts_changed = tuple(
             sorted(
                 t
                 for t, n in counts.items()
-                if t in old_topics and t in cg.last_counts and cg.last_counts[t][0] != n
+                if t in old_topics
+                and (t in appeared or (t in cg.last_counts and cg.last_counts[t][0] != n))
             )
         )
     old_static = {m.group_instance_id: m for m in before if m.group_instance_id}

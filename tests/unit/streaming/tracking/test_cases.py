@@ -197,6 +197,25 @@ def fenced_and_back_under_its_member_id() -> tuple[list[RebalanceEvent], int]:
     return t.of(RebalanceEvent), -1
 
 
+def first_target_before_the_topics_existed() -> tuple[list[RebalanceEvent], int]:
+    """A member joined before the coordinator's metadata held its topics (created a moment
+    before): the first target assigns nothing; the next, with the same member and
+    subscription, every partition. The subscribed topics grew from 0 partitions at the
+    coordinator (rule 9), although the collector, reading later, knew their counts all
+    along (seen live in the real-Java tier)."""
+    log, t = Log(), Tracker()
+    log.snap(topics_snapshot(1 * S, {"Order": [0] * 4, "Stock": [0] * 2}))
+    nothing: Assignment = {"J1": ()}
+    epoch(log, 1, nothing, ts=10 * S, new=["J1"])
+    reconcile(log, 1, nothing, ts=10 * S + 50)
+    full = uniform(["J1"], {})
+    epoch(log, 2, full, ts=11 * S)
+    reconcile(log, 2, full, ts=11 * S + 50)
+    named_commits(log, full["J1"], ts=12 * S)
+    t.feed(log.take())
+    return t.of(RebalanceEvent), 1
+
+
 def session_from_the_broker() -> tuple[list[RebalanceEvent], int]:
     """Case 7: the collector reports the group's 6 s session (DescribeConfigs) (S1)."""
     return kip848_crash(TrackerConfig(), reported_session_ms=6_000).of(RebalanceEvent), 1
@@ -385,6 +404,12 @@ TABLE = [
         "4 7",
         fenced_and_back_under_its_member_id,
         Expect(cause="crash", rule=4, departures={"J2": ("crash", "D2")}, joined=("J2",)),
+    ),
+    Case(
+        "a KIP-848 target before the coordinator saw the topics",
+        "9",
+        first_target_before_the_topics_existed,
+        Expect(cause="partition_count_change", rule=9, churn=(0, 0, 6)),
     ),
     Case(
         "7 KIP-848 session timeout from the broker",
