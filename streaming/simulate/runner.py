@@ -228,25 +228,6 @@ def compile_client_java(source: Path, classes_root: Path) -> Path:
     except OSError:  # compiled by another process at the same time
         shutil.rmtree(tmp, ignore_errors=True)
     return out
-    javac = _find("javac")
-    # another process may compile the same source at the same time: its own folder, renamed
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    done = subprocess.run(
-        [javac, "-nowarn", "-d", str(tmp), "-cp", f"{CLIENT_JARS}/*", str(JAVA_SOURCE)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise SetupError(f"javac failed on {JAVA_SOURCE}:\n{done.stdout}{done.stderr}")
-    try:
-        tmp.rename(out)
-    except OSError:  # another simulator compiled it at the same time
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 # --------------------------------------------------------------------------- formatting
