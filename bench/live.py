@@ -527,16 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         default=10,
         help="the job kept up if it read everything within this long after the produce",
     )
-    parser.add_argument(
-        "--job-arg",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="an extra argument of `rebalance-monitor run` (repeatable), e.g. "
-        "--job-arg=--conf --job-arg=spark.driver.memory=1g",
-    )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results here")
-    parser.add_argument("--keep", action="store_true", help=f"keep {STATE} (logs)")
+    steady.add_run_options(parser, "--job-arg=--conf --job-arg=spark.driver.memory=1g", STATE)
     args = parser.parse_args(argv)
     import random
 

@@ -910,6 +910,20 @@ def _broker(folder: Path) -> Iterator[tuple[str, Path]]:
         yield bootstrap, folder / "logs" / "server.log"
 
 
+def add_run_options(parser: argparse.ArgumentParser, job_example: str, state: Path) -> None:
+    """The options every steady-workload bench takes (here and ``bench/live.py``): extra job
+    arguments, a JSON copy of the results, keeping the bench's folder."""
+    parser.add_argument(
+        "--job-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help=f"an extra argument of `rebalance-monitor run` (repeatable), e.g. {job_example}",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results here")
+    parser.add_argument("--keep", action="store_true", help=f"keep {state} (logs, configs)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--groups", type=int, default=1_000, help="groups in the backlog")
@@ -926,16 +940,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-timeout-s", type=float, default=600, help="give up on a peer after this long"
     )
-    parser.add_argument(
-        "--job-arg",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="an extra argument of `rebalance-monitor run` (repeatable), e.g. "
-        "--job-arg=--max-offsets-per-trigger --job-arg=50000",
-    )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results here")
-    parser.add_argument("--keep", action="store_true", help=f"keep {STATE} (logs, configs)")
+    add_run_options(parser, "--job-arg=--max-offsets-per-trigger --job-arg=50000", STATE)
     args = parser.parse_args(argv)
 
     print("checking the v4 builder against the golden captures ...", flush=True)
