@@ -97,31 +97,43 @@ class SteadyGroup:
         for member in self.members:
             member.subscribe([topic])
         self._stop = threading.Event()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="steady-group", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(90):
-            self.close()
-            raise AssertionError(f"the steady group did not settle: {self._error}")
+        self._committed = [threading.Event() for _ in self.members]
+        self._errors: list[BaseException] = []
+        # One thread per member: a member polled from the thread of another can hold the
+        # group's join phase open (eager rebalance) while the other waits its turn.
+        self._threads = [
+            threading.Thread(target=self._run, args=(n,), name=f"steady-{n}", daemon=True)
+            for n in range(len(self.members))
+        ]
+        for thread in self._threads:
+            thread.start()
+        deadline = time.monotonic() + 90
+        for event in self._committed:
+            if not event.wait(max(0.0, deadline - time.monotonic())):
+                self.close()
+                raise AssertionError(f"the steady group did not settle: {self._errors}")
 
-    def _run(self) -> None:
+    def _run(self, n: int) -> None:
+        from kafka.errors import CommitFailedError, RebalanceInProgressError
+
+        member = self.members[n]
         try:
-            committed = False
             while not self._stop.is_set():
-                for member in self.members:
-                    member.poll(timeout_ms=200)
-                if not committed and all(len(m.assignment()) == 2 for m in self.members):
-                    for member in self.members:
+                member.poll(timeout_ms=200)
+                # 2 of the 4 partitions: the rebalance with both members is done.
+                if not self._committed[n].is_set() and len(member.assignment()) == 2:
+                    try:
                         member.commit()
-                    committed = True
-                    self._ready.set()
-        except BaseException as exc:  # reported by __init__ or close
-            self._error = exc
+                    except (CommitFailedError, RebalanceInProgressError):
+                        continue
+                    self._committed[n].set()
+        except BaseException as exc:  # reported by __init__
+            self._errors.append(exc)
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=30)
+        for thread in self._threads:
+            thread.join(timeout=30)
         for member in self.members:
             member.close()
 
