@@ -3,15 +3,25 @@
 ::
 
     good rows (streaming.spark.decode)         source, partition, offset, timestamp_ms, key,
-        │  groupBy("group_id")                 value, group_id (routed rows only)
+        │  groupBy(tracker_key)                value, group_id (routed rows only); the key:
+        │                                      the group's bucket, 1 of BUCKETS
         ▼
-    transformWithStateInPandas(GroupTracker)   per group: ValueState ``group`` = the
-        │                                      GroupState JSON (GroupState.to_json); rows ->
-        │                                      Observations -> reducer.apply -> events
+    transformWithStateInPandas(GroupTracker)   per bucket: MapState ``groups`` = group id ->
+        │                                      GroupState JSON (GroupState.to_json); each
+        │                                      group's rows -> Observations ->
+        │                                      reducer.apply -> events
         ▼
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
                                                event_ts_ms, payload (to_row as JSON),
                                                summary (rebalances: the driver's part)
+
+Why buckets of groups and not a key per group: every key costs a processor call per
+micro-batch, with its own pandas frames in and out and state-server round trips to set and
+clear the key. Measured on the steady backlog (``bench/steady.py``, 1,000 groups, one
+micro-batch), that was 7-10 ms of Python per group while the tracker's own work was ~1 ms.
+A bucket pays that once for all its groups; each group still costs a MapState read and
+write. A group's state lives under ``xxhash64(group id) mod BUCKETS``, so :data:`BUCKETS` is
+fixed for a checkpoint (a checkpoint of a version with a key per group must be recreated).
 
 Why ``transformWithStateInPandas`` and not ``applyInPandasWithState``: it is the
 RocksDB-backed state API v2 (state variables have their own schema and can be changed and
@@ -54,11 +64,12 @@ from streaming.tracking.state import GroupState
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, TimerValues
 
 __all__ = [
     "BAD_KEY",
+    "BUCKETS",
     "EVENTS_SCHEMA",
     "STATE_SCHEMA",
     "Reducer",
@@ -67,9 +78,11 @@ __all__ = [
     "events_to_rows",
     "load_reducer",
     "logical_now_ms",
+    "observations_by_group",
     "rows_to_observations",
     "summary_row",
     "track",
+    "tracker_key",
 ]
 
 EVENTS_SCHEMA = (
@@ -78,6 +91,16 @@ EVENTS_SCHEMA = (
 )
 _EVENT_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
 STATE_SCHEMA = "state string"
+#: The key of a group's entry in its bucket's MapState.
+GROUP_KEY_SCHEMA = "group_id string"
+#: Groups per stateful key: each key (a bucket of groups) costs one call of the processor
+#: per micro-batch, with a pandas frame in and out, where a key per group cost ~7-10 ms
+#: of each group's batch (``bench/steady.py``). Fixed for a checkpoint: a group's state
+#: lives under its bucket.
+BUCKETS = 64
+BUCKET_PREFIX = "\x00rebalance-monitor:bucket:"
+#: The grouping column of the stateful step.
+TRACKER_KEY = "tracker_key"
 #: The key of the bad rows in the stateful step (no Kafka group is named so).
 BAD_KEY = "\x00rebalance-monitor:bad-records"
 
@@ -115,29 +138,42 @@ _RUN_COLUMNS = (
 
 
 def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observation], int]:
-    """Observations of the decoded rows, and how many could not be rebuilt (the decode
-    stage quarantined them already; a mismatch here means a code change between stages).
-    A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`) becomes a
-    :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from its bytes.
+    """Observations of the decoded rows (of any groups, in row order), and how many could
+    not be rebuilt: :func:`observations_by_group` without the split."""
+    by_group, failed = observations_by_group(frames)
+    return [o for observations in by_group.values() for o in observations], failed
+
+
+def observations_by_group(
+    frames: Iterable[pd.DataFrame],
+) -> tuple[dict[str, list[Observation]], int]:
+    """Each group's observations of the decoded rows (in row order), and how many rows could
+    not be rebuilt (the decode stage quarantined them already; a mismatch here means a code
+    change between stages). A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`)
+    becomes a :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from
+    its bytes.
 
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
-    out: list[Observation] = []
+    out: dict[str, list[Observation]] = {}
     failed = 0
     for frame in frames:
-        columns = ("source", "partition", "offset", "timestamp_ms", "key", "value")
-        source, partition, offset, ts_ms, key, value = (frame[c].tolist() for c in columns)
+        columns = ("source", "partition", "offset", "timestamp_ms", "key", "value", "group_id")
+        source, partition, offset, ts_ms, key, value, group = (frame[c].tolist() for c in columns)
         kinds = frame["record_type"].tolist()
         run: tuple[list[Any], ...] | None = None
         for i, kind in enumerate(kinds):
+            observations = out.get(group[i])
+            if observations is None:
+                observations = out[group[i]] = []
             if kind == COMMIT_RUN:
                 if run is None:
                     run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
-                out.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
+                observations.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
                 continue
             k, v = key[i], value[i]
             try:
-                out.append(
+                observations.append(
                     observation_of(
                         source[i],
                         None if k is None else bytes(k),
@@ -282,7 +318,8 @@ def _processor_class() -> type:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     class GroupTracker(StatefulProcessor):
-        """One group's tracker: its state in a ValueState, time from its records."""
+        """The trackers of one bucket of groups: each group's state in the bucket's
+        MapState (group id -> GroupState JSON), time from the group's records."""
 
         def __init__(self, cluster: str, config: TrackerConfig) -> None:
             self._cluster = cluster
@@ -290,7 +327,7 @@ def _processor_class() -> type:
 
         def init(self, handle: StatefulProcessorHandle) -> None:
             self._handle = handle
-            self._state = handle.getValueState("group", STATE_SCHEMA)
+            self._groups = handle.getMapState("groups", GROUP_KEY_SCHEMA, STATE_SCHEMA)
             self._apply = load_reducer(self._config)
 
         def handleInputRows(
@@ -305,8 +342,12 @@ def _processor_class() -> type:
                 out = [self._passed("bad_record", r, bad_record_json(r)) for r in _records(rows)]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             else:
-                observations, _failed = rows_to_observations(rows)
-                yield self._step(key[0], observations)
+                by_group, _failed = observations_by_group(rows)
+                events: list[Any] = []
+                for group_id, observations in by_group.items():
+                    events.extend(self._step(group_id, observations))
+                out_rows = events_to_rows(events)
+                yield pd.DataFrame({c: [r[c] for r in out_rows] for c in _EVENT_COLUMNS})
 
         def _passed(self, kind: str, row: Mapping[str, Any], payload: str) -> dict[str, Any]:
             return {
@@ -322,40 +363,52 @@ def _processor_class() -> type:
         def close(self) -> None:
             pass
 
-        def _step(self, group_id: str, observations: list[Observation]) -> Any:
-            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-
-            stored = self._state.get()  # None when the group has no state yet
+        def _step(self, group_id: str, observations: list[Observation]) -> Sequence[Any]:
+            stored = self._groups.getValue((group_id,))  # None: no state yet
             state = (
                 GroupState.from_json(stored[0])
                 if stored
                 else GroupState.new(self._cluster, group_id)
             )
             state, events = self._apply(state, observations, logical_now_ms(state, observations))
-            if state.is_empty():
-                self._state.clear()
-            else:
-                self._state.update((state.to_json(),))
-            rows = events_to_rows(events)
-            return pd.DataFrame({c: [r[c] for r in rows] for c in _EVENT_COLUMNS})
+            if not state.is_empty():
+                self._groups.updateValue((group_id,), (state.to_json(),))
+            elif stored:
+                self._groups.removeKey((group_id,))
+            return events
 
     return GroupTracker
 
 
-def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
-    """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
-    (:data:`EVENTS_SCHEMA`), state per group id. Two keys are not groups and keep no state:
-    the bad rows go under :data:`BAD_KEY` and come out as ``bad_record`` rows, the source
-    stats rows (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one
-    query both tracks and quarantines and counts. Good rows without a group are dropped
-    here; the stats count them."""
+def tracker_key(group_id: Column) -> Column:
+    """The stateful step's grouping key of a group: its bucket, one of :data:`BUCKETS`
+    (``xxhash64`` of the group id, so the same on every executor and after a restart)."""
     from pyspark.sql import functions as F
 
-    key = F.when(F.col("error").isNotNull(), F.lit(BAD_KEY)).otherwise(F.col("group_id"))
-    routed = decoded.where(F.col("group_id").isNotNull() | F.col("error").isNotNull())
-    routed = routed.withColumn("group_id", key)
+    bucket = F.pmod(F.xxhash64(group_id), F.lit(BUCKETS))
+    return F.concat(F.lit(BUCKET_PREFIX), bucket.cast("string"))
+
+
+def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
+    """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
+    (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
+    keys are not buckets and keep no state: the bad rows go under :data:`BAD_KEY` and come
+    out as ``bad_record`` rows, the source stats rows
+    (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one query both
+    tracks and quarantines and counts. Good rows without a group are dropped here; the
+    stats count them."""
+    from pyspark.sql import functions as F
+
+    group = F.col("group_id")
+    key = (
+        F.when(F.col("error").isNotNull(), F.lit(BAD_KEY))
+        .when(group == F.lit(STATS_KEY), group)
+        .otherwise(tracker_key(group))
+    )
+    routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
+    routed = routed.withColumn(TRACKER_KEY, key)
     processor = _processor_class()(cluster, config)
-    return routed.groupBy("group_id").transformWithStateInPandas(
+    return routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=EVENTS_SCHEMA,
         outputMode="Append",
