@@ -24,9 +24,9 @@
                     rebalances as their summary; the lane's offset tombstones), the stats and
                     every row's kind -> PrometheusSink.update first (detection latency),
                     counters (input, bad, unrouted, offset gaps); then each table's rows
-                    (tracker rows parsed on the executors, streaming.sinks.tables.
+                    (the tracker's typed struct of each table, streaming.sinks.tables.
                     table_frame; offset_commits from the lane's struct, commit_frame) and the
-                    bad rows -> DeltaSink, the tables side by side (txnAppId/txnVersion); two
+                    bad rows' struct -> DeltaSink, the tables side by side (txnAppId/txnVersion); two
                     progress lines per batch ([records], [events])
 
 The Kafka source is read twice per micro-batch, once by each lane (Spark plans a union's

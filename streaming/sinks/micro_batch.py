@@ -51,12 +51,6 @@ DRIVER_KINDS = frozenset(
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
 SOURCE_STATS, BAD_RECORD = "source_stats", "bad_record"
-BAD_RECORD_JSON = (
-    "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
-    "key string, value string, error string, error_type string, error_field string, "
-    "error_offset int"
-)
-
 #: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
 DRIVER_CHUNK = 5_000
 
@@ -199,6 +193,7 @@ class Sinks:
             COMMIT_STRUCT_COLUMN,
             KIND_TO_TABLE,
             OFFSET_COMMITS,
+            bad_records_frame,
             commit_frame,
             table_frame,
         )
@@ -260,7 +255,7 @@ class Sinks:
                 for table in sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
             }
             if kinds.get(BAD_RECORD):
-                frames[BAD_RECORDS] = _bad_records_rows(df, batch_id)
+                frames[BAD_RECORDS] = bad_records_frame(df, batch_id)
             self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
@@ -271,30 +266,6 @@ class Sinks:
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
         shown = ", ".join(f"{k}={n}" for k, n in sorted(events.items())) or "none"
         self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
-
-
-def _bad_records_rows(events: DataFrame, batch_id: int) -> DataFrame:
-    """The ``bad_record`` rows (:func:`streaming.spark.stateful.bad_record_json`) in the
-    ``bad_records`` table's columns, parsed on the executors."""
-    from pyspark.sql import functions as F
-
-    bad = F.from_json("payload", BAD_RECORD_JSON, {"mode": "FAILFAST"})
-    rows = events.where(F.col("kind") == BAD_RECORD).select(bad.alias("b")).select("b.*")
-    return rows.select(
-        "topic",
-        "partition",
-        "offset",
-        "timestamp_ms",
-        F.timestamp_millis("timestamp_ms").alias("timestamp"),
-        F.unhex("key").alias("key"),
-        F.unhex("value").alias("value"),
-        "error",
-        "error_type",
-        F.col("error_field").alias("field"),
-        F.col("error_offset").alias("byte_offset"),
-        F.lit(batch_id).cast("bigint").alias("batch_id"),
-        F.to_date(F.timestamp_millis("timestamp_ms")).alias("date"),
-    )
 
 
 def app_id(checkpoint_dir: str) -> str:

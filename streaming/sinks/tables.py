@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BAD_RECORDS",
+    "BAD_RECORD_DERIVED",
+    "BAD_RECORD_KIND",
     "DERIVED_COLUMNS",
     "GROUP_METRICS",
     "KIND_TO_TABLE",
@@ -69,8 +71,12 @@ __all__ = [
     "REBALANCE_EVENTS",
     "SCHEMAS",
     "TABLE_NAMES",
+    "TRACKER_TABLES",
     "bad_record_row",
+    "bad_records_frame",
+    "body_schema",
     "date_of_ms",
+    "relaxed",
     "rows_by_table",
     "schema",
     "table_frame",
@@ -93,6 +99,8 @@ TABLE_NAMES: tuple[str, ...] = (
     BAD_RECORDS,
 )
 
+#: The ``kind`` of a quarantined record's row.
+BAD_RECORD_KIND = "bad_record"
 #: Tracker row ``kind`` -> table.
 KIND_TO_TABLE: dict[str, str] = {
     "rebalance": REBALANCE_EVENTS,
@@ -219,25 +227,25 @@ def _head(ts_comment: str = "event time (ms since the Unix epoch, UTC)") -> list
 _DATE = _req(PARTITION_COLUMN, DateType(), "UTC date of the event time (partition column)")
 
 
-def _relaxed(dtype: DataType) -> DataType:
+def relaxed(dtype: DataType) -> DataType:
     """``dtype`` with every nested field, element and map value nullable: Delta refuses
     NOT NULL inside arrays and maps (``DELTA_NESTED_NOT_NULL_CONSTRAINT``). The nested
     ``_req`` marks still document which values the tracker always fills."""
     if isinstance(dtype, StructType):
         return StructType(
-            [StructField(f.name, _relaxed(f.dataType), True, f.metadata) for f in dtype.fields]
+            [StructField(f.name, relaxed(f.dataType), True, f.metadata) for f in dtype.fields]
         )
     if isinstance(dtype, ArrayType):
-        return ArrayType(_relaxed(dtype.elementType), containsNull=True)
+        return ArrayType(relaxed(dtype.elementType), containsNull=True)
     if isinstance(dtype, MapType):
-        return MapType(dtype.keyType, _relaxed(dtype.valueType), valueContainsNull=True)
+        return MapType(dtype.keyType, relaxed(dtype.valueType), valueContainsNull=True)
     return dtype
 
 
 def _table(fields: list[StructField]) -> StructType:
     """Top-level NOT NULL kept (Delta enforces it), nested types relaxed."""
     return StructType(
-        [StructField(f.name, _relaxed(f.dataType), f.nullable, f.metadata) for f in fields]
+        [StructField(f.name, relaxed(f.dataType), f.nullable, f.metadata) for f in fields]
     )
 
 
@@ -473,26 +481,56 @@ def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
     )
 
 
+#: The tracker tables: each is a nullable struct column of the stateful step's rows
+#: (:data:`streaming.spark.stateful.EVENTS_SCHEMA`), named as the table, filled on the rows
+#: of its kinds.
+TRACKER_TABLES: tuple[str, ...] = (
+    REBALANCE_EVENTS,
+    MEMBER_ASSIGNMENTS,
+    GROUP_METRICS,
+    PARTITION_LAG,
+)
+#: ``bad_records`` columns the sink derives: the rest travel as the ``bad_records`` struct.
+BAD_RECORD_DERIVED: tuple[str, ...] = ("timestamp", "batch_id", PARTITION_COLUMN)
+
+
+def body_schema(table: str) -> StructType:
+    """What the stateful step carries of a row of ``table``: its columns without those the
+    sink derives (:data:`DERIVED_COLUMNS`; ``bad_records``: :data:`BAD_RECORD_DERIVED`)."""
+    derived = BAD_RECORD_DERIVED if table == BAD_RECORDS else DERIVED_COLUMNS
+    return StructType([f for f in schema(table).fields if f.name not in derived])
+
+
 def table_frame(events: DataFrame, table: str) -> DataFrame:
-    """The rows of ``table`` from a DataFrame of tracker events (``kind`` and ``payload``:
-    the ``to_row`` dict as JSON, see :func:`streaming.spark.stateful.events_to_rows`), parsed
-    by Spark on the executors (``from_json`` with the table's schema, ``FAILFAST``: a payload
-    that does not fit fails the batch instead of losing a value), ``event_time`` and ``date``
-    derived from ``event_ts_ms`` as :func:`to_spark_row` derives them."""
+    """The rows of ``table`` (one of :data:`TRACKER_TABLES`) from the stateful step's rows:
+    the table's struct column (:func:`body_schema`) of the rows of its kinds, ``event_time``
+    and ``date`` derived from ``event_ts_ms``."""
     from pyspark.sql import functions as F
 
-    kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
-    if not kinds:
+    if table not in TRACKER_TABLES:
         raise UnknownTableError(table)
-    target = schema(table)
-    body = StructType([f for f in target.fields if f.name not in ("event_time", PARTITION_COLUMN)])
-    parsed = (
+    kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
+    rows = (
         events.where(F.col("kind").isin(kinds))
-        .select(F.from_json("payload", body, {"mode": "FAILFAST"}).alias("row"))
-        .select("row.*")
+        .select(f"{table}.*")
         .withColumn("event_time", F.timestamp_millis("event_ts_ms"))
     )
-    return parsed.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(*target.fieldNames())
+    return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
+        *schema(table).fieldNames()
+    )
+
+
+def bad_records_frame(events: DataFrame, batch_id: int) -> DataFrame:
+    """The ``bad_records`` rows of a micro-batch: the ``bad_records`` struct of the
+    ``bad_record`` rows, with the record time, the batch id and the date derived."""
+    from pyspark.sql import functions as F
+
+    rows = events.where(F.col("kind") == BAD_RECORD_KIND).select(f"{BAD_RECORDS}.*")
+    rows = rows.withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
+    rows = rows.withColumn("batch_id", F.lit(batch_id).cast("bigint"))
+    return rows.withColumn(PARTITION_COLUMN, F.to_date("timestamp")).select(
+        *schema(BAD_RECORDS).fieldNames()
+    )
 
 
 def bad_record_row(

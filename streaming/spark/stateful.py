@@ -12,7 +12,9 @@
         │                                      reducer.apply -> events
         ▼
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
-                                               event_ts_ms, payload (to_row as JSON),
+                                               event_ts_ms; a typed struct per table
+                                               (rebalance_events, ..., bad_records);
+                                               payload (the driver's kinds as JSON),
                                                summary (rebalances: the driver's part)
 
 Why buckets of groups and not a key per group: every key costs a processor call per
@@ -66,14 +68,16 @@ if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, TimerValues
+    from pyspark.sql.types import StructType
 
 __all__ = [
     "BAD_KEY",
     "BUCKETS",
+    "DRIVER_JSON_KINDS",
     "EVENTS_SCHEMA",
     "STATE_SCHEMA",
     "Reducer",
-    "bad_record_json",
+    "bad_record_struct",
     "event_row",
     "events_to_rows",
     "load_reducer",
@@ -85,11 +89,35 @@ __all__ = [
     "tracker_key",
 ]
 
-EVENTS_SCHEMA = (
-    "cluster string, group_id string, kind string, event_id string, "
-    "event_ts_ms bigint, payload string, summary string"
+
+def _events_schema() -> StructType:
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from streaming.sinks.tables import BAD_RECORDS, TRACKER_TABLES, body_schema, relaxed
+
+    head = [
+        StructField(name, LongType() if name == "event_ts_ms" else StringType(), True)
+        for name in _HEAD_COLUMNS
+    ]
+    tables = [
+        StructField(table, relaxed(body_schema(table)), True)
+        for table in (*TRACKER_TABLES, BAD_RECORDS)
+    ]
+    return StructType(head + tables)
+
+
+_HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
+#: The stateful step's rows: the head (``payload``: the ``to_row`` dict as JSON for the
+#: kinds the driver reads, :data:`DRIVER_JSON_KINDS`; ``summary``: a rebalance's
+#: :func:`summary_row` as JSON), then one typed struct per table, filled on its kinds' rows
+#: (:func:`streaming.sinks.tables.body_schema`: the table's columns but the derived ones).
+EVENTS_SCHEMA = _events_schema()
+_EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
+#: The kinds whose rows the driver reads as JSON ``payload`` (the exporter's; a rebalance
+#: goes as its ``summary``), and the source stats.
+DRIVER_JSON_KINDS = frozenset(
+    {"group_metrics", "group_status", "partition_lag", "group_deleted", "source_stats"}
 )
-_EVENT_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
 STATE_SCHEMA = "state string"
 #: The key of a group's entry in its bucket's MapState.
 GROUP_KEY_SCHEMA = "group_id string"
@@ -214,18 +242,27 @@ def _run(
 
 
 def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: ``payload`` is the
-    row as JSON; ``summary``, for a rebalance, :func:`summary_row` (what the driver's exporter
-    reads; null for other kinds: their payload is small)."""
-    return {
-        "cluster": row.get("cluster"),
-        "group_id": row.get("group_id"),
-        "kind": row["kind"],
-        "event_id": row["event_id"],
-        "event_ts_ms": int(row["event_ts_ms"]),
-        "payload": _json(row),
-        "summary": _json(summary_row(row)) if row["kind"] == "rebalance" else None,
-    }
+    """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: the row itself in
+    its table's struct column (the struct takes the table's columns of it); ``payload``, the
+    row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance,
+    :func:`summary_row` as JSON (what the driver's exporter reads)."""
+    from streaming.sinks.tables import KIND_TO_TABLE
+
+    kind = row["kind"]
+    out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
+    out.update(
+        cluster=row.get("cluster"),
+        group_id=row.get("group_id"),
+        kind=kind,
+        event_id=row["event_id"],
+        event_ts_ms=int(row["event_ts_ms"]),
+        payload=_json(row) if kind in DRIVER_JSON_KINDS else None,
+        summary=_json(summary_row(row)) if kind == "rebalance" else None,
+    )
+    table = KIND_TO_TABLE.get(kind)
+    if table is not None:
+        out[table] = row
+    return out
 
 
 def summary_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -276,28 +313,26 @@ def _records(frames: Iterable[pd.DataFrame]) -> Iterator[dict[str, Any]]:
         yield from frame.to_dict("records")
 
 
-def bad_record_json(row: Mapping[str, Any]) -> str:
-    """A bad row as the payload of a ``bad_record`` row (the ``bad_records`` table's source
-    columns; key and value as hex, so every byte survives)."""
+def bad_record_struct(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A bad row (the decode stage's columns) as the ``bad_records`` struct of a
+    ``bad_record`` row: the raw key and value bytes as they were read, and where the error
+    was found."""
 
-    def hex_of(raw: Any) -> str | None:
-        return None if raw is None else bytes(raw).hex()
+    def raw(value: Any) -> bytes | None:
+        return None if value is None else bytes(value)
 
-    return _json(
-        {
-            "source": row["source"],
-            "topic": row["topic"],
-            "partition": int(row["partition"]),
-            "offset": int(row["offset"]),
-            "timestamp_ms": _int_or_none(row["timestamp_ms"]),
-            "key": hex_of(row["key"]),
-            "value": hex_of(row["value"]),
-            "error": row["error"],
-            "error_type": row["error_type"],
-            "error_field": row["error_field"],
-            "error_offset": _int_or_none(row["error_offset"]),
-        }
-    )
+    return {
+        "topic": row["topic"],
+        "partition": int(row["partition"]),
+        "offset": int(row["offset"]),
+        "timestamp_ms": _int_or_none(row["timestamp_ms"]),
+        "key": raw(row["key"]),
+        "value": raw(row["value"]),
+        "error": row["error"],
+        "error_type": row["error_type"],
+        "field": row["error_field"],
+        "byte_offset": _int_or_none(row["error_offset"]),
+    }
 
 
 def _int_or_none(v: Any) -> int | None:
@@ -336,10 +371,13 @@ def _processor_class() -> type:
             import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
             if key[0] == STATS_KEY:
-                out = [self._passed("source_stats", r, r["stats"]) for r in _records(rows)]
+                out = [self._passed("source_stats", r, payload=r["stats"]) for r in _records(rows)]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             elif key[0] == BAD_KEY:
-                out = [self._passed("bad_record", r, bad_record_json(r)) for r in _records(rows)]
+                out = [
+                    self._passed("bad_record", r, bad_records=bad_record_struct(r))
+                    for r in _records(rows)
+                ]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             else:
                 by_group, _failed = observations_by_group(rows)
@@ -349,16 +387,16 @@ def _processor_class() -> type:
                 out_rows = events_to_rows(events)
                 yield pd.DataFrame({c: [r[c] for r in out_rows] for c in _EVENT_COLUMNS})
 
-        def _passed(self, kind: str, row: Mapping[str, Any], payload: str) -> dict[str, Any]:
-            return {
-                "cluster": self._cluster,
-                "group_id": None,
-                "kind": kind,
-                "event_id": f"{row['topic']}:{row['partition']}:{row['offset']}:{kind}",
-                "event_ts_ms": _int_or_none(row["timestamp_ms"]) or 0,
-                "payload": payload,
-                "summary": None,
-            }
+        def _passed(self, kind: str, row: Mapping[str, Any], **columns: Any) -> dict[str, Any]:
+            out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
+            out.update(
+                cluster=self._cluster,
+                kind=kind,
+                event_id=f"{row['topic']}:{row['partition']}:{row['offset']}:{kind}",
+                event_ts_ms=_int_or_none(row["timestamp_ms"]) or 0,
+                **columns,
+            )
+            return out
 
         def close(self) -> None:
             pass
