@@ -26,8 +26,8 @@
                     counters (input, bad, unrouted, offset gaps); then each table's rows
                     (the tracker's typed struct of each table, streaming.sinks.tables.
                     table_frame; offset_commits from the lane's struct, commit_frame) and the
-                    bad rows' struct -> DeltaSink, the tables side by side (txnAppId/txnVersion); two
-                    progress lines per batch ([records], [events])
+                    bad rows' struct -> DeltaSink, the tables side by side
+                    (txnAppId/txnVersion); two progress lines per batch ([records], [events])
 
 The Kafka source is read twice per micro-batch, once by each lane (Spark plans a union's
 branches apart); the JVM read is the cheap part of a record's way (``bench/steady.py``).

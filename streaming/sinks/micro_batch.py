@@ -15,7 +15,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ __all__ = [
     "Progress",
     "Sinks",
     "app_id",
+    "table_frames",
 ]
 
 Progress = Callable[[str], None]
@@ -187,16 +188,7 @@ class Sinks:
         import pyarrow.compute as pc
         from pyspark.sql import functions as F
 
-        from streaming.sinks.tables import (
-            BAD_RECORDS,
-            COMMIT_KIND,
-            COMMIT_STRUCT_COLUMN,
-            KIND_TO_TABLE,
-            OFFSET_COMMITS,
-            bad_records_frame,
-            commit_frame,
-            table_frame,
-        )
+        from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 
         started = time.monotonic()
         df = df.persist()
@@ -246,16 +238,9 @@ class Sinks:
                 if self.on_events is not None:
                     self.on_events(driver)
             del small, counts
-            frames = {
-                table: (
-                    commit_frame(df, history=self.offset_commits_history)
-                    if table == OFFSET_COMMITS
-                    else table_frame(df, table)
-                )
-                for table in sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
-            }
-            if kinds.get(BAD_RECORD):
-                frames[BAD_RECORDS] = bad_records_frame(df, batch_id)
+            frames = table_frames(
+                df, kinds, batch_id, offset_commits_history=self.offset_commits_history
+            )
             self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
@@ -266,6 +251,33 @@ class Sinks:
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
         shown = ", ".join(f"{k}={n}" for k, n in sorted(events.items())) or "none"
         self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
+
+
+def table_frames(
+    events: DataFrame,
+    kinds: Iterable[str],
+    batch_id: int,
+    *,
+    offset_commits_history: str = "latest",
+) -> dict[str, DataFrame]:
+    """Each table's rows of a micro-batch of the stateful step's rows (``events``) that
+    holds rows of ``kinds``: the tracker tables' typed structs (:func:`tables.table_frame`),
+    the commit lane's ``offset_commits`` (:func:`tables.commit_frame`) and the quarantined
+    records (:func:`tables.bad_records_frame`)."""
+    from streaming.sinks import tables as t
+
+    kinds = set(kinds)
+    frames = {
+        table: (
+            t.commit_frame(events, history=offset_commits_history)
+            if table == t.OFFSET_COMMITS
+            else t.table_frame(events, table)
+        )
+        for table in sorted({t.KIND_TO_TABLE[k] for k in kinds if k in t.KIND_TO_TABLE})
+    }
+    if BAD_RECORD in kinds:
+        frames[t.BAD_RECORDS] = t.bad_records_frame(events, batch_id)
+    return frames
 
 
 def app_id(checkpoint_dir: str) -> str:

@@ -8,7 +8,7 @@ member_assignments     generation x member x partition      ``MemberAssignmentRo
 group_metrics          rebalance x (actual, each strategy)  ``GroupMetricsRow``
 offset_commits         offset commit or offset tombstone    ``OffsetCommitRow``
 partition_lag          lag measurement of a partition       ``PartitionLagRow``
-bad_records            record that failed to decode         :func:`bad_record_row`
+bad_records            record that failed to decode         ``bad_record`` rows
 =====================  ===================================  ==================================
 
 ``GroupStatus`` and ``GroupDeleted`` feed Prometheus only (the status is an upsert, the
@@ -26,15 +26,15 @@ arrays of structs, so audit SQL can ``explode`` and filter them without parsing 
 keeps their statistics). The flat ``member_assignments`` and ``group_metrics`` tables are
 the place for everyday queries; the nested columns keep the whole event for audits.
 
-Every column of the tracker's rows must be present: :func:`to_spark_row` raises ``KeyError``
-naming the missing field, so a schema drift between the tracker and the tables fails loudly.
+The stateful step carries each row as its table's typed struct (:func:`body_schema`), so a
+tracker row that does not fit the table's types fails the micro-batch instead of losing a
+value.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql.types import (
     ArrayType,
@@ -72,15 +72,12 @@ __all__ = [
     "SCHEMAS",
     "TABLE_NAMES",
     "TRACKER_TABLES",
-    "bad_record_row",
     "bad_records_frame",
     "body_schema",
     "date_of_ms",
     "relaxed",
-    "rows_by_table",
     "schema",
     "table_frame",
-    "to_spark_row",
 ]
 
 REBALANCE_EVENTS = "rebalance_events"
@@ -396,61 +393,7 @@ def date_of_ms(ts_ms: int) -> dt.date:
     return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC).date()
 
 
-def _time_of_ms(ts_ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC)
-
-
 # -- rows -----------------------------------------------------------------------------------
-
-
-def _conform(value: Any, dtype: DataType, path: str) -> Any:
-    """``value`` (a ``to_row`` value) in the shape Spark expects for ``dtype``."""
-    if value is None:
-        return None
-    if isinstance(dtype, StructType):
-        return tuple(_conform(value[f.name], f.dataType, f"{path}.{f.name}") for f in dtype.fields)
-    if isinstance(dtype, ArrayType):
-        return [_conform(v, dtype.elementType, f"{path}[]") for v in value]
-    if isinstance(dtype, MapType):
-        return {str(k): _conform(v, dtype.valueType, f"{path}{{}}") for k, v in value.items()}
-    if isinstance(dtype, DoubleType):
-        return float(value)
-    if isinstance(dtype, IntegerType | LongType):
-        return int(value)
-    if isinstance(dtype, BooleanType):
-        return bool(value)
-    if isinstance(dtype, BinaryType):
-        return bytes(value)
-    return value
-
-
-def to_spark_row(table: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A tracker row (``to_row`` dict) as a tuple in ``table``'s column order, with
-    ``event_time`` and ``date`` derived from ``event_ts_ms``. Raises ``KeyError`` if the
-    row lacks a column."""
-    fields = schema(table).fields
-    ts_ms = int(row["event_ts_ms"])
-    derived = {"event_time": _time_of_ms(ts_ms), PARTITION_COLUMN: date_of_ms(ts_ms)}
-    out: list[Any] = []
-    for f in fields:
-        if f.name in derived:
-            out.append(derived[f.name])
-            continue
-        if f.name not in row:
-            raise KeyError(f"{table}: the row has no {f.name!r} column")
-        out.append(_conform(row[f.name], f.dataType, f.name))
-    return tuple(out)
-
-
-def rows_by_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
-    """Tracker rows (``to_row`` dicts, any kind) grouped into Spark rows per table; kinds
-    that have no table (``group_status``, ``group_deleted``) are left out."""
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    for row in rows:
-        table = KIND_TO_TABLE.get(str(row.get("kind")))
-        if table is not None:
-            out.setdefault(table, []).append(to_spark_row(table, row))
-    return out
 
 
 #: The commit lane's rows (:func:`streaming.spark.commits.commit_rows`): kind, and the
@@ -461,7 +404,7 @@ COMMIT_KIND, COMMIT_STRUCT_COLUMN = "offset_commit", "offset_commit"
 def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
     """The ``offset_commits`` rows of a micro-batch: the commit lane's typed rows, every one
     (``history="every"``) or the last record (commit or tombstone) of each partition of each
-    group (``"latest"``), ``event_time`` and ``date`` derived as :func:`to_spark_row` does."""
+    group (``"latest"``), ``event_time`` and ``date`` derived from ``event_ts_ms``."""
     from pyspark.sql import functions as F
 
     commits = events.where(F.col("kind") == COMMIT_KIND)
@@ -530,40 +473,4 @@ def bad_records_frame(events: DataFrame, batch_id: int) -> DataFrame:
     rows = rows.withColumn("batch_id", F.lit(batch_id).cast("bigint"))
     return rows.withColumn(PARTITION_COLUMN, F.to_date("timestamp")).select(
         *schema(BAD_RECORDS).fieldNames()
-    )
-
-
-def bad_record_row(
-    *,
-    topic: str,
-    partition: int,
-    offset: int,
-    timestamp_ms: int,
-    key: bytes | None,
-    value: bytes | None,
-    error: str,
-    error_type: str | None = None,
-    field: str | None = None,
-    byte_offset: int | None = None,
-    batch_id: int | None = None,
-) -> tuple[Any, ...]:
-    """One quarantined record as a ``bad_records`` row (raw bytes kept as they were read).
-
-    For a :class:`streaming.codec.errors.DecodeError` ``exc``: ``error=str(exc)``,
-    ``error_type=type(exc).__name__``, ``field=exc.field``, ``byte_offset=exc.offset``.
-    """
-    return (
-        topic,
-        partition,
-        offset,
-        timestamp_ms,
-        _time_of_ms(timestamp_ms),
-        None if key is None else bytes(key),
-        None if value is None else bytes(value),
-        error,
-        error_type,
-        field,
-        byte_offset,
-        batch_id,
-        date_of_ms(timestamp_ms),
     )
