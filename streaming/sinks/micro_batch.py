@@ -197,8 +197,8 @@ class Sinks:
             # (the counts, without a second job) and the text of the rows it needs: the
             # exporter's (a rebalance as its summary_row: without the lists only Delta keeps;
             # an offset tombstone of the commit lane ends its partition's lag series) and the
-            # source stats; the batch cap (max_offsets_per_trigger) bounds them
-            needed = F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS])
+            # source stats (typed); the batch cap (max_offsets_per_trigger) bounds them
+            needed = F.col("kind").isin(list(DRIVER_KINDS))
             commit = F.col(COMMIT_STRUCT_COLUMN)
             text = (
                 F.when(needed, F.coalesce(F.col("summary"), F.col("payload")))
@@ -208,7 +208,8 @@ class Sinks:
                 )
                 .alias("text")
             )
-            small = df.select("kind", text).toArrow()  # Arrow buffers, not a row object each
+            # Arrow buffers, not a row object each
+            small = df.select("kind", text, SOURCE_STATS).toArrow()
             counts = pc.value_counts(small["kind"])
             kinds: dict[str, int] = dict(
                 zip(
@@ -217,7 +218,8 @@ class Sinks:
                     strict=True,
                 )
             )
-            stats: list[dict[str, Any]] = []
+            is_stats = pc.equal(small["kind"], SOURCE_STATS)
+            stats: list[dict[str, Any]] = small.filter(is_stats)[SOURCE_STATS].to_pylist()
             for start in range(0, small.num_rows, DRIVER_CHUNK):  # no filtered copy: memory
                 chunk = small.slice(start, DRIVER_CHUNK)
                 driver = []
@@ -226,11 +228,8 @@ class Sinks:
                 ):
                     if text is not None:
                         parsed = json.loads(text)
-                        if kind == SOURCE_STATS:
-                            stats.append(parsed)
-                        else:
-                            parsed["kind"] = kind  # the lane's tombstones are bare rows
-                            driver.append(parsed)
+                        parsed["kind"] = kind  # the lane's tombstones are bare rows
+                        driver.append(parsed)
                 if not driver:
                     continue
                 if self.prometheus is not None:

@@ -58,7 +58,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from streaming.spark.decode import COMMIT_RUN, STATS_KEY, observation_of
+from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import to_row
 from streaming.tracking.model import CommitRun, Observation
@@ -91,7 +91,7 @@ __all__ = [
 
 
 def _events_schema() -> StructType:
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
     from streaming.sinks.tables import BAD_RECORDS, TRACKER_TABLES, body_schema, relaxed
 
@@ -103,7 +103,9 @@ def _events_schema() -> StructType:
         StructField(table, relaxed(body_schema(table)), True)
         for table in (*TRACKER_TABLES, BAD_RECORDS)
     ]
-    return StructType(head + tables)
+    types = {"string": StringType(), "int": IntegerType(), "bigint": LongType()}
+    stats = StructType([StructField(n, types[t], True) for n, t in STATS_FIELDS])
+    return StructType([*head, *tables, StructField("source_stats", stats, True)])
 
 
 _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
@@ -114,10 +116,8 @@ _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payl
 EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
 #: The kinds whose rows the driver reads as JSON ``payload`` (the exporter's; a rebalance
-#: goes as its ``summary``), and the source stats.
-DRIVER_JSON_KINDS = frozenset(
-    {"group_metrics", "group_status", "partition_lag", "group_deleted", "source_stats"}
-)
+#: goes as its ``summary``); the source stats come as their typed ``source_stats`` struct.
+DRIVER_JSON_KINDS = frozenset({"group_metrics", "group_status", "partition_lag", "group_deleted"})
 STATE_SCHEMA = "state string"
 #: The key of a group's entry in its bucket's MapState.
 GROUP_KEY_SCHEMA = "group_id string"
@@ -371,7 +371,9 @@ def _processor_class() -> type:
             import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
             if key[0] == STATS_KEY:
-                out = [self._passed("source_stats", r, payload=r["stats"]) for r in _records(rows)]
+                out = [
+                    self._passed("source_stats", r, source_stats=r["stats"]) for r in _records(rows)
+                ]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             elif key[0] == BAD_KEY:
                 out = [
