@@ -84,6 +84,11 @@ _Series = tuple[str, tuple[str, ...]]
 _Labels = tuple[str, ...]
 
 
+#: Job series without a default 0: absent until set (``kafka_up`` 0 would say "down" before
+#: the first check, or forever in a job that does not watch the cluster).
+_SET_FIRST = frozenset({mn.KAFKA_UP.name})
+
+
 class _Store(Collector):
     """Every series' value in plain dicts, turned into metric families at scrape time.
 
@@ -164,7 +169,8 @@ class _Store(Collector):
             family = GaugeMetricFamily(spec.name, spec.help, labels=labels)
         else:
             family = HistogramMetricFamily(spec.name, spec.help, labels=labels)
-        if not values and not spec.labels:  # always exposed, as prometheus_client does
+        if not values and not spec.labels and spec.name not in _SET_FIRST:
+            # always exposed, as prometheus_client does
             values = {(): [0.0] * (len(spec.buckets) + 2) if spec.type == "histogram" else 0.0}
         for key, value in values.items():
             if spec.type == "histogram":
@@ -199,6 +205,7 @@ class PrometheusSink:
         self._deleted_ts_ms: dict[_GroupKey, int] = {}
         self._dormant: set[_GroupKey] = set()
         self._last_batch_id: int | None = None
+        self._last_batch_ts_s: float | None = None
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -264,6 +271,16 @@ class PrometheusSink:
             self._inc(mn.OFFSET_GAPS, (), max(0, offset_gaps))
             self._set(mn.BATCH_INPUT_ROWS, (), input_rows)
             self._set(mn.LAST_BATCH_TIMESTAMP_SECONDS, (), ts_s)
+            self._set(mn.LAST_BATCH_AGE_SECONDS, (), 0.0)
+            self._last_batch_ts_s = ts_s
+
+    def record_kafka_check(self, up: bool, now_s: float) -> None:
+        """The job's latest check of the cluster (:class:`streaming.kafka_check.BrokerWatch`)
+        at Unix time ``now_s``: ``kafka_up``, and the age of the last micro-batch."""
+        with self._lock:
+            self._set(mn.KAFKA_UP, (), 1.0 if up else 0.0)
+            if self._last_batch_ts_s is not None:
+                self._set(mn.LAST_BATCH_AGE_SECONDS, (), max(0.0, now_s - self._last_batch_ts_s))
 
     # -- tracker events --------------------------------------------------------------------
 
