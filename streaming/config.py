@@ -127,6 +127,8 @@ class JobConfig:
     * ``offset_commits_history``: what the ``offset_commits`` table keeps: ``latest`` (the
       default), the last commit (or offset tombstone) of each partition of each group per
       micro-batch; ``every``, every commit record. ``docs/tables.md`` gives the volumes.
+    * ``metrics_web_config_file``: the exporter's TLS and basic auth, a file in Prometheus'
+      exporter-toolkit format (:mod:`streaming.sinks.web_config`); None: plain HTTP.
     * ``broker_check_timeout_s``: how long the check of the cluster before Spark starts may
       take (:mod:`streaming.kafka_check`; exit 2 when it fails); 0 skips it.
     * ``broker_watch_interval_s``: while the job runs, the cluster is checked this often
@@ -150,6 +152,7 @@ class JobConfig:
     decode_partitions: int | None = 4
     offset_commits_history: str = "latest"
     consumer_session_timeout_ms: int = 45_000
+    metrics_web_config_file: str | None = None
     broker_check_timeout_s: float = 30.0
     broker_watch_interval_s: float = 5.0
 
@@ -202,6 +205,15 @@ class JobConfig:
             raise JobConfigError(
                 f"metrics_port: expected 0 (off) or a port 1-65535, got {self.metrics_port!r}"
             )
+        if self.metrics_web_config_file is not None:
+            if not isinstance(self.metrics_web_config_file, str | Path) or not str(
+                self.metrics_web_config_file
+            ):
+                raise JobConfigError(
+                    f"metrics_web_config_file: expected a file path, "
+                    f"got {self.metrics_web_config_file!r}"
+                )
+            object.__setattr__(self, "metrics_web_config_file", str(self.metrics_web_config_file))
         if self.spark_master is not None and (
             not isinstance(self.spark_master, str) or not self.spark_master.strip()
         ):
@@ -252,7 +264,9 @@ _FLOAT_FIELDS = frozenset(
     {"trigger_interval_s", "broker_check_timeout_s", "broker_watch_interval_s"}
 )
 _MAP_FIELDS = frozenset({"spark_conf", "kafka_options"})
-_OPTIONAL_FIELDS = frozenset({"spark_master", "max_offsets_per_trigger", "decode_partitions"})
+_OPTIONAL_FIELDS = frozenset(
+    {"spark_master", "max_offsets_per_trigger", "decode_partitions", "metrics_web_config_file"}
+)
 
 
 def under_spark_submit(environ: Mapping[str, str] | None = None) -> bool:

@@ -416,6 +416,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trigger-interval", dest="trigger_interval_s", type=float, metavar="SECONDS")
     p.add_argument("--metrics-host")
     p.add_argument("--metrics-port", type=int, help="Prometheus exporter port (0: off)")
+    p.add_argument(
+        "--web-config-file",
+        dest="metrics_web_config_file",
+        metavar="FILE",
+        help="the exporter's TLS and basic auth, in Prometheus' exporter-toolkit format "
+        "(docs/operations.md, Security); needed before --metrics-host leaves 127.0.0.1",
+    )
     p.add_argument("--master", dest="spark_master", help="Spark master ('none': spark-submit's)")
     p.add_argument("--max-offsets-per-trigger", type=int, metavar="N")
     p.add_argument(
@@ -483,6 +490,7 @@ def config_from_args(
             "consumer_session_timeout_ms",
             "broker_check_timeout_s",
             "broker_watch_interval_s",
+            "metrics_web_config_file",
         )
     }
     if args.conf:
@@ -526,6 +534,13 @@ def cli_run(argv: Sequence[str] | None = None) -> int:
                 f"duration: expected seconds in (0, {MAX_DURATION_S:g}], got {args.duration!r}"
             )
         config = config_from_args(args)
+        if config.metrics_port and config.metrics_web_config_file is not None:
+            from streaming.sinks.web_config import WebConfigError, load_web_config
+
+            try:
+                load_web_config(config.metrics_web_config_file)
+            except WebConfigError as e:
+                raise JobConfigError(f"metrics_web_config_file: {e}") from None
     except JobConfigError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

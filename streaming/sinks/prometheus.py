@@ -62,6 +62,7 @@ from prometheus_client.utils import floatToGoString
 
 from streaming.sinks import metric_names as mn
 from streaming.sinks.metric_names import MetricSpec
+from streaming.sinks.web_config import WebConfig
 from streaming.tracking.events import (
     EVENT_TYPES,
     GroupDeleted,
@@ -211,12 +212,26 @@ class PrometheusSink:
 
     # -- serving ---------------------------------------------------------------------------
 
-    def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+    def start(
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        web_config: WebConfig | None = None,
+    ) -> int:
         """Serve ``/metrics`` on ``host:port`` in a daemon thread; returns the bound port
-        (``port=0`` binds any free port)."""
+        (``port=0`` binds any free port). ``web_config``: TLS and basic auth
+        (:mod:`streaming.sinks.web_config`)."""
         if self._server is not None:
             raise RuntimeError("the Prometheus exporter is already started")
-        server, thread = start_http_server(port, addr=host, registry=self.registry)
+        if web_config is None:
+            server, thread = start_http_server(port, addr=host, registry=self.registry)
+        else:
+            from prometheus_client import make_wsgi_app
+
+            from streaming.sinks.web_config import serve
+
+            server, thread = serve(make_wsgi_app(self.registry), host, port, web_config)
         self._server, self._thread = server, thread
         return int(server.server_port)
 
