@@ -58,6 +58,7 @@ __all__ = [
 DEFAULT_CHECK_TIMEOUT_S = 30.0
 _SECURE = ("SSL", "SASL_SSL")
 _SASL = ("SASL_PLAINTEXT", "SASL_SSL")
+_TLS_WORDS = ("sslerror", "ssl:", "certificate", "handshake", "wrong version number")
 _JAAS_FIELD = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
@@ -278,9 +279,18 @@ def _login_cause(
         if "authentication" in lowered or "sasl" in lowered or "credentials" in lowered:
             return f"{server}: SASL authentication failed: {_one_line(text)}"
     for text in texts:
-        if "ssl" in text.lower() or "certificate" in text.lower():
+        lowered = text.replace("KafkaSSLTransport", "").lower()
+        if any(word in lowered for word in _TLS_WORDS):
             return f"{server}: TLS handshake failed: {_one_line(text)}"
     protocol = str(options.get("security_protocol", "PLAINTEXT")).upper()
+    if protocol in _SASL:
+        # kafka-python gave up before the broker's verdict came (a slow SCRAM exchange on a
+        # busy broker), or the verdict was not logged: the login is what did not complete
+        return (
+            f"{server}: SASL authentication failed or got no answer in time: the TLS/TCP "
+            f"connection works, the {options.get('sasl_mechanism', 'SASL')} login did not "
+            f"complete ({_one_line(texts[0])})"
+        )
     return (
         f"{server}: the broker accepted the connection but gave no Kafka answer "
         f"({_one_line(texts[0])}); does its listener expect another security.protocol "
