@@ -21,6 +21,11 @@ login; clients get ``monitor``.
 --kafka-option`` and Spark take); :func:`streaming.kafka_check.kafka_python_options` maps
 them for kafka-python, the one place that does. They are also written to
 ``security/client.properties`` (mode 0600) for other tools.
+
+Exceptions::
+
+    SecurityError   (RuntimeError) keytool failed or missing, or the folder holds a broker of
+                    another mode; :func:`streaming.kafka_local.start` raises it as StartupError
 """
 
 from __future__ import annotations
