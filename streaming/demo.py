@@ -271,6 +271,7 @@ def cli_demo(argv: Sequence[str] | None = None) -> int:
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         print(f"{PROG}: error: --duration must be a positive number of seconds", file=sys.stderr)
         return 2
+    from streaming.job import QueryFailedError
     from streaming.kafka_check import BrokerCheckError
 
     try:
@@ -281,6 +282,9 @@ def cli_demo(argv: Sequence[str] | None = None) -> int:
     except BrokerCheckError as exc:
         print(f"{PROG}: error: kafka: {exc}", file=sys.stderr)
         return 2
+    except QueryFailedError as exc:  # the job's log in --state-dir has the rest
+        print(f"{PROG}: failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
 
 
 def run_demo(args: argparse.Namespace) -> int:
