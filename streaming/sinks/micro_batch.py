@@ -111,9 +111,20 @@ class Sinks:
         delta.ensure_tables()
         prometheus = None
         if config.metrics_port:
+            from streaming.sinks.web_config import load_web_config
+
+            web = (
+                None
+                if config.metrics_web_config_file is None
+                else load_web_config(config.metrics_web_config_file)
+            )
             prometheus = PrometheusSink()
-            port = prometheus.start(config.metrics_host, config.metrics_port)
-            progress(f"metrics on http://{config.metrics_host}:{port}/metrics")
+            port = prometheus.start(config.metrics_host, config.metrics_port, web_config=web)
+            scheme = "http" if web is None else web.scheme
+            progress(
+                f"metrics on {scheme}://{config.metrics_host}:{port}/metrics"
+                + ("" if web is None or not web.users else " (basic auth)")
+            )
         return cls(
             delta,
             prometheus,

@@ -346,6 +346,14 @@ def test_start_binds_a_free_port_and_serves_health_metrics(sink: PrometheusSink)
     assert value(samples, "rebalance_monitor_batch_duration_seconds_sum") == 3.5
     assert value(samples, "rebalance_monitor_batch_duration_seconds_bucket", le="1.0") == 1
     assert value(samples, "rebalance_monitor_batch_duration_seconds_bucket", le="5.0") == 2
+    assert value(samples, "rebalance_monitor_last_batch_age_seconds") == 0
+    assert value(samples, "rebalance_monitor_kafka_up") is None  # not checked yet
+    sink.record_kafka_check(False, 1_700_000_154.0)  # the broker is down, 30 s later
+    samples = scrape(sink)
+    assert value(samples, "rebalance_monitor_kafka_up") == 0
+    assert value(samples, "rebalance_monitor_last_batch_age_seconds") == 30
+    sink.record_kafka_check(True, 1_700_000_160.0)
+    assert value(scrape(sink), "rebalance_monitor_kafka_up") == 1
 
 
 def test_record_batch_ignores_a_replayed_batch_id(sink: PrometheusSink) -> None:
@@ -762,6 +770,7 @@ def test_metric_names_are_unique_and_all_exposed(sink: PrometheusSink) -> None:
     names = [spec.name for spec in mn.ALL_METRICS]
     assert len(names) == len(set(names))
     sink.record_batch(0.1, 1, 0, 1.0)
+    sink.record_kafka_check(True, 2.0)
     sink.update(
         [
             rebalance(1, [member("m-a", 0)]),
