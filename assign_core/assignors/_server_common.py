@@ -18,8 +18,9 @@ module holds:
   run of one topic, already in iteration order, recognised by comparing with the interned
   objects), an :class:`OwnedFlat` (several contiguous topics, reordered with one sort), or
   a list of :class:`OwnedTopic`;
-* :func:`intern_all`: ``TopicPartition`` objects shared across calls (bounded), so a stable
-  group's input is recognised by pointer comparisons and outputs are slices.
+* :class:`TopicPartitionLists`: the ``TopicPartition`` objects shared across calls
+  (:mod:`._partitions`), so a stable group's input is recognised by pointer comparisons and
+  outputs are slices.
 
 Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come from
 :mod:`assign_core.javacompat`. A table's bin index is ``spread(hash) & (capacity - 1)``.
@@ -27,10 +28,8 @@ Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come fr
 
 from __future__ import annotations
 
-import gc
 import struct
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,6 +37,7 @@ from itertools import chain, compress, groupby, repeat
 from operator import and_, eq, gt, itemgetter, ne, or_, sub
 from typing import Any, Generic, TypeVar
 
+from assign_core.assignors._partitions import many_topic_partitions, topic_partitions
 from assign_core.javacompat import (
     java_str_key,
     spread,
@@ -1162,7 +1162,7 @@ class ServerGroup:
             if table is None:
                 t = index.get(name)
                 if t is not None:
-                    table = tables[name] = interned_partitions(name, counts[t])
+                    table = tables[name] = topic_partitions(name, counts[t])
             if table is not None:
                 if last - first + 1 == n:
                     if first // cap == last // cap:
@@ -1415,70 +1415,8 @@ def old_view(owned: Owned, topics: TopicTable) -> list[OldTopic]:
     return out
 
 
-#: How many ``TopicPartition`` objects :func:`interned_partitions` keeps across assignments
-#: (about 100 bytes each). Repeated assignments of the same topics then reuse them, and a
-#: member's current assignment made of these objects is recognised by identity.
-INTERN_LIMIT = 1 << 20
-
-_interned: OrderedDict[str, list[TopicPartition]] = OrderedDict()
-_interned_size = [0]
-
-
-def interned_partitions(name: str, count: int) -> list[TopicPartition]:
-    """``[TopicPartition(name, p) for p in range(count)]`` (or longer), shared across calls.
-
-    The least recently used topics are dropped beyond :data:`INTERN_LIMIT` objects. The list
-    must not be modified.
-    """
-    return intern_all([(name, count)])[0]
-
-
-def intern_all(wanted: Sequence[tuple[str, int]]) -> list[list[TopicPartition]]:
-    """:func:`interned_partitions` of several topics, new objects made in one go.
-
-    Hundreds of thousands of new tuples would trigger collections that scan the whole heap,
-    over and over: the collector is paused while they are made (they hold a str and an int,
-    so they can never be part of a cycle; the next collection sees them once, and untracks
-    them).
-    """
-    out: list[list[TopicPartition]] = []
-    paused = False
-    enabled = gc.isenabled()
-    try:
-        for name, count in wanted:
-            tps = _interned.get(name)
-            if tps is not None and len(tps) >= count:
-                _interned.move_to_end(name)
-                out.append(tps)
-                continue
-            if not paused:
-                gc.disable()
-                paused = True
-            have = 0 if tps is None else len(tps)
-            fresh = list(
-                map(
-                    _tuple_new,
-                    repeat(TopicPartition, count - have),
-                    zip(repeat(name, count - have), range(have, count), strict=True),
-                )
-            )
-            tps = fresh if tps is None else tps + fresh
-            out.append(tps)
-            if count <= INTERN_LIMIT:
-                _interned[name] = tps
-                _interned.move_to_end(name)
-                _interned_size[0] += count - have
-        while _interned_size[0] > INTERN_LIMIT and len(_interned) > 1:
-            _, dropped = _interned.popitem(last=False)
-            _interned_size[0] -= len(dropped)
-    finally:
-        if paused and enabled:
-            gc.enable()
-    return out
-
-
 class TopicPartitionLists:
-    """Every ``TopicPartition`` of a topic (interned, see :func:`interned_partitions`)."""
+    """Every ``TopicPartition`` of a topic (shared, see :mod:`._partitions`)."""
 
     __slots__ = ("_counts", "_lists", "_names")
 
@@ -1490,16 +1428,16 @@ class TopicPartitionLists:
     def get(self, t: int) -> list[TopicPartition]:
         tps = self._lists.get(t)
         if tps is None:
-            tps = self._lists[t] = interned_partitions(self._names[t], self._counts[t])
+            tps = self._lists[t] = topic_partitions(self._names[t], self._counts[t])
         return tps
 
     def prefetch(self, topics: Iterable[int]) -> None:
-        """Make the lists of ``topics`` at once (see :func:`intern_all`)."""
+        """Make the lists of ``topics`` at once (see :func:`many_topic_partitions`)."""
         wanted = [t for t in dict.fromkeys(topics) if t not in self._lists]
         names = self._names
         counts = self._counts
-        for t, tps in zip(wanted, intern_all([(names[t], counts[t]) for t in wanted]), strict=True):
-            self._lists[t] = tps
+        made = many_topic_partitions([(names[t], counts[t]) for t in wanted])
+        self._lists.update(zip(wanted, made, strict=True))
 
     def of(self, t: int, partitions: Iterable[int]) -> list[TopicPartition]:
         """``TopicPartition`` objects of ``partitions`` (which may exceed the count)."""
