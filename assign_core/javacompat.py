@@ -79,6 +79,7 @@ def tp_hash(topic: str, partition: int) -> int:
     return to_int32(31 * (31 + partition) + string_hash(topic))
 
 
+@lru_cache(maxsize=1 << 16)
 def uuid_bits(b64: str) -> tuple[int, int]:
     """The signed (msb, lsb) longs of a Kafka ``Uuid`` given as 22-char URL-safe base64."""
     raw = base64.urlsafe_b64decode(b64 + "==")

@@ -29,9 +29,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, S
 from itertools import chain, repeat
 from typing import ParamSpec, TypeVar
 
-from assign_core.assignors._partitions import topic_partitions
 from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
 from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.partition_cache import topic_partitions
 
 __all__ = [
     "consumer_rack",

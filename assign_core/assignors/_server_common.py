@@ -19,8 +19,8 @@ module holds:
   objects), an :class:`OwnedFlat` (several contiguous topics, reordered with one sort), or
   a list of :class:`OwnedTopic`;
 * :class:`TopicPartitionLists`: the ``TopicPartition`` objects shared across calls
-  (:mod:`._partitions`), so a stable group's input is recognised by pointer comparisons and
-  outputs are slices.
+  (:mod:`assign_core.partition_cache`), so a stable group's input is recognised by pointer
+  comparisons and outputs are slices.
 
 Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come from
 :mod:`assign_core.javacompat`. A table's bin index is ``spread(hash) & (capacity - 1)``.
@@ -34,10 +34,9 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, groupby, repeat
-from operator import and_, eq, gt, itemgetter, ne, or_, sub
+from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
 from typing import Any, Generic, TypeVar
 
-from assign_core.assignors._partitions import many_topic_partitions, topic_partitions
 from assign_core.javacompat import (
     java_str_key,
     spread,
@@ -49,6 +48,7 @@ from assign_core.javacompat import (
     uuid_sort_key,
 )
 from assign_core.model import GroupSpec, TopicPartition
+from assign_core.partition_cache import many_topic_partitions, topic_partitions
 from assign_core.scenario import default_topic_id
 
 K = TypeVar("K", bound=Hashable)
@@ -909,13 +909,15 @@ class TopicTable:
 
     The coordinator's current assignments still hold a deleted topic's id (its map and the
     ``deepCopyAssignment`` sized by it); the assignors drop it as an unsubscribed topic.
-    ``index`` resolves metadata names only (subscriptions), ``owned_index`` vanished ones too;
-    a vanished topic has 0 partitions and the id ``spec.topic_ids`` gives it, else
+    ``index`` resolves metadata names only (subscriptions), :meth:`owned_topic` vanished ones
+    too (:attr:`ServerGroup.current` adds them as it meets them); a vanished topic has 0
+    partitions and the id ``spec.topic_ids`` gives it, else
     :func:`~assign_core.scenario.default_topic_id` of its name.
     """
 
     __slots__ = (
         "_replays",
+        "_vanished_ids",
         "cmp_keys",
         "counts",
         "hashes",
@@ -935,24 +937,27 @@ class TopicTable:
         self.known = len(self.names)
         self.counts: list[int] = [spec.topics[n] for n in self.names]
         self.ids: list[str] = [spec.topic_ids[n] for n in self.names]
-        self.owned_index = self.index
-        index = self.index
-        vanished = {
-            tp.topic: None
-            for m in spec.members
-            for tp in m.owned_partitions
-            if tp.topic not in index
-        }
-        if vanished:
-            self.owned_index = dict(index)
-            for n in vanished:
-                self.owned_index[n] = len(self.names)
-                self.names.append(n)
-                self.counts.append(0)
-                self.ids.append(spec.topic_ids.get(n) or default_topic_id(n))
+        self.owned_index = dict(self.index)
         self.hashes: list[int] = [uuid_hash(u) for u in self.ids]
         self.spreads: list[int] = [spread(h) for h in self.hashes]
         self.cmp_keys: list[tuple[int, int]] = [uuid_sort_key(u) for u in self.ids]
+        self._vanished_ids = spec.topic_ids
+
+    def owned_topic(self, name: str) -> int:
+        """The index of a topic named by a current assignment, a vanished one added (the
+        caller meets them in first-appearance order: members in order, then their owned
+        partitions)."""
+        t = self.owned_index.get(name)
+        if t is None:
+            t = self.owned_index[name] = len(self.names)
+            topic_id = self._vanished_ids.get(name) or default_topic_id(name)
+            self.names.append(name)
+            self.counts.append(0)
+            self.ids.append(topic_id)
+            self.hashes.append(uuid_hash(topic_id))
+            self.spreads.append(spread(self.hashes[-1]))
+            self.cmp_keys.append(uuid_sort_key(topic_id))
+        return t
 
     def hash_of(self, t: int) -> int:
         return self.hashes[t]
@@ -1136,7 +1141,7 @@ class ServerGroup:
     @cached_property
     def current(self) -> list[Owned]:
         index = self.topics.index
-        owned_index = self.topics.owned_index
+        owned_topic = self.topics.owned_topic
         known = self.topics.known
         tables: dict[str, list[TopicPartition]] = {}
         caps: dict[int, int] = {}
@@ -1200,7 +1205,7 @@ class ServerGroup:
             entries: list[OwnedTopic] = []
             by_topic: dict[str, OwnedTopic] = {}
             for name, group in groupby(owned, _TOPIC):
-                t = owned_index[name]
+                t = owned_topic(name)
                 tps = list(group)
                 entry = by_topic.get(name)
                 if entry is None:
@@ -1253,14 +1258,14 @@ class ServerGroup:
             ):
                 return None
         else:
-            masks = []
-            for j, size in enumerate(sizes):
-                cap = hashset_copy_capacity(size)
-                if size >= _PUT_BIN_LIMIT and not _buckets_ok(
-                    parts[starts[j] : starts[j + 1]], cap, _PUT_BIN_LIMIT
-                ):
+            masks = (
+                list(map(_COPY_MASKS.__getitem__, sizes))
+                if largest < len(_COPY_MASKS)
+                else [hashset_copy_capacity(size) - 1 for size in sizes]
+            )
+            for j in compress(range(z), map(le, repeat(_PUT_BIN_LIMIT), sizes)):
+                if not _buckets_ok(parts[starts[j] : starts[j + 1]], masks[j] + 1, _PUT_BIN_LIMIT):
                     return None
-                masks.append(cap - 1)
             set_keys = list(map(and_, parts, chain.from_iterable(map(repeat, masks, sizes))))
         # new HashMap<>() put in input order iterates by bin; each new HashSet<>(group) too
         tps = list(owned)
@@ -1357,6 +1362,8 @@ class ServerGroup:
         return self._ownership[1]
 
 
+#: ``hashset_copy_capacity(n) - 1`` for the usual sizes of a member's set
+_COPY_MASKS = [hashset_copy_capacity(n) - 1 for n in range(4096)]
 _TOPIC = itemgetter(0)
 _PARTITION = itemgetter(1)
 _second = itemgetter(1)
@@ -1416,7 +1423,7 @@ def old_view(owned: Owned, topics: TopicTable) -> list[OldTopic]:
 
 
 class TopicPartitionLists:
-    """Every ``TopicPartition`` of a topic (shared, see :mod:`._partitions`)."""
+    """Every ``TopicPartition`` of a topic (shared, see :mod:`assign_core.partition_cache`)."""
 
     __slots__ = ("_counts", "_lists", "_names")
 

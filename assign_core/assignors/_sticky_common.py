@@ -59,7 +59,6 @@ from contextlib import contextmanager, suppress
 from itertools import chain, compress, repeat
 from operator import is_
 
-from assign_core.assignors._partitions import clear_cache, topic_partitions
 from assign_core.errors import AssignmentError
 from assign_core.javacompat import (
     JavaHashOrder,
@@ -72,6 +71,7 @@ from assign_core.javacompat import (
     tp_hash,
 )
 from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.partition_cache import clear_cache, topic_partitions
 
 __all__ = ["StickyOutcome", "StickyState", "clear_cache", "run_sticky"]
 
