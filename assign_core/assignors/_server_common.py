@@ -37,6 +37,8 @@ from itertools import chain, compress, groupby, repeat
 from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
 from typing import Any, Generic, TypeVar
 
+import numpy as np
+
 from assign_core.javacompat import (
     java_str_key,
     spread,
@@ -709,9 +711,27 @@ def _buckets_ok(spreads: Sequence[int], cap: int, limit: int) -> bool:
 def _put_only_safe(spreads: Sequence[int], cap: int) -> bool:
     """No bin reaches :data:`_PUT_BIN_LIMIT` while ``spreads`` are put in order from ``cap``."""
     n = len(spreads)
+    if n >= _NUMPY_KEYS:
+        return _put_only_safe_np(np.array(spreads, dtype=np.int64), cap)
     while True:
         k = min(n, threshold(cap) + 1)  # keys present while the table has this capacity
         if k >= _PUT_BIN_LIMIT and not _buckets_ok(spreads[:k], cap, _PUT_BIN_LIMIT):
+            return False
+        if n <= threshold(cap) or cap >= _MAX_CAPACITY:
+            return True
+        cap *= 2
+
+
+#: From this many keys on, bins are counted with numpy.
+_NUMPY_KEYS = 512
+
+
+def _put_only_safe_np(spreads: np.ndarray[Any, np.dtype[np.int64]], cap: int) -> bool:
+    """:func:`_put_only_safe` with each capacity's bins counted by ``np.bincount``."""
+    n = len(spreads)
+    while True:
+        k = min(n, threshold(cap) + 1)
+        if k >= _PUT_BIN_LIMIT and np.bincount(spreads[:k] & (cap - 1)).max() >= _PUT_BIN_LIMIT:
             return False
         if n <= threshold(cap) or cap >= _MAX_CAPACITY:
             return True
@@ -1105,8 +1125,10 @@ class ServerGroup:
         self.spec = spec
         self.topics = TopicTable(spec)
         members = spec.members
-        first = members[0].topics if members else ()
-        self.homogeneous = all(m.topics == first for m in members) or (
+        subscriptions = [m.topics for m in members]
+        first = subscriptions[0] if members else ()
+        # list.count compares by identity first: a parser shares equal subscriptions
+        self.homogeneous = subscriptions.count(first) == len(members) or (
             len({frozenset(m.topics) for m in members}) <= 1
         )
         self._subscriptions: dict[tuple[str, ...], list[int]] = {}
@@ -1130,13 +1152,15 @@ class ServerGroup:
     def order(self) -> list[int]:
         ids = [m.member_id for m in self.spec.members]
         n = len(ids)
-        spreads = [(h & 0xFFFFFFFF) ^ ((h & 0xFFFFFFFF) >> 16) for h in string_hashes(ids)]
-        if not _put_only_safe(spreads, 16):
+        hashes = np.array(string_hashes(ids), dtype=np.int64) & 0xFFFFFFFF
+        spreads = hashes ^ (hashes >> 16)
+        if not _put_only_safe_np(spreads, 16):
             return put_only_order(
                 list(range(n)), lambda i: string_hash(ids[i]), lambda i: _str_cmp(ids[i])
             )
-        mask = grown_capacity(16, n) - 1
-        return sorted(range(n), key=[sp & mask for sp in spreads].__getitem__)
+        bins = spreads & (grown_capacity(16, n) - 1)
+        order: list[int] = np.argsort(bins, kind="stable").tolist()
+        return order
 
     @cached_property
     def current(self) -> list[Owned]:

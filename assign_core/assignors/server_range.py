@@ -125,14 +125,14 @@ def _homogeneous(g: ServerGroup, ranked: list[int]) -> list[list[TopicPartition]
     group_of = [distinct.index(c) for c in counts] if len(distinct) > 1 else None
     if group_of is None:  # one partition count: the same range of every topic
         q, extra = quotas[0]
-        rows: list[tuple[TopicPartition, ...]] | None = None
+        rows: list[list[TopicPartition]] | None = None
         for k, i in enumerate(ranked):
             start = k * q + (k if k < extra else extra)
             size = q + (1 if k < extra else 0)
-            if size == 1:
+            if size == 1:  # row `start` of the topics: rows only go to one member each
                 if rows is None:
-                    rows = list(zip(*cols, strict=False))  # tables may be longer
-                out[i] = list(rows[start])
+                    rows = list(map(list, zip(*cols, strict=False)))  # tables may be longer
+                out[i] = rows[start]
             elif size:
                 out[i] = list(
                     chain.from_iterable(map(getitem, cols, repeat(slice(start, start + size))))

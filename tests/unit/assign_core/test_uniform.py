@@ -231,9 +231,10 @@ def test_vanished_topic_id_from_the_scenario() -> None:
     raw = json.loads(VANISHED_TOPIC_SCENARIO.read_text())
     raw["topic_ids"]["deleted-topic"] = "AAAAAAAAAAAAAAAAAAAAAA"
     table = TopicTable(parse_scenario(raw))
-    assert table.ids[table.owned_index["deleted-topic"]] == "AAAAAAAAAAAAAAAAAAAAAA"
+    deleted = table.owned_topic("deleted-topic")
+    assert table.ids[deleted] == "AAAAAAAAAAAAAAAAAAAAAA"
     assert "deleted-topic" not in table.index
-    assert table.counts[table.owned_index["deleted-topic"]] == 0
+    assert table.counts[deleted] == 0
 
 
 def test_stable_group_keeps_its_assignment() -> None:
