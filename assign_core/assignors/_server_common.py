@@ -770,6 +770,20 @@ def _int_spread(p: int) -> int:
     return p ^ (p >> 16)
 
 
+def adds_iterate_by_bin(pending_capacity: int, partitions: Sequence[int]) -> bool:
+    """True when a fresh ``HashSet<Integer>`` receiving ``add`` of distinct ``partitions``
+    provably iterates them by bin of its final table: their hash is their value (below
+    65536) and no bin ever held 9 of them."""
+    hi = max(partitions)
+    if hi >= 65536:
+        return False
+    if len(partitions) < _PUT_BIN_LIMIT:
+        return True
+    if hi - min(partitions) < (_PUT_BIN_LIMIT - 1) * pending_capacity:
+        return True
+    return _put_only_safe(partitions, pending_capacity)
+
+
 def int_set_order(pending_capacity: int, ops: Sequence[int]) -> list[int]:
     """Iteration order of a fresh ``HashSet<Integer>`` after ``ops``.
 
@@ -778,19 +792,13 @@ def int_set_order(pending_capacity: int, ops: Sequence[int]) -> list[int]:
     if not ops:
         return []
     if min(ops) >= 0:  # additions only (duplicates are never added)
-        n = len(ops)
-        lo = min(ops)
-        hi = max(ops)
-        if hi < 65536:
-            if n < _PUT_BIN_LIMIT or hi - lo < (_PUT_BIN_LIMIT - 1) * pending_capacity:
-                safe = True
-            else:
-                safe = _put_only_safe(ops, pending_capacity)
-            if safe:
-                mask = grown_capacity(pending_capacity, n) - 1
-                if hi - lo <= mask and hi // (mask + 1) == lo // (mask + 1):
-                    return sorted(ops)  # one bucket per key, no wrap-around
-                return sorted(ops, key=mask.__and__)
+        if adds_iterate_by_bin(pending_capacity, ops):
+            lo = min(ops)
+            hi = max(ops)
+            mask = grown_capacity(pending_capacity, len(ops)) - 1
+            if hi - lo <= mask and hi // (mask + 1) == lo // (mask + 1):
+                return sorted(ops)  # one bucket per key, no wrap-around
+            return sorted(ops, key=mask.__and__)
         return put_only_order(ops, int_hash, int_hash, pending_capacity)
     # additions and removals: a dict keeps Java's in-bucket order (a re-added key goes last)
     present: dict[int, None] = {}

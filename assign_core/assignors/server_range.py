@@ -26,6 +26,7 @@ from itertools import chain, compress, repeat
 from operator import eq, getitem
 from typing import Any
 
+from assign_core.assignors._client_common import gc_paused
 from assign_core.assignors._server_common import (
     ServerGroup,
     TopicPartitionLists,
@@ -92,6 +93,7 @@ class ServerRangeAssignor:
     name: str = "server-range"
     side: Side = "server"
 
+    @gc_paused
     def assign(self, spec: GroupSpec) -> AssignmentResult:
         members = spec.members
         if not members:
