@@ -709,7 +709,9 @@ def _buckets_ok(spreads: Sequence[int], cap: int, limit: int) -> bool:
 
 
 def _put_only_safe(spreads: Sequence[int], cap: int) -> bool:
-    """No bin reaches :data:`_PUT_BIN_LIMIT` while ``spreads`` are put in order from ``cap``."""
+    """No bin reaches :data:`_PUT_BIN_LIMIT` while ``spreads`` are put in order from ``cap``.
+
+    Once every key is in, later capacities only split the bins: the check can stop."""
     n = len(spreads)
     if n >= _NUMPY_KEYS:
         return _put_only_safe_np(np.array(spreads, dtype=np.int64), cap)
@@ -717,7 +719,7 @@ def _put_only_safe(spreads: Sequence[int], cap: int) -> bool:
         k = min(n, threshold(cap) + 1)  # keys present while the table has this capacity
         if k >= _PUT_BIN_LIMIT and not _buckets_ok(spreads[:k], cap, _PUT_BIN_LIMIT):
             return False
-        if n <= threshold(cap) or cap >= _MAX_CAPACITY:
+        if k == n or cap >= _MAX_CAPACITY:
             return True
         cap *= 2
 
@@ -733,7 +735,7 @@ def _put_only_safe_np(spreads: np.ndarray[Any, np.dtype[np.int64]], cap: int) ->
         k = min(n, threshold(cap) + 1)
         if k >= _PUT_BIN_LIMIT and np.bincount(spreads[:k] & (cap - 1)).max() >= _PUT_BIN_LIMIT:
             return False
-        if n <= threshold(cap) or cap >= _MAX_CAPACITY:
+        if k == n or cap >= _MAX_CAPACITY:
             return True
         cap *= 2
 

@@ -38,7 +38,7 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from functools import cached_property
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, eq, getitem, gt, invert, mul, ne, not_, or_, rshift, setitem
+from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift, setitem
 from operator import sub as sub_
 
 from assign_core.assignors._client_common import gc_paused
@@ -737,13 +737,12 @@ class _Hetero:
         counts = Counter(ts)  # additions per set: at least its largest size
         small = self.small_sets
         if max(counts.values()) >= small:
-            masks = dict(masks)
+            masks = {t: masks[t] for t in inserted}
             estimates = self.estimates
             lost = {k >> _SHIFT for k in removed} if kept is not adds else set()
             ps = list(map(and_, adds, repeat(_LOW)))
-            for t, c in counts.items():
-                if c < small:
-                    continue
+            for t in compress(counts, map(le, repeat(small), counts.values())):
+                c = counts[t]
                 pending = estimates[t]
                 if t in lost and c > pending * 3 // 4:
                     return None  # its capacity depends on when it lost the partition
