@@ -22,6 +22,8 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Generic, Protocol, TypeVar
 
+import numpy as np
+
 K = TypeVar("K", bound=Hashable)
 K_contra = TypeVar("K_contra", contravariant=True)
 
@@ -79,6 +81,7 @@ def tp_hash(topic: str, partition: int) -> int:
     return to_int32(31 * (31 + partition) + string_hash(topic))
 
 
+@lru_cache(maxsize=1 << 16)
 def uuid_bits(b64: str) -> tuple[int, int]:
     """The signed (msb, lsb) longs of a Kafka ``Uuid`` given as 22-char URL-safe base64."""
     raw = base64.urlsafe_b64decode(b64 + "==")
@@ -231,10 +234,9 @@ def compute_if_absent_order(calls: Iterable[K], hash_fn: _HashFn[K]) -> list[K]:
 def string_hashes(strings: list[str] | tuple[str, ...]) -> list[int]:
     """``String.hashCode()`` of many strings at once (same results as :func:`string_hash`).
 
-    ASCII strings of one length are hashed together: each character position becomes one
-    big integer with a 64-bit lane per string, so the polynomial ``sum(c[i] * 31**(L-1-i))``
-    runs as ``L`` big-integer multiply-adds (lane sums stay below 2**64). Other strings go
-    through :func:`string_hash`.
+    ASCII strings of one length are hashed together, as numpy columns (one ``uint32`` per
+    string, one vector multiply-add per character position). Other strings go through
+    :func:`string_hash`.
     """
     n = len(strings)
     if n >= 8 and "".join(strings).isascii() and len(set(map(len, strings))) == 1:
@@ -258,18 +260,18 @@ def string_hashes(strings: list[str] | tuple[str, ...]) -> list[int]:
 
 
 def _same_length_ascii_hashes(strings: list[str] | tuple[str, ...], length: int) -> list[int]:
+    """``String.hashCode()`` of ASCII strings of one length: ``h = 31 * h + c`` on one
+    ``uint32`` lane per string (numpy wraps like Java's int), a character position at a
+    time."""
     n = len(strings)
-    if length == 0 or length >= 1 << 20:
-        return [string_hash(s) for s in strings]
-    blob = "".join(strings).encode("ascii")
-    lanes = bytearray(8 * n)
-    acc = 0
+    if length == 0:
+        return [0] * n
+    codes = np.frombuffer("".join(strings).encode("ascii"), dtype=np.uint8).reshape(n, length)
+    h = np.zeros(n, dtype=np.uint32)
     for pos in range(length):
-        lanes[0::8] = blob[pos::length]
-        acc += int.from_bytes(lanes, "little") * pow(31, length - 1 - pos, 1 << 32)
-    low32 = int.from_bytes(b"\xff\xff\xff\xff\x00\x00\x00\x00" * n, "little")
-    raw = (acc & low32).to_bytes(8 * n, "little")
-    signed: list[int] = memoryview(raw).cast("i")[0::2].tolist()
+        h *= np.uint32(31)
+        h += codes[:, pos]
+    signed: list[int] = h.view(np.int32).tolist()
     return signed
 
 

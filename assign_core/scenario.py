@@ -25,6 +25,7 @@ from typing import Any
 from assign_core.errors import ScenarioError
 from assign_core.javacompat import uuid_bits, uuid_to_string
 from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
+from assign_core.partition_cache import CACHE_LIMIT, topic_partitions
 
 _MEMBER_FIELDS = {
     "member_id",
@@ -120,6 +121,11 @@ def parse_scenario(obj: Any) -> GroupSpec:
     members: list[Member] = []
     seen: set[str] = set()
     instances: set[str] = set()
+    # one object per topic name, per subscription and per partition of a listed topic: the
+    # assignors then compare them by identity first (see assign_core.partition_cache)
+    names = {name: name for name in topics}
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]] = {}
+    shared: dict[str, list[TopicPartition]] = {}
     for i, m in enumerate(raw_members):
         base = f"members[{i}]"
         if not isinstance(m, Mapping):
@@ -146,6 +152,8 @@ def parse_scenario(obj: Any) -> GroupSpec:
             raise ScenarioError(f"{base}.topics", "expected a list of topic names")
         if len(set(subs)) != len(subs):
             raise ScenarioError(f"{base}.topics", "a topic is listed twice")
+        listed: list[str] = subs
+        sub = tuple([names.get(t, t) for t in listed])
         owned_raw = m.get("owned_partitions", [])
         if not isinstance(owned_raw, list):
             raise ScenarioError(f"{base}.owned_partitions", "expected a list of [topic, partition]")
@@ -160,7 +168,15 @@ def parse_scenario(obj: Any) -> GroupSpec:
                 or not 0 <= tp[1] <= INT32_MAX
             ):
                 raise ScenarioError(f, "expected [topic, partition >= 0]")
-            owned.append(TopicPartition(tp[0], tp[1]))
+            topic: str = tp[0]
+            partition: int = tp[1]
+            if partition < topics.get(topic, 0) <= CACHE_LIMIT:
+                tps = shared.get(topic)
+                if tps is None:
+                    tps = shared[topic] = topic_partitions(names[topic], topics[topic])
+                owned.append(tps[partition])
+            else:
+                owned.append(TopicPartition(names.get(topic, topic), partition))
         if len(set(owned)) != len(owned):
             raise ScenarioError(f"{base}.owned_partitions", "a partition is listed twice")
         generation = m.get("generation")
@@ -176,7 +192,7 @@ def parse_scenario(obj: Any) -> GroupSpec:
         members.append(
             Member(
                 member_id=member_id,
-                topics=tuple(subs),
+                topics=subscriptions.setdefault(sub, sub),
                 group_instance_id=instance,
                 owned_partitions=tuple(owned),
                 generation=generation,

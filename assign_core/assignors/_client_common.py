@@ -31,6 +31,7 @@ from typing import ParamSpec, TypeVar
 
 from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
 from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.partition_cache import topic_partitions
 
 __all__ = [
     "consumer_rack",
@@ -45,7 +46,6 @@ __all__ = [
     "use_rack_aware_assignment",
 ]
 
-_new_tuple = tuple.__new__
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -232,11 +232,6 @@ def in_member_order(
     for pos, i in enumerate(order):
         by_index[i] = lists[pos]
     return {m.member_id: by_index[i] for i, m in enumerate(members)}
-
-
-def topic_partitions(topic: str, count: int) -> list[TopicPartition]:
-    """``[TopicPartition(topic, 0), ..., TopicPartition(topic, count - 1)]``, built in C."""
-    return list(map(_new_tuple, repeat(TopicPartition), zip(repeat(topic), range(count))))
 
 
 def use_rack_aware_assignment(

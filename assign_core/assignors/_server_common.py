@@ -18,8 +18,9 @@ module holds:
   run of one topic, already in iteration order, recognised by comparing with the interned
   objects), an :class:`OwnedFlat` (several contiguous topics, reordered with one sort), or
   a list of :class:`OwnedTopic`;
-* :func:`intern_all`: ``TopicPartition`` objects shared across calls (bounded), so a stable
-  group's input is recognised by pointer comparisons and outputs are slices.
+* :class:`TopicPartitionLists`: the ``TopicPartition`` objects shared across calls
+  (:mod:`assign_core.partition_cache`), so a stable group's input is recognised by pointer
+  comparisons and outputs are slices.
 
 Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come from
 :mod:`assign_core.javacompat`. A table's bin index is ``spread(hash) & (capacity - 1)``.
@@ -27,16 +28,16 @@ Hash codes: ``Integer.hashCode()`` is the value; ``Uuid`` and ``String`` come fr
 
 from __future__ import annotations
 
-import gc
 import struct
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, groupby, repeat
-from operator import and_, eq, gt, itemgetter, ne, or_, sub
+from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
 from typing import Any, Generic, TypeVar
+
+import numpy as np
 
 from assign_core.javacompat import (
     java_str_key,
@@ -49,6 +50,7 @@ from assign_core.javacompat import (
     uuid_sort_key,
 )
 from assign_core.model import GroupSpec, TopicPartition
+from assign_core.partition_cache import many_topic_partitions, topic_partitions
 from assign_core.scenario import default_topic_id
 
 K = TypeVar("K", bound=Hashable)
@@ -707,13 +709,33 @@ def _buckets_ok(spreads: Sequence[int], cap: int, limit: int) -> bool:
 
 
 def _put_only_safe(spreads: Sequence[int], cap: int) -> bool:
-    """No bin reaches :data:`_PUT_BIN_LIMIT` while ``spreads`` are put in order from ``cap``."""
+    """No bin reaches :data:`_PUT_BIN_LIMIT` while ``spreads`` are put in order from ``cap``.
+
+    Once every key is in, later capacities only split the bins: the check can stop."""
     n = len(spreads)
+    if n >= _NUMPY_KEYS:
+        return _put_only_safe_np(np.array(spreads, dtype=np.int64), cap)
     while True:
         k = min(n, threshold(cap) + 1)  # keys present while the table has this capacity
         if k >= _PUT_BIN_LIMIT and not _buckets_ok(spreads[:k], cap, _PUT_BIN_LIMIT):
             return False
-        if n <= threshold(cap) or cap >= _MAX_CAPACITY:
+        if k == n or cap >= _MAX_CAPACITY:
+            return True
+        cap *= 2
+
+
+#: From this many keys on, bins are counted with numpy.
+_NUMPY_KEYS = 512
+
+
+def _put_only_safe_np(spreads: np.ndarray[Any, np.dtype[np.int64]], cap: int) -> bool:
+    """:func:`_put_only_safe` with each capacity's bins counted by ``np.bincount``."""
+    n = len(spreads)
+    while True:
+        k = min(n, threshold(cap) + 1)
+        if k >= _PUT_BIN_LIMIT and np.bincount(spreads[:k] & (cap - 1)).max() >= _PUT_BIN_LIMIT:
+            return False
+        if k == n or cap >= _MAX_CAPACITY:
             return True
         cap *= 2
 
@@ -750,6 +772,20 @@ def _int_spread(p: int) -> int:
     return p ^ (p >> 16)
 
 
+def adds_iterate_by_bin(pending_capacity: int, partitions: Sequence[int]) -> bool:
+    """True when a fresh ``HashSet<Integer>`` receiving ``add`` of distinct ``partitions``
+    provably iterates them by bin of its final table: their hash is their value (below
+    65536) and no bin ever held 9 of them."""
+    hi = max(partitions)
+    if hi >= 65536:
+        return False
+    if len(partitions) < _PUT_BIN_LIMIT:
+        return True
+    if hi - min(partitions) < (_PUT_BIN_LIMIT - 1) * pending_capacity:
+        return True
+    return _put_only_safe(partitions, pending_capacity)
+
+
 def int_set_order(pending_capacity: int, ops: Sequence[int]) -> list[int]:
     """Iteration order of a fresh ``HashSet<Integer>`` after ``ops``.
 
@@ -758,19 +794,13 @@ def int_set_order(pending_capacity: int, ops: Sequence[int]) -> list[int]:
     if not ops:
         return []
     if min(ops) >= 0:  # additions only (duplicates are never added)
-        n = len(ops)
-        lo = min(ops)
-        hi = max(ops)
-        if hi < 65536:
-            if n < _PUT_BIN_LIMIT or hi - lo < (_PUT_BIN_LIMIT - 1) * pending_capacity:
-                safe = True
-            else:
-                safe = _put_only_safe(ops, pending_capacity)
-            if safe:
-                mask = grown_capacity(pending_capacity, n) - 1
-                if hi - lo <= mask and hi // (mask + 1) == lo // (mask + 1):
-                    return sorted(ops)  # one bucket per key, no wrap-around
-                return sorted(ops, key=mask.__and__)
+        if adds_iterate_by_bin(pending_capacity, ops):
+            lo = min(ops)
+            hi = max(ops)
+            mask = grown_capacity(pending_capacity, len(ops)) - 1
+            if hi - lo <= mask and hi // (mask + 1) == lo // (mask + 1):
+                return sorted(ops)  # one bucket per key, no wrap-around
+            return sorted(ops, key=mask.__and__)
         return put_only_order(ops, int_hash, int_hash, pending_capacity)
     # additions and removals: a dict keeps Java's in-bucket order (a re-added key goes last)
     present: dict[int, None] = {}
@@ -909,13 +939,15 @@ class TopicTable:
 
     The coordinator's current assignments still hold a deleted topic's id (its map and the
     ``deepCopyAssignment`` sized by it); the assignors drop it as an unsubscribed topic.
-    ``index`` resolves metadata names only (subscriptions), ``owned_index`` vanished ones too;
-    a vanished topic has 0 partitions and the id ``spec.topic_ids`` gives it, else
+    ``index`` resolves metadata names only (subscriptions), :meth:`owned_topic` vanished ones
+    too (:attr:`ServerGroup.current` adds them as it meets them); a vanished topic has 0
+    partitions and the id ``spec.topic_ids`` gives it, else
     :func:`~assign_core.scenario.default_topic_id` of its name.
     """
 
     __slots__ = (
         "_replays",
+        "_vanished_ids",
         "cmp_keys",
         "counts",
         "hashes",
@@ -935,24 +967,27 @@ class TopicTable:
         self.known = len(self.names)
         self.counts: list[int] = [spec.topics[n] for n in self.names]
         self.ids: list[str] = [spec.topic_ids[n] for n in self.names]
-        self.owned_index = self.index
-        index = self.index
-        vanished = {
-            tp.topic: None
-            for m in spec.members
-            for tp in m.owned_partitions
-            if tp.topic not in index
-        }
-        if vanished:
-            self.owned_index = dict(index)
-            for n in vanished:
-                self.owned_index[n] = len(self.names)
-                self.names.append(n)
-                self.counts.append(0)
-                self.ids.append(spec.topic_ids.get(n) or default_topic_id(n))
+        self.owned_index = dict(self.index)
         self.hashes: list[int] = [uuid_hash(u) for u in self.ids]
         self.spreads: list[int] = [spread(h) for h in self.hashes]
         self.cmp_keys: list[tuple[int, int]] = [uuid_sort_key(u) for u in self.ids]
+        self._vanished_ids = spec.topic_ids
+
+    def owned_topic(self, name: str) -> int:
+        """The index of a topic named by a current assignment, a vanished one added (the
+        caller meets them in first-appearance order: members in order, then their owned
+        partitions)."""
+        t = self.owned_index.get(name)
+        if t is None:
+            t = self.owned_index[name] = len(self.names)
+            topic_id = self._vanished_ids.get(name) or default_topic_id(name)
+            self.names.append(name)
+            self.counts.append(0)
+            self.ids.append(topic_id)
+            self.hashes.append(uuid_hash(topic_id))
+            self.spreads.append(spread(self.hashes[-1]))
+            self.cmp_keys.append(uuid_sort_key(topic_id))
+        return t
 
     def hash_of(self, t: int) -> int:
         return self.hashes[t]
@@ -1100,8 +1135,10 @@ class ServerGroup:
         self.spec = spec
         self.topics = TopicTable(spec)
         members = spec.members
-        first = members[0].topics if members else ()
-        self.homogeneous = all(m.topics == first for m in members) or (
+        subscriptions = [m.topics for m in members]
+        first = subscriptions[0] if members else ()
+        # list.count compares by identity first: a parser shares equal subscriptions
+        self.homogeneous = subscriptions.count(first) == len(members) or (
             len({frozenset(m.topics) for m in members}) <= 1
         )
         self._subscriptions: dict[tuple[str, ...], list[int]] = {}
@@ -1125,18 +1162,20 @@ class ServerGroup:
     def order(self) -> list[int]:
         ids = [m.member_id for m in self.spec.members]
         n = len(ids)
-        spreads = [(h & 0xFFFFFFFF) ^ ((h & 0xFFFFFFFF) >> 16) for h in string_hashes(ids)]
-        if not _put_only_safe(spreads, 16):
+        hashes = np.array(string_hashes(ids), dtype=np.int64) & 0xFFFFFFFF
+        spreads = hashes ^ (hashes >> 16)
+        if not _put_only_safe_np(spreads, 16):
             return put_only_order(
                 list(range(n)), lambda i: string_hash(ids[i]), lambda i: _str_cmp(ids[i])
             )
-        mask = grown_capacity(16, n) - 1
-        return sorted(range(n), key=[sp & mask for sp in spreads].__getitem__)
+        bins = spreads & (grown_capacity(16, n) - 1)
+        order: list[int] = np.argsort(bins, kind="stable").tolist()
+        return order
 
     @cached_property
     def current(self) -> list[Owned]:
         index = self.topics.index
-        owned_index = self.topics.owned_index
+        owned_topic = self.topics.owned_topic
         known = self.topics.known
         tables: dict[str, list[TopicPartition]] = {}
         caps: dict[int, int] = {}
@@ -1162,7 +1201,7 @@ class ServerGroup:
             if table is None:
                 t = index.get(name)
                 if t is not None:
-                    table = tables[name] = interned_partitions(name, counts[t])
+                    table = tables[name] = topic_partitions(name, counts[t])
             if table is not None:
                 if last - first + 1 == n:
                     if first // cap == last // cap:
@@ -1200,7 +1239,7 @@ class ServerGroup:
             entries: list[OwnedTopic] = []
             by_topic: dict[str, OwnedTopic] = {}
             for name, group in groupby(owned, _TOPIC):
-                t = owned_index[name]
+                t = owned_topic(name)
                 tps = list(group)
                 entry = by_topic.get(name)
                 if entry is None:
@@ -1253,14 +1292,14 @@ class ServerGroup:
             ):
                 return None
         else:
-            masks = []
-            for j, size in enumerate(sizes):
-                cap = hashset_copy_capacity(size)
-                if size >= _PUT_BIN_LIMIT and not _buckets_ok(
-                    parts[starts[j] : starts[j + 1]], cap, _PUT_BIN_LIMIT
-                ):
+            masks = (
+                list(map(_COPY_MASKS.__getitem__, sizes))
+                if largest < len(_COPY_MASKS)
+                else [hashset_copy_capacity(size) - 1 for size in sizes]
+            )
+            for j in compress(range(z), map(le, repeat(_PUT_BIN_LIMIT), sizes)):
+                if not _buckets_ok(parts[starts[j] : starts[j + 1]], masks[j] + 1, _PUT_BIN_LIMIT):
                     return None
-                masks.append(cap - 1)
             set_keys = list(map(and_, parts, chain.from_iterable(map(repeat, masks, sizes))))
         # new HashMap<>() put in input order iterates by bin; each new HashSet<>(group) too
         tps = list(owned)
@@ -1357,6 +1396,8 @@ class ServerGroup:
         return self._ownership[1]
 
 
+#: ``hashset_copy_capacity(n) - 1`` for the usual sizes of a member's set
+_COPY_MASKS = [hashset_copy_capacity(n) - 1 for n in range(4096)]
 _TOPIC = itemgetter(0)
 _PARTITION = itemgetter(1)
 _second = itemgetter(1)
@@ -1415,70 +1456,8 @@ def old_view(owned: Owned, topics: TopicTable) -> list[OldTopic]:
     return out
 
 
-#: How many ``TopicPartition`` objects :func:`interned_partitions` keeps across assignments
-#: (about 100 bytes each). Repeated assignments of the same topics then reuse them, and a
-#: member's current assignment made of these objects is recognised by identity.
-INTERN_LIMIT = 1 << 20
-
-_interned: OrderedDict[str, list[TopicPartition]] = OrderedDict()
-_interned_size = [0]
-
-
-def interned_partitions(name: str, count: int) -> list[TopicPartition]:
-    """``[TopicPartition(name, p) for p in range(count)]`` (or longer), shared across calls.
-
-    The least recently used topics are dropped beyond :data:`INTERN_LIMIT` objects. The list
-    must not be modified.
-    """
-    return intern_all([(name, count)])[0]
-
-
-def intern_all(wanted: Sequence[tuple[str, int]]) -> list[list[TopicPartition]]:
-    """:func:`interned_partitions` of several topics, new objects made in one go.
-
-    Hundreds of thousands of new tuples would trigger collections that scan the whole heap,
-    over and over: the collector is paused while they are made (they hold a str and an int,
-    so they can never be part of a cycle; the next collection sees them once, and untracks
-    them).
-    """
-    out: list[list[TopicPartition]] = []
-    paused = False
-    enabled = gc.isenabled()
-    try:
-        for name, count in wanted:
-            tps = _interned.get(name)
-            if tps is not None and len(tps) >= count:
-                _interned.move_to_end(name)
-                out.append(tps)
-                continue
-            if not paused:
-                gc.disable()
-                paused = True
-            have = 0 if tps is None else len(tps)
-            fresh = list(
-                map(
-                    _tuple_new,
-                    repeat(TopicPartition, count - have),
-                    zip(repeat(name, count - have), range(have, count), strict=True),
-                )
-            )
-            tps = fresh if tps is None else tps + fresh
-            out.append(tps)
-            if count <= INTERN_LIMIT:
-                _interned[name] = tps
-                _interned.move_to_end(name)
-                _interned_size[0] += count - have
-        while _interned_size[0] > INTERN_LIMIT and len(_interned) > 1:
-            _, dropped = _interned.popitem(last=False)
-            _interned_size[0] -= len(dropped)
-    finally:
-        if paused and enabled:
-            gc.enable()
-    return out
-
-
 class TopicPartitionLists:
-    """Every ``TopicPartition`` of a topic (interned, see :func:`interned_partitions`)."""
+    """Every ``TopicPartition`` of a topic (shared, see :mod:`assign_core.partition_cache`)."""
 
     __slots__ = ("_counts", "_lists", "_names")
 
@@ -1490,16 +1469,16 @@ class TopicPartitionLists:
     def get(self, t: int) -> list[TopicPartition]:
         tps = self._lists.get(t)
         if tps is None:
-            tps = self._lists[t] = interned_partitions(self._names[t], self._counts[t])
+            tps = self._lists[t] = topic_partitions(self._names[t], self._counts[t])
         return tps
 
     def prefetch(self, topics: Iterable[int]) -> None:
-        """Make the lists of ``topics`` at once (see :func:`intern_all`)."""
+        """Make the lists of ``topics`` at once (see :func:`many_topic_partitions`)."""
         wanted = [t for t in dict.fromkeys(topics) if t not in self._lists]
         names = self._names
         counts = self._counts
-        for t, tps in zip(wanted, intern_all([(names[t], counts[t]) for t in wanted]), strict=True):
-            self._lists[t] = tps
+        made = many_topic_partitions([(names[t], counts[t]) for t in wanted])
+        self._lists.update(zip(wanted, made, strict=True))
 
     def of(self, t: int, partitions: Iterable[int]) -> list[TopicPartition]:
         """``TopicPartition`` objects of ``partitions`` (which may exceed the count)."""

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import gc
 import math
-import threading
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -72,10 +71,9 @@ from assign_core.javacompat import (
     tp_hash,
 )
 from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.partition_cache import clear_cache, topic_partitions
 
 __all__ = ["StickyOutcome", "StickyState", "clear_cache", "run_sticky"]
-
-_new_tuple = tuple.__new__
 
 
 def _consume(it: Iterator[object]) -> None:
@@ -210,7 +208,7 @@ class _Layout:
             segment = table[off : off + c]
             if None not in segment:
                 continue
-            tps = _topic_partitions(name, c)
+            tps = topic_partitions(name, c)
             if segment.count(None) == c:
                 table[off : off + c] = tps if len(tps) == c else tps[:c]
             else:
@@ -222,50 +220,6 @@ class _Layout:
         if not self.extra_tp or max(pids, default=0) < self.total:
             return list(map(self.table.__getitem__, pids))  # type: ignore[arg-type]
         return [self.tp(pid) for pid in pids]
-
-
-#: TopicPartitions of recently assigned topics, least recently used first. Building a
-#: million of them costs more than the rest of a large constrained assignment, and a monitor
-#: assigns the same topics again and again. Bounded by the number of partitions held
-#: (about 70 MB at the limit); :func:`clear_cache` empties it.
-_TP_CACHE: dict[str, list[TopicPartition]] = {}
-_TP_CACHE_LIMIT = 1 << 20
-_tp_cache_size = 0
-_tp_cache_lock = threading.Lock()
-_numbers: list[int] = []
-
-
-def clear_cache() -> None:
-    """Drop the cached TopicPartitions."""
-    global _tp_cache_size
-    with _tp_cache_lock:
-        _TP_CACHE.clear()
-        _tp_cache_size = 0
-
-
-def _topic_partitions(topic: str, count: int) -> list[TopicPartition]:
-    """``[TopicPartition(topic, 0), ...]`` with at least ``count`` entries (do not mutate)."""
-    global _tp_cache_size, _numbers
-    with _tp_cache_lock:
-        found = _TP_CACHE.pop(topic, None)
-        if found is not None:
-            _TP_CACHE[topic] = found  # most recently used
-            if len(found) >= count:
-                return found
-            _tp_cache_size -= len(found)
-            del _TP_CACHE[topic]
-    if len(_numbers) < count:
-        _numbers = list(range(count))  # one int object per partition number, shared
-    tps = list(map(_new_tuple, repeat(TopicPartition), zip(repeat(topic), _numbers[:count])))
-    if count <= _TP_CACHE_LIMIT:
-        with _tp_cache_lock:
-            if topic not in _TP_CACHE:
-                _TP_CACHE[topic] = tps
-                _tp_cache_size += count
-                while _tp_cache_size > _TP_CACHE_LIMIT:
-                    oldest = next(iter(_TP_CACHE))
-                    _tp_cache_size -= len(_TP_CACHE.pop(oldest))
-    return tps
 
 
 # --------------------------------------------------------------------------- inputs

@@ -26,6 +26,7 @@ from itertools import chain, compress, repeat
 from operator import eq, getitem
 from typing import Any
 
+from assign_core.assignors._client_common import gc_paused
 from assign_core.assignors._server_common import (
     ServerGroup,
     TopicPartitionLists,
@@ -92,6 +93,7 @@ class ServerRangeAssignor:
     name: str = "server-range"
     side: Side = "server"
 
+    @gc_paused
     def assign(self, spec: GroupSpec) -> AssignmentResult:
         members = spec.members
         if not members:
@@ -125,14 +127,14 @@ def _homogeneous(g: ServerGroup, ranked: list[int]) -> list[list[TopicPartition]
     group_of = [distinct.index(c) for c in counts] if len(distinct) > 1 else None
     if group_of is None:  # one partition count: the same range of every topic
         q, extra = quotas[0]
-        rows: list[tuple[TopicPartition, ...]] | None = None
+        rows: list[list[TopicPartition]] | None = None
         for k, i in enumerate(ranked):
             start = k * q + (k if k < extra else extra)
             size = q + (1 if k < extra else 0)
-            if size == 1:
+            if size == 1:  # row `start` of the topics: rows only go to one member each
                 if rows is None:
-                    rows = list(zip(*cols, strict=False))  # tables may be longer
-                out[i] = list(rows[start])
+                    rows = list(map(list, zip(*cols, strict=False)))  # tables may be longer
+                out[i] = rows[start]
             elif size:
                 out[i] = list(
                     chain.from_iterable(map(getitem, cols, repeat(slice(start, start + size))))

@@ -37,10 +37,11 @@ from bisect import bisect_right
 from collections import Counter, deque
 from collections.abc import Sequence
 from functools import cached_property
-from itertools import chain, compress, repeat
-from operator import and_, eq, getitem, gt, invert, mul, ne, not_, or_, rshift, setitem
+from itertools import accumulate, chain, compress, repeat
+from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift, setitem
 from operator import sub as sub_
 
+from assign_core.assignors._client_common import gc_paused
 from assign_core.assignors._server_common import (
     IntSetLog,
     MapModel,
@@ -50,6 +51,7 @@ from assign_core.assignors._server_common import (
     ServerGroup,
     TopicPartitionLists,
     TopicTable,
+    adds_iterate_by_bin,
     float_capacity,
     grown_capacity,
     hashset_copy_capacity,
@@ -81,12 +83,17 @@ class UniformAssignor:
     name: str = "uniform"
     side: Side = "server"
 
+    @gc_paused
     def assign(self, spec: GroupSpec) -> AssignmentResult:
-        empty: dict[str, list[TopicPartition]] = {m.member_id: [] for m in spec.members}
         if not spec.members:
-            return AssignmentResult(self.name, empty)
+            return AssignmentResult(self.name, {})
         g = ServerGroup(spec)
         olds = _Olds(g)
+        if g.homogeneous and not any(map(len, (m.owned_partitions for m in spec.members))):
+            first = _first_assignment(g)
+            if first is not None:
+                return AssignmentResult(self.name, first)
+        empty: dict[str, list[TopicPartition]] = {m.member_id: [] for m in spec.members}
         if g.homogeneous:
             states = _homogeneous(g, olds)
             if states is None:  # Map.of(): no member in the result
@@ -188,13 +195,77 @@ def _fresh_list(
 # Homogeneous
 
 
+def _hand_out_order(g: ServerGroup) -> list[int]:
+    """The subscribed topics in ``HashSet<Uuid>`` order: the order of the partitions to hand
+    out (each topic's free partitions ascending)."""
+    first = g.order[0]
+    return g.topics.hash_order(
+        g.subscription(first), hashset_copy_capacity(len(g.spec.members[first].topics))
+    )
+
+
+def _first_assignment(g: ServerGroup) -> dict[str, list[TopicPartition]] | None:
+    """:func:`_homogeneous` and :func:`_materialize` when no member owns anything (``None``:
+    nothing subscribed, see there).
+
+    Nobody keeps anything, so a member gives its extra partition up while more members follow
+    than extras remain: the last ``extra`` members in ``memberIds()`` order get ``quota + 1``
+    partitions, the others ``quota``, each the next ones of the list to hand out. A member's
+    ``new HashSet<>()`` receiving one ascending run of a topic iterates it rotated at a block
+    boundary; a run over several topics takes the general path (:func:`_fresh_list`)."""
+    topics = g.topics
+    order = _hand_out_order(g)
+    if not order:
+        return None
+    counts = [topics.counts[t] for t in order]
+    offsets = list(accumulate(counts, initial=0))  # where each topic starts in the list
+    n_members = len(g.order)
+    quota, extra = divmod(offsets[-1], n_members)
+    lists = TopicPartitionLists(topics)
+    lists.prefetch(order)
+    members = g.spec.members
+    by_member: list[list[TopicPartition]] = [[] for _ in members]
+    caps = {quota: grown_capacity(16, quota), quota + 1: grown_capacity(16, quota + 1)}
+    start = 0
+    j = 0  # the topic of the member's first partition
+    base = 0
+    end = offsets[1]
+    tps = lists.get(order[0])
+    for pos, i in enumerate(g.order):
+        stop = start + (quota if n_members - pos > extra else quota + 1)
+        if start == stop:
+            continue
+        while end <= start:
+            j += 1
+            base = end
+            end = offsets[j + 1]
+            tps = lists.get(order[j])
+        if stop <= end:
+            lo = start - base
+            hi = stop - base
+            cap = caps[stop - start]
+            if lo // cap == (hi - 1) // cap:
+                by_member[i] = tps[lo:hi]
+            else:
+                wrap = (lo // cap + 1) * cap
+                by_member[i] = tps[wrap:hi] + tps[lo:wrap]
+        else:
+            pieces: _Fresh = []
+            k = j
+            while offsets[k] < stop:
+                lo = max(start, offsets[k])
+                hi = min(stop, offsets[k + 1])
+                if lo < hi:
+                    pieces.append((order[k], range(lo - offsets[k], hi - offsets[k])))
+                k += 1
+            by_member[i] = _fresh_list(topics, pieces, lists)
+        start = stop
+    return dict(zip([m.member_id for m in members], by_member, strict=True))
+
+
 def _homogeneous(g: ServerGroup, olds: _Olds) -> list[_State] | None:
     topics = g.topics
-    members = g.spec.members
-    first = g.order[0]
-    subscribed_order = topics.hash_order(
-        g.subscription(first), hashset_copy_capacity(len(members[first].topics))
-    )
+    subscribed_order = _hand_out_order(g)
     if not subscribed_order:
         return None
     subscribed = set(subscribed_order)
@@ -666,13 +737,12 @@ class _Hetero:
         counts = Counter(ts)  # additions per set: at least its largest size
         small = self.small_sets
         if max(counts.values()) >= small:
-            masks = dict(masks)
+            masks = {t: masks[t] for t in inserted}
             estimates = self.estimates
             lost = {k >> _SHIFT for k in removed} if kept is not adds else set()
             ps = list(map(and_, adds, repeat(_LOW)))
-            for t, c in counts.items():
-                if c < small:
-                    continue
+            for t in compress(counts, map(le, repeat(small), counts.values())):
+                c = counts[t]
                 pending = estimates[t]
                 if t in lost and c > pending * 3 // 4:
                     return None  # its capacity depends on when it lost the partition
@@ -784,6 +854,10 @@ def _no_full_bin(spreads: list[int], cap: int, limit: int) -> bool:
 
 
 def _safe_adds(partitions: list[int], pending: int) -> bool:
+    """Adding ``partitions`` to a fresh ``HashSet<>(pending)`` iterates them by bin of its
+    final table."""
+    if adds_iterate_by_bin(pending, partitions):
+        return True
     return int_set_order(pending, partitions) == sorted(
         partitions, key=(grown_capacity(pending, len(partitions)) - 1).__and__
     )

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assign_core.assignors import _sticky_common, get_assignor
+from assign_core import partition_cache
+from assign_core.assignors import get_assignor
 from assign_core.assignors import sticky as sticky_module
 from assign_core.assignors.sticky import StickyAssignor
 from assign_core.errors import AssignmentError
@@ -655,10 +656,10 @@ def test_cached_topic_partitions_follow_the_partition_count() -> None:
 
 
 def test_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_sticky_common, "_TP_CACHE_LIMIT", 25)
+    monkeypatch.setattr(partition_cache, "CACHE_LIMIT", 25)
     for i in range(5):
         sticky(group({f"bounded-{i}": 10}, member("a", [f"bounded-{i}"])))
-    assert sum(len(v) for k, v in _sticky_common._TP_CACHE.items() if k.startswith("bounded")) <= 25
+    assert sum(len(v) for k, v in partition_cache._cache.items() if k.startswith("bounded")) <= 25
 
 
 @pytest.mark.timeout(60)

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assign_core.assignors import _server_common as server_common
 from assign_core.assignors import get_assignor
 from assign_core.assignors import uniform as uniform_module
 from assign_core.assignors._server_common import (
@@ -231,9 +232,10 @@ def test_vanished_topic_id_from_the_scenario() -> None:
     raw = json.loads(VANISHED_TOPIC_SCENARIO.read_text())
     raw["topic_ids"]["deleted-topic"] = "AAAAAAAAAAAAAAAAAAAAAA"
     table = TopicTable(parse_scenario(raw))
-    assert table.ids[table.owned_index["deleted-topic"]] == "AAAAAAAAAAAAAAAAAAAAAA"
+    deleted = table.owned_topic("deleted-topic")
+    assert table.ids[deleted] == "AAAAAAAAAAAAAAAAAAAAAA"
     assert "deleted-topic" not in table.index
-    assert table.counts[table.owned_index["deleted-topic"]] == 0
+    assert table.counts[deleted] == 0
 
 
 def test_stable_group_keeps_its_assignment() -> None:
@@ -371,3 +373,85 @@ def test_members_iterate_in_java_hashmap_order() -> None:
     )
     # homogeneous: the list of partitions goes out in memberIds() order
     assert lists(assign(group)) == {"consumer1": "T1-2", "consumer2": "T1-1", "consumer3": "T1-0"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 300), min_size=1, max_size=6),
+    n_members=st.integers(1, 120),
+)
+def test_first_assignment_equals_the_general_path(counts: list[int], n_members: int) -> None:
+    """A homogeneous group that owns nothing takes the one-pass path; it gives the lists the
+    quota walk and the replay of every member's map give (runs over several topics, runs
+    rotated at a block boundary, members left empty)."""
+    names = [f"topic-{i}" for i in range(len(counts))]
+    group = parse_scenario(
+        {
+            "topics": dict(zip(names, counts, strict=True)),
+            "members": [{"member_id": f"member-{i}", "topics": names} for i in range(n_members)],
+        }
+    )
+    g = uniform_module.ServerGroup(group)
+    olds = uniform_module._Olds(g)
+    states = uniform_module._homogeneous(g, olds)
+    one_pass = uniform_module._first_assignment(g)
+    if states is None:
+        assert one_pass is None
+    else:
+        assert one_pass == uniform_module._materialize(g, olds, states)
+
+
+def _put_only_safe_reference(spreads: list[int], cap: int) -> bool:
+    """The check as first written: every capacity the table passes through, sorted bins."""
+    n = len(spreads)
+    while True:
+        k = min(n, cap * 3 // 4 + 1)
+        if k >= 9 and not server_common._buckets_ok(spreads[:k], cap, 9):
+            return False
+        if n <= cap * 3 // 4:
+            return True
+        cap *= 2
+
+
+def test_put_only_check_agrees_with_the_reference() -> None:
+    """The check stops once every key is in, and counts bins with numpy from 512 keys."""
+    rng = random.Random(13)
+    seen = set()
+    for n in (9, 30, 100, 600, 5000):
+        for bits in (5, 8, 12, 16, 32):
+            for cap in (2, 16):
+                keys = [rng.getrandbits(bits) for _ in range(n)]
+                expected = _put_only_safe_reference(keys, cap)
+                assert server_common._put_only_safe(keys, cap) == expected, (n, bits, cap)
+                seen.add(expected)
+    assert seen == {True, False}
+
+
+def test_string_hashes_of_many_ids() -> None:
+    """KIP-848 member ids (22 base64 characters) hashed as numpy lanes wrap like Java."""
+    rng = random.Random(7)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    ids = ["".join(rng.choices(alphabet, k=22)) for _ in range(3000)]
+    assert string_hashes(ids) == [string_hash(i) for i in ids]
+    mixed = [*ids[:50], "é" * 22, "x" * 300, ""]
+    assert string_hashes(mixed) == [string_hash(i) for i in mixed]
+
+
+def test_parser_shares_names_subscriptions_and_partitions() -> None:
+    """Equal subscriptions are one tuple and a listed topic's partitions the cached objects
+    (what the assignors compare by identity first); a partition beyond the topic's count or
+    of a vanished topic is a new object, equal as ever."""
+    group = parse_scenario(
+        {
+            "topics": {"t": 4},
+            "members": [
+                {"member_id": "a", "topics": ["t"], "owned_partitions": [["t", 0], ["t", 5]]},
+                {"member_id": "b", "topics": ["t"], "owned_partitions": [["t", 0], ["gone", 1]]},
+            ],
+        }
+    )
+    a, b = group.members
+    assert a.topics is b.topics
+    assert a.owned_partitions[0] is b.owned_partitions[0] == TopicPartition("t", 0)
+    assert a.owned_partitions[1] == TopicPartition("t", 5)
+    assert b.owned_partitions[1] == TopicPartition("gone", 1)

@@ -1,0 +1,94 @@
+"""``TopicPartition`` objects shared by every assignor, across assignments.
+
+A result of a million partitions needs a million ``TopicPartition`` tuples; making them costs
+more than the rest of a large assignment. A monitor assigns the same topics again and again
+(every strategy of :func:`~assign_core.whatif.run_strategies` on each rebalance of a group),
+so the lists are kept, least recently used first, and every assignor (client and server
+side) hands out slices of them. The same objects in an input and a cached list also make
+the server-side assignors' comparisons pointer compares.
+
+The cache is bounded by the number of ``TopicPartition`` objects it holds,
+:data:`CACHE_LIMIT` (about 70 MB at the limit); the least recently used topics are dropped
+beyond it, and :func:`clear_cache` empties it. It is safe to use from several threads.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from itertools import repeat
+
+from assign_core.model import TopicPartition
+
+__all__ = ["CACHE_LIMIT", "clear_cache", "many_topic_partitions", "topic_partitions"]
+
+#: How many ``TopicPartition`` objects the cache keeps across assignments.
+CACHE_LIMIT = 1 << 20
+
+_cache: OrderedDict[str, list[TopicPartition]] = OrderedDict()
+_size = [0]
+_lock = threading.Lock()
+_tuple_new = tuple.__new__
+
+
+def clear_cache() -> None:
+    """Drop the cached ``TopicPartition`` objects."""
+    with _lock:
+        _cache.clear()
+        _size[0] = 0
+
+
+def topic_partitions(topic: str, count: int) -> list[TopicPartition]:
+    """``[TopicPartition(topic, 0), ...]`` with at least ``count`` entries, shared (the list
+    may be longer and must not be modified)."""
+    return many_topic_partitions([(topic, count)])[0]
+
+
+def many_topic_partitions(wanted: Sequence[tuple[str, int]]) -> list[list[TopicPartition]]:
+    """:func:`topic_partitions` of several topics, the new objects made in one go.
+
+    Hundreds of thousands of new tuples would trigger collections that scan the whole heap,
+    over and over: the collector is paused while they are made (they hold a str and an int,
+    so they can never be part of a cycle). A cached list that is too short is extended, so
+    the objects it held stay the same.
+    """
+    out: list[list[TopicPartition]] = []
+    enabled = gc.isenabled()
+    paused = False
+    try:
+        with _lock:
+            for name, count in wanted:
+                tps = _cache.get(name)
+                if tps is not None and len(tps) >= count:
+                    _cache.move_to_end(name)
+                    out.append(tps)
+                    continue
+                if not paused:
+                    gc.disable()
+                    paused = True
+                have = 0 if tps is None else len(tps)
+                fresh = list(
+                    map(
+                        _tuple_new,
+                        repeat(TopicPartition, count - have),
+                        zip(repeat(name, count - have), range(have, count), strict=True),
+                    )
+                )
+                tps = fresh if tps is None else tps + fresh
+                out.append(tps)
+                if count <= CACHE_LIMIT:
+                    _cache[name] = tps
+                    _cache.move_to_end(name)
+                    _size[0] += count - have
+                elif have:
+                    del _cache[name]
+                    _size[0] -= have
+            while _size[0] > CACHE_LIMIT and len(_cache) > 1:
+                _, dropped = _cache.popitem(last=False)
+                _size[0] -= len(dropped)
+    finally:
+        if paused and enabled:
+            gc.enable()
+    return out
