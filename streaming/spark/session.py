@@ -165,4 +165,22 @@ def build_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    _quiet(session, QUIET_LOGGERS)
     return session
+
+
+#: Spark loggers whose WARN lines are the job's normal course: the stateful step reads each
+#: group's state from its bucket's MapState, and the state server warns once per group it
+#: has not seen yet ("Map state ... doesn't contain key").
+QUIET_LOGGERS = (
+    "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer",
+)
+
+
+def _quiet(session: SparkSession, loggers: tuple[str, ...]) -> None:
+    """Only ERROR lines of ``loggers`` (log4j, the driver's JVM: in local mode, the executor's
+    too)."""
+    jvm = session.sparkContext._jvm  # type: ignore[attr-defined]
+    level = jvm.org.apache.logging.log4j.Level.ERROR
+    for name in loggers:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)

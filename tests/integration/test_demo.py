@@ -52,7 +52,8 @@ def test_the_demo_runs_everything_and_stops_what_it_started(tmp_path: Path) -> N
     assert proc.stdout is not None
     for line in proc.stdout:
         lines.append(line.rstrip())
-        if not scraped and "-crash" in line and line.split()[4:5] != ["0"]:
+        words = line.split()  # a summary row: group, strategy, gen, members, rebalances, ...
+        if not scraped and words[:1] and words[0].endswith("-crash") and words[4:5] != ["0"]:
             # a crash group with a rebalance is on the summary: the exporter has it too
             with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
                 scraped = resp.read().decode()
