@@ -41,16 +41,13 @@ __all__ = [
     "ASSIGNMENT_IMBALANCE_RATIO",
     "ASSIGNMENT_SKEW_PARTITIONS",
     "ASSIGNOR_INFO",
-    "GROUP_LAG_STATUS",
-    "PARTITION_LAG_STATUS",
-    "WHATIF_PARTITIONS_MOVED",
-    "WHATIF_PAUSED_PARTITION_SECONDS",
     "BAD_RECORDS",
     "BATCHES",
     "BATCH_DURATION_SECONDS",
     "BATCH_INPUT_ROWS",
     "GENERATION",
     "GROUP_LABELS",
+    "GROUP_LAG_STATUS",
     "GROUP_STATES",
     "INPUT_ROWS",
     "LAG",
@@ -63,10 +60,13 @@ __all__ = [
     "PARTITIONS_MOVED",
     "PARTITIONS_REVOKED",
     "PARTITION_LABELS",
+    "PARTITION_LAG_STATUS",
     "REBALANCES",
     "REBALANCE_DURATION_SECONDS",
     "STATE",
     "UNROUTED_RECORDS",
+    "WHATIF_PARTITIONS_MOVED",
+    "WHATIF_PAUSED_PARTITION_SECONDS",
     "MetricSpec",
     "MetricType",
 ]
@@ -193,7 +193,7 @@ REBALANCE_DURATION_SECONDS = MetricSpec(
 WHATIF_PAUSED_PARTITION_SECONDS = MetricSpec(
     "kafka_consumergroup_whatif_paused_partition_seconds_total",
     "counter",
-    "Partition-seconds the group's rebalances paused (strategy=\"actual\") or would have "
+    'Partition-seconds the group\'s rebalances paused (strategy="actual") or would have '
     "paused under each strategy: eager pauses every owned partition, cooperative only the "
     "moved ones, for the rebalance's measured duration.",
     (*GROUP_LABELS, "strategy"),
@@ -201,7 +201,7 @@ WHATIF_PAUSED_PARTITION_SECONDS = MetricSpec(
 WHATIF_PARTITIONS_MOVED = MetricSpec(
     "kafka_consumergroup_whatif_partitions_moved_total",
     "counter",
-    "Partitions that changed owner in the group's rebalances (strategy=\"actual\") or "
+    'Partitions that changed owner in the group\'s rebalances (strategy="actual") or '
     "would have under each strategy.",
     (*GROUP_LABELS, "strategy"),
 )

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 __all__ = [
@@ -92,7 +93,7 @@ def end_offset_at(history: Sequence[tuple[int, int]], ts_ms: int) -> float | Non
     point's value after it, ``None`` before the first point."""
     if not history or ts_ms < history[0][0]:
         return None
-    for (t0, o0), (t1, o1) in zip(history, history[1:], strict=False):
+    for (t0, o0), (t1, o1) in pairwise(history):
         if t0 <= ts_ms < t1:
             return o0 + (o1 - o0) * (ts_ms - t0) / (t1 - t0)
     return float(history[-1][1])
@@ -139,7 +140,7 @@ def evaluate_partition(
         return Verdict("OK", 5)
     if len(offsets) >= 2 and len(set(offsets)) == 1:
         return Verdict("STALL", 6)
-    if lags and all(b >= a for a, b in zip(lags, lags[1:], strict=False)):
+    if lags and all(b >= a for a, b in pairwise(lags)):
         return Verdict("WARN", 7)
     return Verdict("OK", 8)
 

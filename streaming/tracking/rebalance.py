@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from assign_core.model import TopicPartition
 from streaming.tracking.causes import CauseFacts, CauseVerdict
+from streaming.tracking.cost import paused_partition_seconds, paused_partitions_of, protocol_of
 from streaming.tracking.events import (
     Completion,
     ExpectedAssignment,
@@ -34,7 +35,6 @@ from streaming.tracking.events import (
     quoted,
 )
 from streaming.tracking.expected import churn_figures, skew_figures
-from streaming.tracking.cost import paused_partition_seconds, paused_partitions_of, protocol_of
 
 __all__ = ["Timing", "build_event", "identities", "paused_partitions", "rows_of"]
 

@@ -3,6 +3,8 @@ correctness table: one row per edge of each rule (just inside, just outside)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from streaming.tracking.lag_status import (
@@ -36,11 +38,18 @@ STATUS_TABLE = [
     ("S2 caught up", [], 1600, E, 60_000, 0, "OK", 2),
     # S2 edge: lag 5 within allowed-lag 5 -> OK; allowed-lag 4 -> judged by the later rules
     ("S2 within allowed lag", [(55_000, 1595)], 1595, E, 60_000, 5, "OK", 2),
-    ("S2 above allowed lag", steady(0, [1000, 1100, 1200, 1300, 1400, 1500, 1595]), 1595, E,
-     60_000, 4, "OK", 5),
+    (
+        "S2 above allowed lag",
+        steady(0, [1000, 1100, 1200, 1300, 1400, 1500, 1595]),
+        1595,
+        E,
+        60_000,
+        4,
+        "OK",
+        5,
+    ),
     # S3 no commit in the window (last one 61 s ago), lagging -> STOP
-    ("S3 no commit in window", [(0, 900)], 900, ((0, 1000), (61_000, 1600)), 61_000, 0,
-     "STOP", 3),
+    ("S3 no commit in window", [(0, 900)], 900, ((0, 1000), (61_000, 1600)), 61_000, 0, "STOP", 3),
     # S3 one commit, any time after it: now - last (10 s) > last - first (0 s) -> STOP
     ("S3 single old commit", [(50_000, 1050)], 1050, F, 60_000, 0, "STOP", 3),
     # S3 edge: now - last == last - first (20 s == 20 s) is not STOP; the lag grows -> WARN
@@ -59,25 +68,48 @@ STATUS_TABLE = [
     # 100, 300, 250, 50 shrink -> OK (S8)
     ("S4 recovered", steady(30_000, [1200, 1100, 1250, 1550]), 1550, E, 60_000, 0, "OK", 8),
     # S5 lag was 0 at one commit of the window (1200 at 20 s), lagging now -> OK
-    ("S5 was caught up in window", steady(20_000, [1200, 1250, 1300, 1350, 1400]), 1400, E,
-     60_000, 0, "OK", 5),
+    (
+        "S5 was caught up in window",
+        steady(20_000, [1200, 1250, 1300, 1350, 1400]),
+        1400,
+        E,
+        60_000,
+        0,
+        "OK",
+        5,
+    ),
     # S5 edge: that commit just left the window (ts 0 <= now - window) -> judged by S7
-    ("S5 edge outside window", [(0, 1000), *steady(10_000, [1050, 1100, 1150, 1200, 1250,
-     1300])], 1300, E, 60_000, 0, "WARN", 7),
+    (
+        "S5 edge outside window",
+        [(0, 1000), *steady(10_000, [1050, 1100, 1150, 1200, 1250, 1300])],
+        1300,
+        E,
+        60_000,
+        0,
+        "WARN",
+        7,
+    ),
     # S6 the same offset committed again and again while lagging -> STALL
     ("S6 stall", steady(30_000, [1100, 1100, 1100, 1100]), 1100, E, 60_000, 0, "STALL", 6),
     # S6 edge: one offset differs -> not STALL; lags 200, 300, 399, 499 grow -> WARN
     ("S6 edge slow", steady(30_000, [1100, 1100, 1101, 1101]), 1101, E, 60_000, 0, "WARN", 7),
     # S7 offsets advance but the lag never decreases (100 more records per 10 s) -> WARN
-    ("S7 falling behind", steady(30_000, [1200, 1250, 1300, 1350]), 1350, E, 60_000, 0,
-     "WARN", 7),
+    ("S7 falling behind", steady(30_000, [1200, 1250, 1300, 1350]), 1350, E, 60_000, 0, "WARN", 7),
     # S7 edge: equal lags count as not decreasing (lag 100 each time) -> WARN
     ("S7 flat lag", steady(30_000, [1200, 1300, 1400, 1500]), 1500, E, 60_000, 0, "WARN", 7),
     # S8 the lag shrinks at one step -> OK
     ("S8 catching up", steady(30_000, [1200, 1250, 1400, 1450]), 1450, E, 60_000, 0, "OK", 8),
     # S8 edge: no lag known at any commit (commits before the first end offset) -> OK
-    ("S8 lags unknown", steady(-30_000, [900, 950, 990]), 990,
-     ((0, 1000), (5_000, 1100)), 5_000, 0, "OK", 8),
+    (
+        "S8 lags unknown",
+        steady(-30_000, [900, 950, 990]),
+        990,
+        ((0, 1000), (5_000, 1100)),
+        5_000,
+        0,
+        "OK",
+        8,
+    ),
 ]
 
 
@@ -148,3 +180,58 @@ def test_codes_are_burrows() -> None:
     assert [STATUS_CODES[s] for s in ("OK", "WARN", "ERR", "STOP", "STALL", "REWIND")] == [
         1, 2, 3, 4, 5, 6,
     ]  # fmt: skip
+
+
+# -- in the tracker: the lag rows and the group status carry the verdicts -------------------
+
+
+def _tracker_run(stop_at_s: int, *, backfill: bool = False) -> tuple[list[Any], list[Any]]:
+    """Partition t-0 keeps up (commits the end offset), t-1 commits until ``stop_at_s``;
+    the producer writes 10 records/s to each; a snapshot and commits every 5 s for 60 s,
+    applied in one batch per 5 s (live) or all in one batch (``backfill``)."""
+    from streaming.tracking.config import TrackerConfig
+    from streaming.tracking.events import GroupStatus, PartitionLagRow
+    from tests.unit.streaming.tracking.factories import Log, Tracker, commit, topics_snapshot
+
+    tracker = Tracker(config=TrackerConfig(lag_status_window_ms=30_000))
+    log = Log()
+    for s in range(5, 65, 5):
+        ts = s * 1000
+        end = 10 * s
+        log.rec(commit("t", 0, end, ts=ts), ts)
+        if s <= stop_at_s:
+            log.rec(commit("t", 1, end - 5, ts=ts), ts)  # 5 behind: lagging, not growing
+        log.snap(topics_snapshot(ts, {"t": [end, end]}))
+        if not backfill:
+            tracker.feed(log.take())  # one batch per 5 s
+    if backfill:
+        tracker.feed(log.take())
+    return tracker.of(PartitionLagRow), tracker.of(GroupStatus)
+
+
+def test_the_tracker_judges_a_consumer_that_stops_and_one_that_keeps_up() -> None:
+    lags, statuses = _tracker_run(stop_at_s=30)
+    last = {r.partition: r for r in lags if r.trigger == "snapshot" and r.measured_ts_ms == 60_000}
+    assert (last[0].status, last[0].status_rule) == ("OK", 2)
+    # stopped at 30 s: by 60 s it has not committed for 30 s, longer than its commits span
+    assert (last[1].status, last[1].status_rule) == ("STOP", 3)
+    assert statuses[-1].lag_status == "ERR"
+    # while both committed, t-1's constant 5-record lag never shrank: WARN (S7)
+    at_25 = [
+        r
+        for r in lags
+        if r.partition == 1 and r.trigger == "snapshot" and r.measured_ts_ms == 25_000
+    ]
+    assert [(r.status, r.status_rule) for r in at_25] == [("WARN", 7)]
+
+
+def test_a_backfill_gives_the_statuses_the_live_job_gave() -> None:
+    # record time, not wall time: one batch of everything (catching up on a backlog) judges
+    # every snapshot as the live batches did
+    live, _ = _tracker_run(stop_at_s=30)
+    backfill, statuses = _tracker_run(stop_at_s=30, backfill=True)
+    assert [(r.event_id, r.status, r.status_rule) for r in backfill] == [
+        (r.event_id, r.status, r.status_rule) for r in live
+    ]
+    assert {r.status for r in backfill} == {"OK", "WARN", "STOP"}
+    assert statuses[-1].lag_status == "ERR"
