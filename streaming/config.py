@@ -116,6 +116,8 @@ class JobConfig:
     * ``offset_commits_history``: what the ``offset_commits`` table keeps: ``latest`` (the
       default), the last commit (or offset tombstone) of each partition of each group per
       micro-batch; ``every``, every commit record. ``docs/tables.md`` gives the volumes.
+    * ``lag_status_window_s``: the lag status's sliding window, in record time (Burrow's
+      evaluation, ``docs/tracking.md`` "Lag status"), 600 s by default.
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
@@ -135,6 +137,7 @@ class JobConfig:
     decode_partitions: int | None = 4
     offset_commits_history: str = "latest"
     consumer_session_timeout_ms: int = 45_000
+    lag_status_window_s: float = 600.0
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -170,6 +173,15 @@ class JobConfig:
         ):
             raise JobConfigError(
                 f"trigger_interval_s: expected a positive number, got {self.trigger_interval_s!r}"
+            )
+        window = self.lag_status_window_s
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int | float)
+            or not 0.001 <= window <= 86_400 * 30
+        ):
+            raise JobConfigError(
+                f"lag_status_window_s: expected seconds in [0.001, 2592000], got {window!r}"
             )
         if not isinstance(self.metrics_host, str) or not self.metrics_host:
             raise JobConfigError("metrics_host: must not be empty")
@@ -227,7 +239,7 @@ _FIELDS = {f.name: f for f in fields(JobConfig)}
 _INT_FIELDS = frozenset(
     {"metrics_port", "max_offsets_per_trigger", "decode_partitions", "consumer_session_timeout_ms"}
 )
-_FLOAT_FIELDS = frozenset({"trigger_interval_s"})
+_FLOAT_FIELDS = frozenset({"trigger_interval_s", "lag_status_window_s"})
 _MAP_FIELDS = frozenset({"spark_conf", "kafka_options"})
 _OPTIONAL_FIELDS = frozenset({"spark_master", "max_offsets_per_trigger", "decode_partitions"})
 
