@@ -18,10 +18,11 @@ C3. Paused partitions: eager pauses every partition owned before the rebalance
     more (they are revoked in the first round and assigned in the second). This is the
     listener contract: ``onPartitionsRevoked`` gets everything under eager, only the revoked
     partitions under cooperative.
-C4. Paused partition-seconds = paused partitions x the rebalance's measured duration
-    (``duration_ms``, the same for every strategy: the what-if changes what is paused, not
-    how long the group takes to agree); a rebalance without a measured duration costs 0
-    partition-seconds (its partitions are still counted in C3).
+C4. Paused partition-seconds = paused partitions x the rebalance's duration, the same for
+    every strategy (the what-if changes what is paused, not how long the group takes to
+    agree): ``duration_ms`` when measured (collector snapshots saw it start), else
+    ``assignment_duration_ms`` (the sync phase, from the records alone: a lower bound),
+    else 0 partition-seconds (the partitions still count in C3). :func:`pause_ms`.
 C5. The ``actual`` row pauses the partitions the rebalance really paused
     (``paused_partitions``: every partition owned before under eager, those the members
     lost under cooperative), for the same duration.
@@ -36,6 +37,7 @@ from typing import Literal
 __all__ = [
     "EAGER_STRATEGIES",
     "StrategyProtocol",
+    "pause_ms",
     "paused_partition_seconds",
     "paused_partitions_of",
     "protocol_of",
@@ -66,6 +68,12 @@ def paused_partitions_of(
     if protocol == "eager":
         return max(0, owned_before)
     return max(0, moved) + max(0, withheld)
+
+
+def pause_ms(duration_ms: int | None, assignment_duration_ms: int | None) -> int | None:
+    """C4: how long a rebalance paused what it paused: the measured duration, else the
+    sync phase (a lower bound), else unknown."""
+    return duration_ms if duration_ms is not None else assignment_duration_ms
 
 
 def paused_partition_seconds(paused: int, duration_ms: int | None) -> float:

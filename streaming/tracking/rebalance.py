@@ -21,7 +21,12 @@ from dataclasses import dataclass
 
 from assign_core.model import TopicPartition
 from streaming.tracking.causes import CauseFacts, CauseVerdict
-from streaming.tracking.cost import paused_partition_seconds, paused_partitions_of, protocol_of
+from streaming.tracking.cost import (
+    pause_ms,
+    paused_partition_seconds,
+    paused_partitions_of,
+    protocol_of,
+)
 from streaming.tracking.events import (
     Completion,
     ExpectedAssignment,
@@ -179,7 +184,9 @@ def rows_of(event: RebalanceEvent) -> list[MemberAssignmentRow | GroupMetricsRow
                 )
             )
     s, c = event.actual_skew, event.churn
-    duration = event.duration_ms if event.is_rebalance else None
+    duration = (
+        pause_ms(event.duration_ms, event.assignment_duration_ms) if event.is_rebalance else None
+    )
     own = next((e for e in event.expected if e.own), None)
     actual_paused = len(event.paused_partitions)
     rows.append(

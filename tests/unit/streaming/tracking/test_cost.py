@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.tracking.cost import paused_partition_seconds, paused_partitions_of, protocol_of
+from streaming.tracking.cost import (
+    pause_ms,
+    paused_partition_seconds,
+    paused_partitions_of,
+    protocol_of,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -28,6 +33,9 @@ COST_TABLE = [
     ("C4 first", "range", 0, 0, 0, True, 2_000, 0, 0.0),
     # C4 no measured duration: the partitions count, the seconds are 0
     ("C4 unmeasured", "range", 12, 3, 0, True, None, 12, 0.0),
+    # C4 the sync phase stands in for an unmeasured duration (a lower bound)
+    ("C4 sync phase", "range", 12, 3, 0, True, pause_ms(None, 500), 12, 6.0),
+    ("C4 measured first", "range", 12, 3, 0, True, pause_ms(1_000, 500), 12, 12.0),
 ]
 
 
