@@ -313,7 +313,8 @@ EAGER = {"range", "roundrobin", "sticky"}
 def replayed_costs(written: list[dict[str, Any]]) -> dict[str, tuple[int, int, float, int]]:
     """Per strategy, from the rebalance rows' expected assignments (not the group_metrics
     table advise reads): (rebalances, moved, paused partition-seconds, follow-ups); eager
-    pauses every partition owned before, the others what moves plus what they withhold."""
+    pauses every partition owned before, the others what moves plus what they withhold; the
+    actual rebalance needed a follow-up when its own strategy withheld partitions."""
     out: dict[str, list[float]] = {}
     for e in written:
         if e["kind"] != "rebalance" or not e["is_rebalance"]:
@@ -323,6 +324,7 @@ def replayed_costs(written: list[dict[str, Any]]) -> dict[str, tuple[int, int, f
         actual[0] += 1
         actual[1] += e["churn"]["moved_partitions"]
         actual[2] += len(e["paused_partitions"]) * seconds
+        actual[3] += any(x["own"] and x["withheld"] for x in e["expected"])  # C6
         for x in e["expected"]:
             acc = out.setdefault(x["strategy"], [0, 0, 0.0, 0])
             acc[0] += 1
