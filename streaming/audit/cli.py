@@ -179,8 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Groups with at least N rebalances within some window of M minutes (a window "
             "starts at each rebalance and spans [t, t + M)). Overlapping windows of a group "
-            "merge into one storm: its first and last rebalance, the rebalances in it, and "
-            "the most in one window."
+            "merge into one storm: its first and last rebalance, the rebalances in it, the "
+            "most in one window, and the partition-seconds its rebalances paused; the "
+            "costliest storms first."
         ),
     )
     _range(p)
