@@ -18,8 +18,10 @@ A2. Per strategy: rebalances, partitions moved, paused partitions and partition-
 A3. The baseline is the group's own strategy as the model prices it (the ``own`` rows), so
     every row is priced alike; without an own row (an assignor ``assign_core`` lacks) the
     ``actual`` rows.
-A4. Candidates: strategies that assigned every rebalance. The best has the fewest paused
-    partition-seconds, then the fewest moved partitions, then the smaller max skew.
+A4. Candidates: strategies that assigned every rebalance the strategies were run for (a
+    rebalance that leaves the group empty has no expected assignments: only ``actual``
+    counts it). The best has the fewest paused partition-seconds, then the fewest moved
+    partitions, then the smaller max skew.
 A5. Fewer than ``min_rebalances`` rebalances, or no measured duration at all (every
     partition-second 0): "history too short", no advice.
 A6. The best no cheaper than the baseline: keep the strategy. Otherwise the line names the
@@ -158,11 +160,12 @@ def recommend(
     base = own if own is not None else actual
     assert base is not None
     base_name = base.strategy if own is not None else "its actual assignor"
+    priced = max((s.rebalances for s in summaries if s.strategy != "actual"), default=0)
     candidates = [
-        s for s in summaries if s.strategy != "actual" and s.failed == 0 and s.rebalances == total
+        s for s in summaries if s.strategy != "actual" and s.failed == 0 and s.rebalances == priced
     ]
     if not candidates:
-        return f"no strategy assigned all {total} rebalances of {group}: no advice"
+        return f"no strategy assigned all {priced} priced rebalances of {group}: no advice"
     best = min(
         candidates,
         key=lambda s: (s.paused_partition_seconds, s.partitions_moved, s.max_skew or 0, s.strategy),
@@ -170,7 +173,7 @@ def recommend(
     saving = base.paused_partition_seconds - best.paused_partition_seconds
     if best.strategy == base.strategy or saving <= 0:
         return (
-            f"keep {base_name}: over {total} rebalances no other strategy would have paused "
+            f"keep {base_name}: over {priced} rebalances no other strategy would have paused "
             f"fewer than its {_fmt(base.paused_partition_seconds)} partition-seconds"
         )
     pct = 100.0 * saving / base.paused_partition_seconds if base.paused_partition_seconds else 0
@@ -185,7 +188,7 @@ def recommend(
     return (
         f"switch {group} from {base_name} to {best.strategy}{how}: "
         f"{_fmt(best.paused_partition_seconds)} instead of "
-        f"{_fmt(base.paused_partition_seconds)} paused partition-seconds over {total} "
+        f"{_fmt(base.paused_partition_seconds)} paused partition-seconds over {priced} "
         f"rebalances ({_fmt(saving)} fewer, -{pct:.0f}%), {best.partitions_moved} partitions "
         f"moved instead of {base.partitions_moved}"
     )

@@ -14,15 +14,16 @@ C2. A strategy's protocol: ``range``, ``roundrobin`` and ``sticky`` are *eager* 
     coordinator revokes only what moves), priced as cooperative.
 C3. Paused partitions: eager pauses every partition owned before the rebalance
     (``churn.owned_before_partitions``); cooperative only the partitions that move
-    (``churn.moved_partitions``), plus the partitions withheld for a follow-up round once
-    more (they are revoked in the first round and assigned in the second). This is the
-    listener contract: ``onPartitionsRevoked`` gets everything under eager, only the revoked
-    partitions under cooperative.
+    (``churn.moved_partitions``) and those withheld for a follow-up round (revoked in the
+    first round, assigned in the second; churn counts them as revoked, not moved). This is
+    the listener contract: ``onPartitionsRevoked`` gets everything under eager, only the
+    revoked partitions under cooperative.
 C4. Paused partition-seconds = paused partitions x the rebalance's duration, the same for
     every strategy (the what-if changes what is paused, not how long the group takes to
     agree): ``duration_ms`` when measured (collector snapshots saw it start), else
     ``assignment_duration_ms`` (the sync phase, from the records alone: a lower bound),
-    else 0 partition-seconds (the partitions still count in C3). :func:`pause_ms`.
+    else 0 partition-seconds (the partitions still count in C3). :func:`pause_ms`. A
+    withheld partition waits for both rounds: it counts twice (``extra_rounds``).
 C5. The ``actual`` row pauses the partitions the rebalance really paused
     (``paused_partitions``: every partition owned before under eager, those the members
     lost under cooperative), for the same duration.
@@ -76,8 +77,11 @@ def pause_ms(duration_ms: int | None, assignment_duration_ms: int | None) -> int
     return duration_ms if duration_ms is not None else assignment_duration_ms
 
 
-def paused_partition_seconds(paused: int, duration_ms: int | None) -> float:
-    """C4: paused partitions x the measured duration, in seconds (0 when unmeasured)."""
+def paused_partition_seconds(
+    paused: int, duration_ms: int | None, *, extra_rounds: int = 0
+) -> float:
+    """C4: (paused partitions + the withheld ones again, ``extra_rounds``) x the duration,
+    in seconds (0 when unknown)."""
     if duration_ms is None or duration_ms <= 0:
         return 0.0
-    return paused * duration_ms / 1000.0
+    return (paused + max(0, extra_rounds)) * duration_ms / 1000.0

@@ -261,7 +261,11 @@ def rows_of(event: RebalanceEvent) -> list[MemberAssignmentRow | GroupMetricsRow
                 divergent_member_count=len(e.divergent_members),
                 rebalance_protocol=protocol,
                 paused_partitions=paused,
-                paused_partition_seconds=paused_partition_seconds(paused, duration),
+                paused_partition_seconds=paused_partition_seconds(
+                    paused,
+                    duration,
+                    extra_rounds=len(e.withheld) if protocol == "cooperative" else 0,
+                ),
                 needs_followup=event.is_rebalance and bool(e.withheld),
             )
         )

@@ -337,7 +337,8 @@ def replayed_costs(written: list[dict[str, Any]]) -> dict[str, tuple[int, int, f
                 else churn["moved_partitions"] + len(x["withheld"])
             )
             acc[1] += churn["moved_partitions"]
-            acc[2] += paused * seconds
+            twice = 0 if x["strategy"] in EAGER else len(x["withheld"])  # two rounds (C4)
+            acc[2] += (paused + twice) * seconds
             acc[3] += bool(x["withheld"])
     return {k: (int(a), int(b), c, int(d)) for k, (a, b, c, d) in out.items()}
 

@@ -423,7 +423,8 @@ def _replayed(live: Live, group: str) -> dict[str, tuple[int, float]]:
     """Per strategy (and ``actual``): partitions moved and paused partition-seconds over the
     group's rebalances, from the rebalance rows' expected assignments (not from the
     ``group_metrics`` rows that advise and the exporter sum): eager strategies pause every
-    partition owned before, the others what moves and what they withhold."""
+    partition owned before, the others what moves and what they withhold (twice: they wait
+    for the follow-up round too)."""
     out: dict[str, list[float]] = {}
     for row in live.events(group):
         if not row.is_rebalance:
@@ -440,8 +441,9 @@ def _replayed(live: Live, group: str) -> dict[str, tuple[int, float]]:
                 if e.strategy in ("range", "roundrobin", "sticky")
                 else e.churn.moved_partitions + len(e.withheld)
             )
+            twice = 0 if e.strategy in ("range", "roundrobin", "sticky") else len(e.withheld)
             acc[0] += e.churn.moved_partitions
-            acc[1] += paused * _pause_s(row)
+            acc[1] += (paused + twice) * _pause_s(row)  # withheld: both rounds (C4)
     return {k: (int(moved), seconds) for k, (moved, seconds) in out.items()}
 
 
