@@ -17,7 +17,7 @@ help: ## list the targets
 
 setup: $(VENV)/.installed jars ## create .venv, install the package with dev extras, resolve the JVM jars
 
-test-tools: prometheus-bin dashboard-linter ## what only the tests need: Prometheus + promtool, the dashboard linter
+test-tools: prometheus-bin dashboard-linter openssl-bin ## what only the tests need: Prometheus + promtool, the dashboard linter, openssl
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,7 +63,17 @@ $(UDF_JAR): $(wildcard jvm/udf/src/rebalancemonitor/spark/*.java) | $(VENV)/.ins
 # package, installed only when missing. Its postinst may start a service on :9090 (not under
 # Docker's policy-rc.d, nor without an init system): stop and disable it, the tests start
 # their own server on a free port.
-.PHONY: prometheus-bin dashboard-linter
+.PHONY: prometheus-bin dashboard-linter openssl-bin
+# The openssl command makes the tests' certificates (tests/tls.py: the exporter's TLS and
+# client CA); Debian's package, installed only when missing.
+openssl-bin: ## install Debian's openssl command if missing
+	@if ! command -v openssl >/dev/null; then \
+	  sudo=""; if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
+	  echo "installing Debian's openssl with apt-get"; \
+	  install="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssl"; \
+	  $$install || { $$sudo apt-get update -q && $$install; } || exit 1; \
+	fi
+
 prometheus-bin: ## install Debian's prometheus and promtool if missing (no service left running)
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  sudo=""; if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \

@@ -74,18 +74,69 @@ def _add_assign(sub: Any) -> None:
         default=None,
         help="output of --strategy all (default: table); a single strategy always prints JSON",
     )
+    p.add_argument(
+        "--max-input-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="N",
+        help=f"read at most this much of --input (default {DEFAULT_MAX_INPUT_BYTES}, 8 MiB); "
+        "a larger input exits 2",
+    )
+    p.add_argument(
+        "--max-members",
+        type=_positive_int,
+        default=DEFAULT_MAX_MEMBERS,
+        metavar="N",
+        help=f"largest group assigned (default {DEFAULT_MAX_MEMBERS}); more exits 2",
+    )
+    p.add_argument(
+        "--max-partitions",
+        type=_positive_int,
+        default=DEFAULT_MAX_PARTITIONS,
+        metavar="N",
+        help=f"most partitions over all topics (default {DEFAULT_MAX_PARTITIONS}); more exits 2",
+    )
     p.set_defaults(run=_run_assign)
 
 
-def _read_scenario(path: str) -> Any:
+#: ``assign``'s limits (``--max-input-bytes``, ``--max-members``, ``--max-partitions``): a
+#: scenario beyond them exits 2 before any assignor runs (10^6 members with ``--strategy
+#: all`` ran for minutes in gigabytes; ``--input /dev/zero`` would read forever).
+DEFAULT_MAX_INPUT_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_MEMBERS = 10_000
+DEFAULT_MAX_PARTITIONS = 200_000
+
+
+def _check_scenario_size(spec: Any, args: argparse.Namespace) -> None:
+    members = len(spec.members)
+    if members > args.max_members:
+        raise UsageError(
+            "members", f"{members} members is more than --max-members {args.max_members}"
+        )
+    partitions = sum(spec.topics.values())
+    if partitions > args.max_partitions:
+        raise UsageError(
+            "topics",
+            f"{partitions} partitions in all is more than --max-partitions {args.max_partitions}",
+        )
+
+
+def _read_scenario(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> Any:
+    """The JSON in ``path`` (``-``: stdin), of which at most ``max_bytes`` are read."""
     import json
 
     try:
         if path == "-":
-            text = sys.stdin.read()
+            stdin = getattr(sys.stdin, "buffer", None)  # a text-only stdin (tests): chars
+            raw = stdin.read(max_bytes + 1) if stdin else sys.stdin.read(max_bytes + 1).encode()
         else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            with open(path, "rb") as f:
+                raw = f.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise UsageError(
+                "input", f"{path} is larger than --max-input-bytes {max_bytes}: not read further"
+            )
+        text = raw.decode("utf-8")
     except OSError as e:
         raise UsageError("input", f"cannot read {path}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
@@ -109,7 +160,8 @@ def _run_assign(args: argparse.Namespace) -> int:
     strategy: str = args.strategy
     if strategy == "all":
         # validate the input before anything else, like a single strategy does
-        spec = parse_scenario(_read_scenario(args.input))
+        spec = parse_scenario(_read_scenario(args.input, args.max_input_bytes))
+        _check_scenario_size(spec, args)
         from assign_core.whatif import compare, render_json, render_table
 
         whatif = compare(spec)
@@ -118,7 +170,8 @@ def _run_assign(args: argparse.Namespace) -> int:
     if args.format == "table":
         raise UsageError("format", "a table needs --strategy all; one strategy prints JSON")
     assignor = get_assignor(strategy)  # ScenarioError("strategy") when unknown
-    spec = parse_scenario(_read_scenario(args.input))
+    spec = parse_scenario(_read_scenario(args.input, args.max_input_bytes))
+    _check_scenario_size(spec, args)
     result = assignor.assign(spec)
     print(json.dumps(result_to_json(result)))
     return EXIT_OK

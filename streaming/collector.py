@@ -53,6 +53,7 @@ import base64
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -148,6 +149,7 @@ _PRODUCER_ONLY_OPTIONS = frozenset({"ssl_ciphers"})  # KafkaAdminClient rejects 
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _SASL_MECHANISMS = ("PLAIN", "GSSAPI", "OAUTHBEARER", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_MAX_S = 10 * 365 * 86_400.0  # --duration, --interval: ten years at most (not inf)
 
 #: Group types whose membership DescribeGroups reports (ListGroups v5 ``group_type``;
 #: ``""`` when the broker is older than Kafka 4.0 and does not say).
@@ -236,8 +238,10 @@ class CollectorConfig:
                 f"got {self.bootstrap_servers!r}"
             )
         object.__setattr__(self, "bootstrap_servers", servers)
-        if not self.interval_s > 0:
-            raise CollectorConfigError(f"interval_s: must be positive, got {self.interval_s}")
+        if not (math.isfinite(self.interval_s) and 0 < self.interval_s <= _MAX_S):
+            raise CollectorConfigError(
+                f"interval_s: must be positive (at most {_MAX_S:g} s), got {self.interval_s}"
+            )
         if not _TOPIC_NAME.fullmatch(self.topic) or self.topic in (".", ".."):
             raise CollectorConfigError(
                 f"topic: {self.topic!r} is not a valid Kafka topic name "
@@ -282,6 +286,10 @@ class CollectorConfig:
         configs.update({"acks": "all", "linger_ms": 20, "max_block_ms": self.request_timeout_ms})
         configs.update(self.kafka_options)
         return configs
+
+    def check_configs(self) -> dict[str, Any]:
+        """The security options for :func:`streaming.kafka_check.check_broker`."""
+        return {k: v for k, v in self.kafka_options.items() if k not in _PRODUCER_ONLY_OPTIONS}
 
     def redacted_options(self) -> dict[str, str]:
         """``kafka_options`` for logs: secrets and objects masked."""
@@ -1246,6 +1254,14 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         "which keeps passwords out of the process list (flags win)",
     )
     parser.add_argument(
+        "--broker-check-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long the check of the cluster before the first snapshot may take: "
+        "unreachable, or a failed login, exits 2 naming the cause (default 30; 0: no check)",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="debug output, and kafka-python warnings"
     )
 
@@ -1254,15 +1270,24 @@ def run_collect(args: argparse.Namespace) -> int:
     """Run ``collect`` with parsed arguments.
 
     Exit codes: 0 done (at least one snapshot published, or stopped with Ctrl-C / SIGTERM);
-    1 no snapshot could be published; 2 invalid arguments; 130 aborted by a second Ctrl-C.
+    1 no snapshot could be published; 2 invalid arguments, or the check before the first
+    snapshot found the cluster unreachable or the login refused; 130 aborted by a second Ctrl-C.
     """
     try:
         options = {
             **kafka_options_from_env(),
             **dict(parse_kafka_option(text) for text in args.kafka_option),
         }
-        if args.duration is not None and args.duration <= 0:
-            raise CollectorConfigError("--duration: must be positive")
+        if args.duration is not None and not (
+            math.isfinite(args.duration) and 0 < args.duration <= _MAX_S
+        ):
+            raise CollectorConfigError(
+                f"--duration: expected seconds in (0, {_MAX_S:g}], got {args.duration!r}"
+            )
+        if not (math.isfinite(args.broker_check_timeout) and args.broker_check_timeout >= 0):
+            raise CollectorConfigError(
+                f"--broker-check-timeout: expected seconds >= 0, got {args.broker_check_timeout!r}"
+            )
         config = CollectorConfig(
             bootstrap_servers=args.bootstrap_server,
             interval_s=args.interval,
@@ -1276,6 +1301,18 @@ def run_collect(args: argparse.Namespace) -> int:
         return 2
 
     _setup_logging(verbose=bool(args.verbose))
+    if args.broker_check_timeout > 0:
+        from streaming.kafka_check import BrokerCheckError, check_broker
+
+        try:
+            check_broker(
+                config.bootstrap_servers,
+                config.check_configs(),
+                timeout_s=args.broker_check_timeout,
+            )
+        except BrokerCheckError as exc:
+            print(f"rebalance-monitor collect: error: kafka: {exc}", file=sys.stderr)
+            return 2
     stop = threading.Event()
     collector = Collector(config)
     with _stop_on_signals(stop):

@@ -33,6 +33,7 @@ Exceptions::
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
@@ -80,6 +81,16 @@ _STARTING_OFFSETS = ("earliest", "latest")
 OFFSET_COMMITS_HISTORY = ("latest", "every")
 
 
+#: The largest config file read (``--config /dev/zero`` ends here).
+MAX_CONFIG_BYTES = 1024 * 1024
+#: The longest duration a setting takes, in seconds (a day): ``inf`` or 1e300 are mistakes.
+_MAX_S = 86_400.0
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 class JobConfigError(ValueError):
     """An invalid job setting; the message starts with the setting's name."""
 
@@ -116,6 +127,12 @@ class JobConfig:
     * ``offset_commits_history``: what the ``offset_commits`` table keeps: ``latest`` (the
       default), the last commit (or offset tombstone) of each partition of each group per
       micro-batch; ``every``, every commit record. ``docs/tables.md`` gives the volumes.
+    * ``metrics_web_config_file``: the exporter's TLS and basic auth, a file in Prometheus'
+      exporter-toolkit format (:mod:`streaming.sinks.web_config`); None: plain HTTP.
+    * ``broker_check_timeout_s``: how long the check of the cluster before Spark starts may
+      take (:mod:`streaming.kafka_check`; exit 2 when it fails); 0 skips it.
+    * ``broker_watch_interval_s``: while the job runs, the cluster is checked this often
+      (``rebalance_monitor_kafka_up``, a line when it goes down or comes back); 0: never.
     * ``lag_status_window_s``: the lag status's sliding window, in record time (Burrow's
       evaluation, ``docs/tracking.md`` "Lag status"), 600 s by default.
     """
@@ -137,6 +154,9 @@ class JobConfig:
     decode_partitions: int | None = 4
     offset_commits_history: str = "latest"
     consumer_session_timeout_ms: int = 45_000
+    metrics_web_config_file: str | None = None
+    broker_check_timeout_s: float = 30.0
+    broker_watch_interval_s: float = 5.0
     lag_status_window_s: float = 600.0
 
     def __post_init__(self) -> None:
@@ -166,20 +186,20 @@ class JobConfig:
                 raise JobConfigError(f"{name}: expected a path or URI, got {value!r}")
             # a local path or a URI Spark understands (hdfs://, s3a://, abfss://...)
             object.__setattr__(self, name, str(value))
-        if (
-            isinstance(self.trigger_interval_s, bool)
-            or not isinstance(self.trigger_interval_s, int | float)
-            or not self.trigger_interval_s > 0
-        ):
+        if not _is_number(self.trigger_interval_s) or not 0 < self.trigger_interval_s <= _MAX_S:
             raise JobConfigError(
-                f"trigger_interval_s: expected a positive number, got {self.trigger_interval_s!r}"
+                f"trigger_interval_s: expected a number of seconds in (0, {_MAX_S:g}], "
+                f"got {self.trigger_interval_s!r}"
             )
+        for name in ("broker_check_timeout_s", "broker_watch_interval_s"):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0 <= value <= _MAX_S:
+                raise JobConfigError(
+                    f"{name}: expected a number of seconds in [0, {_MAX_S:g}] (0: off), "
+                    f"got {value!r}"
+                )
         window = self.lag_status_window_s
-        if (
-            isinstance(window, bool)
-            or not isinstance(window, int | float)
-            or not 0.001 <= window <= 86_400 * 30
-        ):
+        if not _is_number(window) or not 0.001 <= window <= 86_400 * 30:
             raise JobConfigError(
                 f"lag_status_window_s: expected seconds in [0.001, 2592000], got {window!r}"
             )
@@ -193,6 +213,15 @@ class JobConfig:
             raise JobConfigError(
                 f"metrics_port: expected 0 (off) or a port 1-65535, got {self.metrics_port!r}"
             )
+        if self.metrics_web_config_file is not None:
+            if not isinstance(self.metrics_web_config_file, str | Path) or not str(
+                self.metrics_web_config_file
+            ):
+                raise JobConfigError(
+                    f"metrics_web_config_file: expected a file path, "
+                    f"got {self.metrics_web_config_file!r}"
+                )
+            object.__setattr__(self, "metrics_web_config_file", str(self.metrics_web_config_file))
         if self.spark_master is not None and (
             not isinstance(self.spark_master, str) or not self.spark_master.strip()
         ):
@@ -239,9 +268,18 @@ _FIELDS = {f.name: f for f in fields(JobConfig)}
 _INT_FIELDS = frozenset(
     {"metrics_port", "max_offsets_per_trigger", "decode_partitions", "consumer_session_timeout_ms"}
 )
-_FLOAT_FIELDS = frozenset({"trigger_interval_s", "lag_status_window_s"})
+_FLOAT_FIELDS = frozenset(
+    {
+        "trigger_interval_s",
+        "broker_check_timeout_s",
+        "broker_watch_interval_s",
+        "lag_status_window_s",
+    }
+)
 _MAP_FIELDS = frozenset({"spark_conf", "kafka_options"})
-_OPTIONAL_FIELDS = frozenset({"spark_master", "max_offsets_per_trigger", "decode_partitions"})
+_OPTIONAL_FIELDS = frozenset(
+    {"spark_master", "max_offsets_per_trigger", "decode_partitions", "metrics_web_config_file"}
+)
 
 
 def under_spark_submit(environ: Mapping[str, str] | None = None) -> bool:
@@ -303,11 +341,22 @@ def _merge(values: dict[str, Any], layer: Mapping[str, Any], origin: str) -> Non
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
-            data = tomllib.load(f)
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise JobConfigError(
+                f"config: {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file"
+            )
+        data = tomllib.loads(raw.decode("utf-8"))
     except OSError as e:
         raise JobConfigError(f"config: cannot read {path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise JobConfigError(f"config: {path} is not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise JobConfigError(
+            f"config: {path} is not UTF-8 text (byte {e.start}: {e.reason})"
+        ) from None
+    except RecursionError:
+        raise JobConfigError(f"config: {path} is nested too deeply") from None
     for key in _MAP_FIELDS & data.keys():
         if isinstance(data[key], Mapping):
             data[key] = _flatten(data[key])

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -267,18 +268,27 @@ def cli_demo(argv: Sequence[str] | None = None) -> int:
 
         print(static())
         return 0
-    if args.duration is not None and args.duration <= 0:
-        print(f"{PROG}: error: --duration must be positive", file=sys.stderr)
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        print(f"{PROG}: error: --duration must be a positive number of seconds", file=sys.stderr)
         return 2
+    from streaming.job import QueryFailedError
+    from streaming.kafka_check import BrokerCheckError
+
     try:
         return run_demo(args)
     except kafka_local.BrokerError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
+    except BrokerCheckError as exc:
+        print(f"{PROG}: error: kafka: {exc}", file=sys.stderr)
+        return 2
+    except QueryFailedError as exc:  # the job's log in --state-dir has the rest
+        print(f"{PROG}: failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from streaming.job import launch
+    from streaming.job import check_kafka, launch
 
     say = _say
     state: Path = args.state_dir
@@ -303,6 +313,12 @@ def run_demo(args: argparse.Namespace) -> int:
             "starting_offsets": "earliest" if args.from_earliest else "latest",
         },
     )
+    try:
+        check_kafka(config, progress=say)  # BrokerCheckError: exit 2, before Spark starts
+    except BaseException:
+        if not broker.already_running:
+            kafka_local.stop(broker_config, progress=say)
+        raise
     _ensure_topic(bootstrap, config.membership_topic)
     summary = Summary()
     job_log = open(state / "job.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below

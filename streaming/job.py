@@ -24,10 +24,10 @@
                     rebalances as their summary; the lane's offset tombstones), the stats and
                     every row's kind -> PrometheusSink.update first (detection latency),
                     counters (input, bad, unrouted, offset gaps); then each table's rows
-                    (tracker rows parsed on the executors, streaming.sinks.tables.
+                    (the tracker's typed struct of each table, streaming.sinks.tables.
                     table_frame; offset_commits from the lane's struct, commit_frame) and the
-                    bad rows -> DeltaSink, the tables side by side (txnAppId/txnVersion); two
-                    progress lines per batch ([records], [events])
+                    bad rows' struct -> DeltaSink, the tables side by side
+                    (txnAppId/txnVersion); two progress lines per batch ([records], [events])
 
 The Kafka source is read twice per micro-batch, once by each lane (Spark plans a union's
 branches apart); the JVM read is the cheap part of a record's way (``bench/steady.py``).
@@ -58,6 +58,7 @@ under ``spark-submit`` (or with an active session) the master and jars are left 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -67,19 +68,29 @@ from typing import TYPE_CHECKING, Any
 if __package__ in (None, ""):  # ``spark-submit streaming/job.py``: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streaming.config import JobConfig, JobConfigError, load_config, parse_key_value
+from streaming.config import (
+    DEFAULT_JOB_DIR,
+    JobConfig,
+    JobConfigError,
+    load_config,
+    parse_key_value,
+)
 from streaming.sinks.micro_batch import EventsListener, JobStats, Progress, Sinks
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from streaming.kafka_check import BrokerWatch
+
 
 __all__ = [
     "JobStats",
+    "QueryFailedError",
     "RunningJob",
     "Sinks",
     "build_parser",
+    "check_kafka",
     "cli_run",
     "launch",
     "main",
@@ -88,6 +99,16 @@ __all__ = [
 ]
 
 PROG = "rebalance-monitor run"
+#: Where ``rebalance-monitor run`` writes the trace of a failure (``--log-file``).
+DEFAULT_LOG_FILE = DEFAULT_JOB_DIR / "run.log"
+#: The longest ``--duration``: ten years (``inf`` is a mistake, the default runs forever).
+MAX_DURATION_S = 10 * 365 * 86_400.0
+
+
+class QueryFailedError(RuntimeError):
+    """The streaming query stopped with an error; the message is its first line."""
+
+
 #: Job defaults under the user's ``spark_conf``: Delta rebuilds a table's snapshot with 50
 #: tasks by default, which dominates a micro-batch that appends to six small tables.
 JOB_CONF: dict[str, str] = {"spark.databricks.delta.snapshotPartitions": "2"}
@@ -204,10 +225,17 @@ def _runtime_conf(spark: SparkSession, config: JobConfig) -> None:
 class RunningJob:
     """A started job: its query and sinks (:func:`launch`); stop it with :meth:`stop`."""
 
-    def __init__(self, config: JobConfig, sinks: Sinks, queries: list[StreamingQuery]) -> None:
+    def __init__(
+        self,
+        config: JobConfig,
+        sinks: Sinks,
+        queries: list[StreamingQuery],
+        watch: BrokerWatch | None = None,
+    ) -> None:
         self.config = config
         self.sinks = sinks
         self.queries = queries
+        self.watch = watch
 
     @property
     def stats(self) -> JobStats:
@@ -235,8 +263,11 @@ class RunningJob:
                 query.awaitTermination(max(1, round(max(0.0, deadline - time.monotonic()))))
 
     def stop(self) -> None:
-        """Stop the queries and the exporter; re-raise a query's failure."""
+        """Stop the queries, the Kafka watch and the exporter; raise :class:`QueryFailedError`
+        when a query failed."""
         try:
+            if self.watch is not None:
+                self.watch.stop()
             for query in self.queries:
                 if query.isActive:
                     query.stop()
@@ -245,7 +276,7 @@ class RunningJob:
         for query in self.queries:
             error = query.exception()
             if error is not None:
-                raise RuntimeError(f"query {query.name} failed: {error}")
+                raise QueryFailedError(f"query {query.name} failed: {error}")
 
 
 def launch(
@@ -271,7 +302,63 @@ def launch(
         f"checkpoint={config.checkpoint_dir} delta={config.delta_path}"
         + (" (available now)" if once else "")
     )
-    return RunningJob(config, sinks, queries)
+    return RunningJob(config, sinks, queries, _watch_kafka(config, sinks, progress))
+
+
+def check_kafka(config: JobConfig, progress: Progress = print) -> None:
+    """The check before Spark starts (:func:`streaming.kafka_check.check_broker`, with the
+    job's Kafka options mapped to kafka-python's); raises
+    :class:`~streaming.kafka_check.BrokerCheckError` naming the cause. Skipped when
+    ``broker_check_timeout_s`` is 0."""
+    from streaming.kafka_check import check_broker, kafka_python_options
+
+    if config.broker_check_timeout_s == 0:
+        return
+    mapped = kafka_python_options(config.kafka_options)
+    if mapped.unmapped:
+        progress(
+            f"kafka check: TCP only ({', '.join(mapped.unmapped)}: no Python equivalent, "
+            "use PEM files to have the login checked too)"
+        )
+    check_broker(
+        config.bootstrap_servers,
+        mapped.options,
+        timeout_s=config.broker_check_timeout_s,
+        tcp_only=bool(mapped.unmapped),
+    )
+
+
+def _watch_kafka(config: JobConfig, sinks: Sinks, progress: Progress) -> BrokerWatch | None:
+    """While the job runs: a line when the cluster goes down or comes back, and
+    ``rebalance_monitor_kafka_up`` / ``..._last_batch_age_seconds`` after every check."""
+    from streaming.kafka_check import BrokerWatch, kafka_python_options
+
+    if config.broker_watch_interval_s == 0:
+        return None
+    mapped = kafka_python_options(config.kafka_options)
+    down_since: list[float] = []
+
+    def on_check(up: bool) -> None:
+        if sinks.prometheus is not None:
+            sinks.prometheus.record_kafka_check(up, time.time())
+
+    def on_change(up: bool, cause: str | None) -> None:
+        if not up:
+            down_since[:] = [time.monotonic()]
+            progress(f"kafka: DOWN: {cause} (the job keeps trying)")
+        elif down_since:
+            progress(f"kafka: up again after {time.monotonic() - down_since[0]:.0f} s")
+            down_since.clear()
+
+    return BrokerWatch(
+        config.bootstrap_servers,
+        mapped.options,
+        on_change,
+        on_check=on_check,
+        interval_s=config.broker_watch_interval_s,
+        timeout_s=min(10.0, max(2.0, config.broker_watch_interval_s)),
+        tcp_only=bool(mapped.unmapped),
+    ).start()
 
 
 def run(
@@ -332,6 +419,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trigger-interval", dest="trigger_interval_s", type=float, metavar="SECONDS")
     p.add_argument("--metrics-host")
     p.add_argument("--metrics-port", type=int, help="Prometheus exporter port (0: off)")
+    p.add_argument(
+        "--web-config-file",
+        dest="metrics_web_config_file",
+        metavar="FILE",
+        help="the exporter's TLS and basic auth, in Prometheus' exporter-toolkit format "
+        "(docs/operations.md, Security); needed before --metrics-host leaves 127.0.0.1",
+    )
     p.add_argument("--master", dest="spark_master", help="Spark master ('none': spark-submit's)")
     p.add_argument("--max-offsets-per-trigger", type=int, metavar="N")
     p.add_argument(
@@ -349,8 +443,30 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MS",
         help="the cluster's KIP-848 session timeout, where the broker was not asked (45000)",
     )
+    p.add_argument(
+        "--broker-check-timeout",
+        dest="broker_check_timeout_s",
+        type=float,
+        metavar="SECONDS",
+        help="how long the check of the cluster before Spark starts may take (default 30; "
+        "exit 2 when it fails; 0: no check)",
+    )
+    p.add_argument(
+        "--broker-watch-interval",
+        dest="broker_watch_interval_s",
+        type=float,
+        metavar="SECONDS",
+        help="check the cluster this often while running (default 5; 0: never)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
+    p.add_argument(
+        "--log-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"where the trace of a failure goes (default {DEFAULT_LOG_FILE})",
+    )
 
 
 def config_from_args(
@@ -375,6 +491,9 @@ def config_from_args(
             "decode_partitions",
             "offset_commits_history",
             "consumer_session_timeout_ms",
+            "broker_check_timeout_s",
+            "broker_watch_interval_s",
+            "metrics_web_config_file",
         )
     }
     if args.conf:
@@ -400,21 +519,68 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cli_run(argv: Sequence[str] | None = None) -> int:
-    """``rebalance-monitor run [options]``; returns the exit code (2: invalid settings)."""
+    """``rebalance-monitor run [options]``; returns the exit code: 0 done, 1 the query or
+    Spark failed (one line on stderr, the trace in ``--log-file``), 2 invalid settings or
+    the cluster cannot be used (before Spark starts)."""
+    from streaming.kafka_check import BrokerCheckError
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        if args.duration is not None and args.duration <= 0:
-            raise JobConfigError("duration: must be positive")
+        if args.duration is not None and not (
+            math.isfinite(args.duration) and 0 < args.duration <= MAX_DURATION_S
+        ):
+            raise JobConfigError(
+                f"duration: expected seconds in (0, {MAX_DURATION_S:g}], got {args.duration!r}"
+            )
         config = config_from_args(args)
+        if config.metrics_port and config.metrics_web_config_file is not None:
+            from streaming.sinks.web_config import WebConfigError, load_web_config
+
+            try:
+                load_web_config(config.metrics_web_config_file)
+            except WebConfigError as e:
+                raise JobConfigError(f"metrics_web_config_file: {e}") from None
     except JobConfigError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
-    run(config, once=args.once, duration_s=args.duration, progress=_print)
+    try:
+        check_kafka(config, progress=_print)
+    except BrokerCheckError as e:
+        print(f"{PROG}: error: kafka: {e}", file=sys.stderr)
+        return 2
+    log_file: Path = args.log_file or DEFAULT_LOG_FILE
+    try:
+        run(config, once=args.once, duration_s=args.duration, progress=_print)
+    except Exception as e:
+        where = _log_failure(log_file, e)
+        print(f"{PROG}: failed: {_first_line(e)}{where}", file=sys.stderr, flush=True)
+        return 1
     return 0
+
+
+def _first_line(error: BaseException) -> str:
+    for line in str(error).splitlines():
+        if line.strip():
+            return line.strip()
+    return type(error).__name__
+
+
+def _log_failure(path: Path, error: BaseException) -> str:
+    """The trace of ``error`` appended to ``path``; `` (trace in PATH)`` or ``""``."""
+    import traceback
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as f:
+            f.write(time.strftime("%Y-%m-%dT%H:%M:%SZ failed\n", time.gmtime()))
+            f.write("".join(traceback.format_exception(error)))
+    except OSError:
+        return ""
+    return f" (trace in {path})"
 
 
 def _print(line: str) -> None:

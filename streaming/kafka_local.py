@@ -74,6 +74,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 __all__ = [
     "DEFAULT_CONTROLLER_PORT",
@@ -178,6 +179,8 @@ class BrokerConfig:
     class_data_sharing: bool = True
     startup_timeout_s: float = 90.0
     stop_timeout_s: float = 30.0
+    #: ``plaintext``, ``scram``, ``tls`` or ``scram+tls`` (:mod:`streaming.kafka_security`)
+    security: str = "plaintext"
 
     def __post_init__(self) -> None:
         for name in ("port", "controller_port"):
@@ -190,6 +193,12 @@ class BrokerConfig:
             raise ValueError("offsets_topic_partitions must be at least 1")
         if self.group_min_session_timeout_ms < 1:
             raise ValueError("group_min_session_timeout_ms must be positive")
+        from streaming.kafka_security import SECURITY_MODES
+
+        if self.security not in SECURITY_MODES:
+            raise ValueError(
+                f"security must be one of {', '.join(SECURITY_MODES)}, got {self.security!r}"
+            )
         if self.startup_timeout_s <= 0 or self.stop_timeout_s <= 0:
             raise ValueError("timeouts must be positive")
         extras = {str(k): str(v) for k, v in self.extra_properties.items()}
@@ -238,7 +247,10 @@ class BrokerConfig:
 
     def server_properties(self) -> dict[str, str]:
         """The broker configuration, in the order it is written."""
-        listener = f"PLAINTEXT://{self.host}:{self.port}"
+        from streaming.kafka_security import LISTENER, PROTOCOLS
+
+        name = "PLAINTEXT" if self.security == "plaintext" else LISTENER
+        listener = f"{name}://{self.host}:{self.port}"
         controller = f"{self.host}:{self.controller_port}"
         props = {
             "process.roles": "broker,controller",
@@ -246,9 +258,11 @@ class BrokerConfig:
             "controller.quorum.bootstrap.servers": controller,
             "listeners": f"{listener},CONTROLLER://{controller}",
             "advertised.listeners": listener,
-            "inter.broker.listener.name": "PLAINTEXT",
+            "inter.broker.listener.name": name,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": (
+                f"CONTROLLER:PLAINTEXT,{name}:{PROTOCOLS[self.security]}"
+            ),
             "log.dirs": str(self.data_dir),
             # One broker: every internal topic has one replica.
             "offsets.topic.replication.factor": "1",
@@ -283,6 +297,10 @@ class BrokerInfo:
     properties_path: Path
     already_running: bool
     startup_s: float
+    security: str = "plaintext"
+    #: Java client settings for the ``monitor`` user (empty for ``plaintext``); map them for
+    #: kafka-python with :func:`streaming.kafka_check.kafka_python_options`
+    kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,18 +343,26 @@ def start(config: BrokerConfig | None = None, *, progress: Progress | None = Non
 
         config.logs_dir.mkdir(parents=True, exist_ok=True)
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        _write_properties(config.properties_path, config.server_properties())
+        found = _security_material(config, java)
+        props = config.server_properties()
+        if found is not None:
+            from streaming.kafka_security import broker_properties
+
+            props.update(broker_properties(config.folder, config.security, found))
+        _write_properties(config.properties_path, props)
+        os.chmod(config.properties_path, 0o600)  # passwords of a secured broker
         config.log4j_path.write_text(_log4j2_properties(config), encoding="utf-8")
 
         if (config.data_dir / "meta.properties").exists():
             say(f"reusing formatted storage in {config.data_dir}")
         else:
             say(f"formatting storage in {config.data_dir}")
-            _format_storage(config, java, classpath)
+            _format_storage(config, java, classpath, found)
 
         say(f"starting kafka.Kafka on {config.bootstrap_servers}; log: {config.log_path}")
         pid = _spawn(config, java, classpath)
-        _wait_until_ready(config, pid, t0, started_now=True, say=say)
+        # the timeout is the broker's: keytool and formatting before it do not count
+        _wait_until_ready(config, pid, time.monotonic(), started_now=True, say=say)
         info = _info(config, pid, t0, already_running=False)
         say(f"broker ready on {info.bootstrap_servers} (pid {pid}) in {info.startup_s:.1f} s")
         return info
@@ -378,7 +404,9 @@ def status(config: BrokerConfig | None = None) -> BrokerStatus:
     """Whether our broker process is alive, and whether it answers requests."""
     config = config or BrokerConfig()
     pid = _our_pid(config) if config.folder.exists() else None
-    answering = pid is not None and _api_versions_ok(config.host, config.port, timeout_s=2.0)
+    answering = pid is not None and _api_versions_ok(
+        config.host, config.port, timeout_s=2.0, tls=_ca_file(config)
+    )
     return BrokerStatus(
         running=pid is not None,
         answering=answering,
@@ -417,6 +445,13 @@ def cli_main(argv: Sequence[str] | None = None, *, prog: str = "rebalance-monito
         help="KRaft controller port (default: --port + 1)",
     )
     parser.add_argument("--timeout", type=float, default=None, help="start/stop timeout in seconds")
+    parser.add_argument(
+        "--security",
+        choices=("plaintext", "scram", "tls", "scram+tls"),
+        default="plaintext",
+        help="the client listener: PLAINTEXT (default), SASL_PLAINTEXT with SCRAM-SHA-512, "
+        "SSL, or SASL_SSL; keystores made with keytool and passwords in <dir>/security/",
+    )
     args = parser.parse_args(argv)
 
     timeout = args.timeout
@@ -427,6 +462,7 @@ def cli_main(argv: Sequence[str] | None = None, *, prog: str = "rebalance-monito
             folder=args.dir,
             startup_timeout_s=timeout or BrokerConfig.startup_timeout_s,
             stop_timeout_s=timeout or BrokerConfig.stop_timeout_s,
+            security=args.security,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -439,6 +475,11 @@ def cli_main(argv: Sequence[str] | None = None, *, prog: str = "rebalance-monito
             info = start(config, progress=say)
             say(f"bootstrap servers: {info.bootstrap_servers}")
             say(f"log: {info.log_path}")
+            if info.kafka_options:
+                from streaming.kafka_security import write_client_properties
+
+                path = write_client_properties(config.folder, dict(info.kafka_options))
+                say(f"{info.security}: client settings (user monitor) in {path}")
             return 0
         if args.action == "stop":
             stop(config, progress=say)
@@ -464,6 +505,8 @@ def _quiet(_line: str) -> None:
 
 def _info(config: BrokerConfig, pid: int, t0: float, *, already_running: bool) -> BrokerInfo:
     return BrokerInfo(
+        security=config.security,
+        kafka_options=client_kafka_options(config),
         bootstrap_servers=config.bootstrap_servers,
         pid=pid,
         folder=config.folder,
@@ -636,7 +679,32 @@ def _random_cluster_id() -> str:
             return text
 
 
-def _format_storage(config: BrokerConfig, java: str, classpath: str) -> None:
+def _security_material(config: BrokerConfig, java: str) -> Any:
+    """The secrets of a secured broker (keystores made when absent), or None."""
+    if config.security == "plaintext":
+        return None
+    from streaming.kafka_security import SecurityError, ensure_material
+
+    try:
+        return ensure_material(config.folder, config.security, java)
+    except SecurityError as e:
+        raise StartupError(str(e)) from None
+
+
+def client_kafka_options(config: BrokerConfig, *, user: str = "monitor") -> dict[str, str]:
+    """Java client settings for ``user`` on the broker of ``config`` (empty: plaintext);
+    needs the material :func:`start` made."""
+    if config.security == "plaintext":
+        return {}
+    from streaming.kafka_security import client_options, ensure_material
+
+    found = ensure_material(config.folder, config.security, _find_java())
+    return client_options(config.folder, config.security, found, user=user)
+
+
+def _format_storage(config: BrokerConfig, java: str, classpath: str, found: Any = None) -> None:
+    from streaming.kafka_security import scram_format_args
+
     cluster_id = _random_cluster_id()
     command = _java_command(
         config,
@@ -649,6 +717,7 @@ def _format_storage(config: BrokerConfig, java: str, classpath: str) -> None:
         cluster_id,
         "-c",
         str(config.properties_path),
+        *(scram_format_args(config.security, found) if found is not None else []),
     )
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if result.returncode != 0:
@@ -765,7 +834,9 @@ def _wait_until_ready(
                 f"the broker (pid {pid}) exited{code} during start-up; "
                 f"see {config.log_path}\n{_log_tail(config)}"
             )
-        if _api_versions_ok(config.host, config.port, timeout_s=1.0) and _metadata_ok(config):
+        if _api_versions_ok(
+            config.host, config.port, timeout_s=1.0, tls=_ca_file(config)
+        ) and _metadata_ok(config):
             return
         if time.monotonic() >= deadline:
             break
@@ -784,7 +855,14 @@ def _wait_until_ready(
     raise StartupError(f"{message}\n{_log_tail(config)}")
 
 
-def _api_versions_ok(host: str, port: int, *, timeout_s: float) -> bool:
+def _ca_file(config: BrokerConfig) -> Path | None:
+    """The CA of a TLS broker (its listener needs a handshake first), else None."""
+    from streaming.kafka_security import uses_tls
+
+    return config.folder / "security" / "ca.pem" if uses_tls(config.security) else None
+
+
+def _api_versions_ok(host: str, port: int, *, timeout_s: float, tls: Path | None = None) -> bool:
     """One raw ApiVersions v0 round trip: does the broker process requests?
 
     Request: size, api_key 18, api_version 0, correlation id, client id. Response v0:
@@ -794,10 +872,17 @@ def _api_versions_ok(host: str, port: int, *, timeout_s: float) -> bool:
     client_id = b"kafka-local-probe"
     body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id
     try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        with socket.create_connection((host, port), timeout=timeout_s) as raw:
+            sock = raw
+            if tls is not None:
+                import ssl
+
+                sock = ssl.create_default_context(cafile=str(tls)).wrap_socket(
+                    raw, server_hostname=host
+                )
             sock.sendall(struct.pack(">i", len(body)) + body)
             head = _recv_exactly(sock, 10)
-    except OSError:
+    except OSError:  # ssl.SSLError too
         return False
     if head is None:
         return False
@@ -820,12 +905,16 @@ def _metadata_ok(config: BrokerConfig) -> bool:
     from kafka import KafkaAdminClient  # type: ignore[import-untyped]
     from kafka.errors import KafkaError  # type: ignore[import-untyped]
 
+    from streaming.kafka_check import kafka_python_options
+
+    options = kafka_python_options(client_kafka_options(config, user="admin")).options
     try:
         admin = KafkaAdminClient(
             bootstrap_servers=config.bootstrap_servers,
             client_id="kafka-local-probe",
             bootstrap_timeout_ms=5000,
             request_timeout_ms=5000,
+            **options,
         )
     except KafkaError:
         return False

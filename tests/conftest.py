@@ -72,6 +72,26 @@ def kafka_broker(kafka_broker_config: BrokerConfig) -> Iterator[BrokerInfo]:
 
 
 @pytest.fixture(scope="session")
+def secured_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerInfo]:
+    """A second broker whose only client listener is SASL_SSL (SCRAM-SHA-512 over TLS, the
+    keystores made by keytool): ``rebalance-monitor kafka start --security scram+tls``.
+    ``.kafka_options`` are the Java client settings of its ``monitor`` user."""
+    port, controller_port = free_ports(2)
+    config = BrokerConfig(
+        port=port,
+        controller_port=controller_port,
+        folder=tmp_path_factory.mktemp("kafka-secured"),
+        security="scram+tls",
+        startup_timeout_s=180.0,
+    )
+    info = kafka_local.start(config)
+    try:
+        yield info
+    finally:
+        kafka_local.stop(config)
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One local SparkSession for every Spark test (real Spark, the pinned jars, Delta): a
     JVM holds one SparkContext, so the Spark, audit and end-to-end tiers share it."""

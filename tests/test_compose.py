@@ -4,7 +4,8 @@ What ``docker compose up`` would only find out at run time is checked here stati
 
 1. the services exist, with their images or the project's build;
 2. every image is pinned (a version tag, never ``latest`` or none), the Dockerfile's base too;
-3. each service publishes its port (9092, 9108, 9090, 3000);
+3. each service publishes its port (9092, 9108, 9090, 3000), on 127.0.0.1 only, and
+   Grafana's admin password comes from ``$GRAFANA_ADMIN_PASSWORD`` with no default;
 4. every bind-mounted host path exists in the repo, and the named volumes are declared;
 5. the monitor, collector and workload commands parse with the project's own argument
    parsers and build valid configurations (the job's ``JobConfig``, the collector's
@@ -111,14 +112,19 @@ def _image(service: Mapping[str, Any]) -> tuple[str, str | None]:
 
 def _published(service: Mapping[str, Any]) -> dict[int, int]:
     """container port -> host port, from the short (``[ip:]host:container``) or long syntax."""
-    out: dict[int, int] = {}
+    return {target: port for target, (_ip, port) in _published_on(service).items()}
+
+
+def _published_on(service: Mapping[str, Any]) -> dict[int, tuple[str | None, int]]:
+    """container port -> (host address or None for every interface, host port)."""
+    out: dict[int, tuple[str | None, int]] = {}
     for entry in service.get("ports", []):
         if isinstance(entry, dict):
-            out[int(entry["target"])] = int(entry["published"])
+            out[int(entry["target"])] = (entry.get("host_ip"), int(entry["published"]))
             continue
         parts = str(entry).split("/")[0].split(":")
         assert len(parts) >= 2, f"port {entry!r} is not published on the host"
-        out[int(parts[-1])] = int(parts[-2])
+        out[int(parts[-1])] = (parts[-3] if len(parts) >= 3 else None, int(parts[-2]))
     return out
 
 
@@ -241,6 +247,24 @@ def test_every_image_is_pinned(services: Mapping[str, Any]) -> None:
 @pytest.mark.parametrize(("service", "port"), sorted(PUBLISHED.items()))
 def test_published_ports(services: Mapping[str, Any], service: str, port: int) -> None:
     assert _published(services[service]).get(port) == port
+
+
+def test_every_port_is_published_on_the_loopback_only(services: Mapping[str, Any]) -> None:
+    for name, service in services.items():
+        for target, (ip, _port) in _published_on(service).items():
+            assert ip == "127.0.0.1", (
+                f"{name}: port {target} is published on {ip or 'every'} address"
+            )
+
+
+def test_grafana_admin_password_comes_from_the_environment_without_default(
+    services: Mapping[str, Any],
+) -> None:
+    env = services["grafana"]["environment"]
+    value = str(env["GF_SECURITY_ADMIN_PASSWORD"])
+    # ${VAR:?message}: compose refuses to start when VAR is unset or empty
+    assert re.fullmatch(r"\$\{GRAFANA_ADMIN_PASSWORD:\?[^}]+\}", value), value
+    assert "admin" not in {str(v) for v in env.values()}
 
 
 def test_bind_mounts_exist(compose: Mapping[str, Any], services: Mapping[str, Any]) -> None:

@@ -736,7 +736,7 @@ class Audit:
     def sql(self, statement: str) -> Result:
         """``statement`` over the tables registered as temporary views (module docstring,
         6); top-level timestamps come back as ISO-8601 UTC strings."""
-        check_read_only(statement)
+        check_read_only(self.spark, statement)
         registered = []
         for table in t.TABLE_NAMES:
             if self.exists(table):

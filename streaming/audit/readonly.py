@@ -1,60 +1,170 @@
 """``audit sql`` runs read-only statements only: the temporary views it registers are backed
 by the job's Delta tables, and ``DELETE FROM rebalance_events`` would change them.
 
-The check is lexical (comments and quoted text removed first), so it needs no Spark and runs
-before Spark starts: the first keyword must be one of :data:`READ_ONLY_STATEMENTS`, and a
-statement starting with ``WITH``, ``FROM`` or ``EXPLAIN`` (Spark allows ``WITH ... INSERT``
-and ``FROM t INSERT ...``) must not contain a writing keyword anywhere.
+The check asks Spark's own parser (the session's, so Delta's statements are known too) for
+the statement's plan and accepts it only when the plan is read-only. No text is scanned:
+quoting tricks (``r'\\'``, comments, backticks) are the parser's business, and what the
+parser makes of them is what would run.
+
+A plan is read-only when
+
+* its root is one of :data:`READ_ONLY_COMMANDS` (``SHOW ...``, ``DESCRIBE ...``,
+  ``DESCRIBE HISTORY``/``DETAIL``), or ``EXPLAIN`` of a read-only plan; or
+* every node of it, through its children, its CTE definitions (``WITH``) and the subqueries
+  in its expressions, is one of :data:`QUERY_OPERATORS`.
+
+It is a list of what is allowed, not of what is forbidden: a node the list does not name
+(``InsertIntoStatement``, ``DeleteFromTable``, ``MergeIntoTable``, Delta's
+``OptimizeTableCommand``, ``UnresolvedExecuteImmediate``, a scripting ``CompoundBody``, one a
+later Spark adds) is refused, and the message names it.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 from streaming.audit import QueryError
 
-__all__ = ["READ_ONLY_STATEMENTS", "check_read_only"]
+__all__ = ["QUERY_OPERATORS", "READ_ONLY_COMMANDS", "check_read_only", "plan_node_names"]
 
-#: First keywords ``sql`` accepts; ``WITH`` and ``FROM`` also must not contain a write.
-READ_ONLY_STATEMENTS: tuple[str, ...] = (
-    "SELECT",
-    "WITH",
-    "VALUES",
-    "TABLE",
-    "FROM",
-    "SHOW",
-    "DESCRIBE",
-    "DESC",
-    "EXPLAIN",
+#: Logical plan nodes (simple class names) of the parsed form of a query.
+QUERY_OPERATORS: frozenset[str] = frozenset(
+    {
+        "Aggregate",
+        "CTERelationDef",
+        "CTERelationRef",
+        "Deduplicate",
+        "Distinct",
+        "Except",
+        "Expand",
+        "Filter",
+        "Generate",
+        "GlobalLimit",
+        "Intersect",
+        "Join",
+        "LateralJoin",
+        "LocalLimit",
+        "LocalRelation",
+        "Offset",
+        "OneRowRelation",
+        "Pivot",
+        "PlanWithUnresolvedIdentifier",
+        "Project",
+        "Range",
+        "RelationTimeTravel",
+        "Repartition",
+        "RepartitionByExpression",
+        "Sample",
+        "Sort",
+        "SubqueryAlias",
+        "Tail",
+        "Union",
+        "UnresolvedHaving",
+        "UnresolvedHint",
+        "UnresolvedInlineTable",
+        "UnresolvedRelation",
+        "UnresolvedSubqueryColumnAliases",
+        "UnresolvedTVFAliases",
+        "UnresolvedTableValuedFunction",
+        "UnresolvedWith",
+        "Unpivot",
+        "Window",
+        "WithCTE",
+        "WithWindowDefinition",
+    }
 )
-_WRITES = re.compile(
-    r"\b(INSERT|MERGE|UPDATE|DELETE|DROP|CREATE|ALTER|TRUNCATE|OPTIMIZE|VACUUM|RESTORE|"
-    r"CACHE|REFRESH|SET|RESET|ADD|LOAD|MSCK|REPAIR|ANALYZE|COPY)\b",
-    re.IGNORECASE,
+#: Commands that only read (their children name a table or namespace).
+READ_ONLY_COMMANDS: frozenset[str] = frozenset(
+    {
+        "DescribeColumn",
+        "DescribeDeltaDetailCommand",
+        "DescribeDeltaHistory",
+        "DescribeFunction",
+        "DescribeNamespace",
+        "DescribeRelation",
+        "ShowColumns",
+        "ShowCreateTable",
+        "ShowFunctions",
+        "ShowNamespaces",
+        "ShowPartitions",
+        "ShowTableProperties",
+        "ShowTables",
+        "ShowTablesExtended",
+        "ShowViews",
+    }
 )
-# quoted text (strings, `identifiers`) and comments, scanned together so that each hides
-# the others' markers ('--' inside a string, a quote inside a comment)
-_HIDDEN = re.compile(
-    r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.DOTALL
-)
-_WORD = re.compile(r"[A-Za-z_]+")
+_EXPLAIN = "ExplainCommand"
 
 
-def _visible(statement: str) -> str:
-    return _HIDDEN.sub(lambda m: " " if m.group(0)[0] in "-/" else "''", statement)
+def _simple_name(node: Any) -> str:
+    name: str = node.getClass().getSimpleName()
+    return name.rstrip("$")  # Scala objects (CurrentNamespace$)
 
 
-def check_read_only(statement: str) -> None:
-    """Raise :class:`QueryError` unless ``statement`` is a query (module docstring)."""
-    text = _visible(statement).strip().lstrip("(").strip()
-    first_word = _WORD.match(text)
-    if not first_word:
-        raise QueryError("sql: the statement is empty" if not text else "sql: not a query")
-    first = first_word.group(0).upper()
-    write = _WRITES.search(text) if first in ("WITH", "FROM", "EXPLAIN") else None
-    if first not in READ_ONLY_STATEMENTS or write:
-        bad = write.group(0).upper() if write else first
-        raise QueryError(
-            f"sql: {bad} is not allowed: only read-only queries run here "
-            f"({', '.join(READ_ONLY_STATEMENTS)})"
-        )
+def _seq(jvm: Any, seq: Any) -> list[Any]:
+    return list(jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq))
+
+
+def plan_node_names(spark: Any, statement: str) -> list[str]:
+    """The simple class names of the parsed plan's nodes, the root first (module docstring:
+    children, CTE definitions and expression subqueries). Raises :class:`QueryError` when
+    Spark cannot parse ``statement``."""
+    return [_simple_name(n) for n in _nodes(spark, _parse(spark, statement))]
+
+
+def _parse(spark: Any, statement: str) -> Any:
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    if not statement.strip():
+        raise QueryError("sql: the statement is empty")
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    try:
+        return parser.parsePlan(statement)
+    except (PySparkException, Py4JError) as e:
+        text = str(e).strip()
+        raise QueryError(f"sql: {text.splitlines()[0] if text else type(e).__name__}") from None
+
+
+def _nodes(spark: Any, root: Any) -> list[Any]:
+    jvm = spark._jvm
+    logical = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.LogicalPlan")
+    out: list[Any] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        nested = [
+            *_seq(jvm, node.children()),
+            *_seq(jvm, node.innerChildren()),
+            *_seq(jvm, node.subqueries()),
+        ]
+        unique: list[Any] = []  # Spark's innerChildren holds the subqueries again
+        for n in nested:
+            if logical.isInstance(n) and not any(n.equals(u) for u in unique):
+                unique.append(n)
+        todo.extend(reversed(unique))
+    return out
+
+
+def check_read_only(spark: Any, statement: str) -> None:
+    """Raise :class:`QueryError` unless Spark parses ``statement`` into a read-only plan
+    (module docstring). Nothing runs: the statement is only parsed."""
+    _check_plan(spark, _parse(spark, statement))
+
+
+def _check_plan(spark: Any, plan: Any) -> None:
+    root = _simple_name(plan)
+    if root in READ_ONLY_COMMANDS:
+        return
+    if root == _EXPLAIN:
+        _check_plan(spark, plan.logicalPlan())
+        return
+    for i, node in enumerate(_nodes(spark, plan)):
+        name = _simple_name(node)
+        if name not in QUERY_OPERATORS:
+            raise QueryError(
+                f"sql: not a read-only query: Spark parses it into {name}"
+                + ("" if i == 0 else f" (inside {root})")
+                + "; only queries, SHOW, DESCRIBE and EXPLAIN run here"
+            )

@@ -22,7 +22,7 @@ next to it) and change it whenever the checkpoint is deleted or moved.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from streaming.sinks import TableSchemaError, UnknownTableError
 from streaming.sinks import tables as t
@@ -97,36 +97,19 @@ class DeltaSink:
                 f"expected [{t.PARTITION_COLUMN!r}]"
             )
 
-    def write_batch(
-        self,
-        batch_id: int,
-        rows_by_table: Mapping[str, DataFrame | Sequence[Sequence[Any]]],
-    ) -> dict[str, int | None]:
-        """Append one micro-batch: for each table, a DataFrame in the table's schema or
-        Spark rows from :func:`tables.to_spark_row`/:func:`tables.rows_by_table`/
-        :func:`tables.bad_record_row`. Tables given no rows are not touched. Returns the
-        tables appended to, with the number of rows given (``None`` for a DataFrame, which
-        is not counted); a replayed batch returns the same but Delta writes nothing."""
-        from pyspark.sql import DataFrame
-
+    def write_batch(self, batch_id: int, frames: Mapping[str, DataFrame]) -> list[str]:
+        """Append one micro-batch: for each table, a DataFrame of its rows
+        (:func:`streaming.sinks.micro_batch.table_frames`), the tables side by side. Returns
+        the tables appended to; a replayed batch returns the same but Delta writes
+        nothing."""
         if batch_id < 0:
             raise ValueError("batch_id must be >= 0")
-        written: dict[str, int | None] = {}
-        appends: list[tuple[DataFrame, str]] = []
-        for table, rows in rows_by_table.items():
-            path = self.path(table)
-            count: int | None
-            if isinstance(rows, DataFrame):
-                frame, count = rows.select(*t.schema(table).fieldNames()), None
-            else:
-                if not rows:
-                    continue
-                frame = self.spark.createDataFrame(list(rows), schema=t.schema(table))
-                count = len(rows)
-            appends.append((frame, path))
-            written[table] = count
+        appends = [
+            (frame.select(*t.schema(table).fieldNames()), self.path(table))
+            for table, frame in frames.items()
+        ]
         self._append_all(appends, batch_id)
-        return written
+        return list(frames)
 
     def _append_all(self, appends: Sequence[tuple[DataFrame, str]], batch_id: int) -> None:
         """The appends side by side: each table is its own Delta log, and most of an append's
@@ -143,15 +126,6 @@ class DeltaSink:
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
             raise errors[0]  # type: ignore[misc]
-
-    def write_bad_records(
-        self, batch_id: int, rows: DataFrame | Sequence[Sequence[Any]]
-    ) -> int | None:
-        """Append quarantined records (:func:`tables.bad_record_row` rows or a DataFrame in
-        the ``bad_records`` schema) with the same ``txnAppId``/``txnVersion``. Each table is
-        its own Delta log, so calling this and :meth:`write_batch` (for the other tables)
-        with the same batch id is fine; a replay writes nothing."""
-        return self.write_batch(batch_id, {t.BAD_RECORDS: rows}).get(t.BAD_RECORDS, 0)
 
     def _append(self, frame: DataFrame, path: str, batch_id: int) -> None:
         (

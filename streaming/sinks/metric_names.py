@@ -50,8 +50,10 @@ __all__ = [
     "GROUP_LAG_STATUS",
     "GROUP_STATES",
     "INPUT_ROWS",
+    "KAFKA_UP",
     "LAG",
     "LAG_SECONDS",
+    "LAST_BATCH_AGE_SECONDS",
     "LAST_BATCH_TIMESTAMP_SECONDS",
     "LAST_REBALANCE_TIMESTAMP_SECONDS",
     "MEMBERS",
@@ -295,6 +297,19 @@ LAST_BATCH_TIMESTAMP_SECONDS = MetricSpec(
     "Unix time when the last micro-batch completed.",
     (),
 )
+KAFKA_UP = MetricSpec(
+    "rebalance_monitor_kafka_up",
+    "gauge",
+    "1 when the job's last check of the Kafka cluster succeeded (connection, login, "
+    "DescribeCluster), 0 when it failed.",
+    (),
+)
+LAST_BATCH_AGE_SECONDS = MetricSpec(
+    "rebalance_monitor_last_batch_age_seconds",
+    "gauge",
+    "Seconds since the last micro-batch completed, as of the last Kafka check.",
+    (),
+)
 
 #: Every metric, in exposition order.
 ALL_METRICS: tuple[MetricSpec, ...] = (
@@ -325,4 +340,6 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     UNROUTED_RECORDS,
     OFFSET_GAPS,
     LAST_BATCH_TIMESTAMP_SECONDS,
+    LAST_BATCH_AGE_SECONDS,
+    KAFKA_UP,
 )

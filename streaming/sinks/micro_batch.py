@@ -15,7 +15,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ __all__ = [
     "Progress",
     "Sinks",
     "app_id",
+    "table_frames",
 ]
 
 Progress = Callable[[str], None]
@@ -51,12 +52,6 @@ DRIVER_KINDS = frozenset(
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
 SOURCE_STATS, BAD_RECORD = "source_stats", "bad_record"
-BAD_RECORD_JSON = (
-    "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
-    "key string, value string, error string, error_type string, error_field string, "
-    "error_offset int"
-)
-
 #: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
 DRIVER_CHUNK = 5_000
 
@@ -116,9 +111,20 @@ class Sinks:
         delta.ensure_tables()
         prometheus = None
         if config.metrics_port:
+            from streaming.sinks.web_config import load_web_config
+
+            web = (
+                None
+                if config.metrics_web_config_file is None
+                else load_web_config(config.metrics_web_config_file)
+            )
             prometheus = PrometheusSink()
-            port = prometheus.start(config.metrics_host, config.metrics_port)
-            progress(f"metrics on http://{config.metrics_host}:{port}/metrics")
+            port = prometheus.start(config.metrics_host, config.metrics_port, web_config=web)
+            scheme = "http" if web is None else web.scheme
+            progress(
+                f"metrics on {scheme}://{config.metrics_host}:{port}/metrics"
+                + ("" if web is None or not web.users else " (basic auth)")
+            )
         return cls(
             delta,
             prometheus,
@@ -193,15 +199,7 @@ class Sinks:
         import pyarrow.compute as pc
         from pyspark.sql import functions as F
 
-        from streaming.sinks.tables import (
-            BAD_RECORDS,
-            COMMIT_KIND,
-            COMMIT_STRUCT_COLUMN,
-            KIND_TO_TABLE,
-            OFFSET_COMMITS,
-            commit_frame,
-            table_frame,
-        )
+        from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 
         started = time.monotonic()
         df = df.persist()
@@ -210,8 +208,8 @@ class Sinks:
             # (the counts, without a second job) and the text of the rows it needs: the
             # exporter's (a rebalance as its summary_row: without the lists only Delta keeps;
             # an offset tombstone of the commit lane ends its partition's lag series) and the
-            # source stats; the batch cap (max_offsets_per_trigger) bounds them
-            needed = F.col("kind").isin([*DRIVER_KINDS, SOURCE_STATS])
+            # source stats (typed); the batch cap (max_offsets_per_trigger) bounds them
+            needed = F.col("kind").isin(list(DRIVER_KINDS))
             commit = F.col(COMMIT_STRUCT_COLUMN)
             text = (
                 F.when(needed, F.coalesce(F.col("summary"), F.col("payload")))
@@ -221,7 +219,8 @@ class Sinks:
                 )
                 .alias("text")
             )
-            small = df.select("kind", text).toArrow()  # Arrow buffers, not a row object each
+            # Arrow buffers, not a row object each
+            small = df.select("kind", text, SOURCE_STATS).toArrow()
             counts = pc.value_counts(small["kind"])
             kinds: dict[str, int] = dict(
                 zip(
@@ -230,7 +229,8 @@ class Sinks:
                     strict=True,
                 )
             )
-            stats: list[dict[str, Any]] = []
+            is_stats = pc.equal(small["kind"], SOURCE_STATS)
+            stats: list[dict[str, Any]] = small.filter(is_stats)[SOURCE_STATS].to_pylist()
             for start in range(0, small.num_rows, DRIVER_CHUNK):  # no filtered copy: memory
                 chunk = small.slice(start, DRIVER_CHUNK)
                 driver = []
@@ -239,11 +239,8 @@ class Sinks:
                 ):
                     if text is not None:
                         parsed = json.loads(text)
-                        if kind == SOURCE_STATS:
-                            stats.append(parsed)
-                        else:
-                            parsed["kind"] = kind  # the lane's tombstones are bare rows
-                            driver.append(parsed)
+                        parsed["kind"] = kind  # the lane's tombstones are bare rows
+                        driver.append(parsed)
                 if not driver:
                     continue
                 if self.prometheus is not None:
@@ -251,16 +248,9 @@ class Sinks:
                 if self.on_events is not None:
                     self.on_events(driver)
             del small, counts
-            frames = {
-                table: (
-                    commit_frame(df, history=self.offset_commits_history)
-                    if table == OFFSET_COMMITS
-                    else table_frame(df, table)
-                )
-                for table in sorted({KIND_TO_TABLE[k] for k in kinds if k in KIND_TO_TABLE})
-            }
-            if kinds.get(BAD_RECORD):
-                frames[BAD_RECORDS] = _bad_records_rows(df, batch_id)
+            frames = table_frames(
+                df, kinds, batch_id, offset_commits_history=self.offset_commits_history
+            )
             self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
@@ -273,28 +263,31 @@ class Sinks:
         self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
 
 
-def _bad_records_rows(events: DataFrame, batch_id: int) -> DataFrame:
-    """The ``bad_record`` rows (:func:`streaming.spark.stateful.bad_record_json`) in the
-    ``bad_records`` table's columns, parsed on the executors."""
-    from pyspark.sql import functions as F
+def table_frames(
+    events: DataFrame,
+    kinds: Iterable[str],
+    batch_id: int,
+    *,
+    offset_commits_history: str = "latest",
+) -> dict[str, DataFrame]:
+    """Each table's rows of a micro-batch of the stateful step's rows (``events``) that
+    holds rows of ``kinds``: the tracker tables' typed structs (:func:`tables.table_frame`),
+    the commit lane's ``offset_commits`` (:func:`tables.commit_frame`) and the quarantined
+    records (:func:`tables.bad_records_frame`)."""
+    from streaming.sinks import tables as t
 
-    bad = F.from_json("payload", BAD_RECORD_JSON, {"mode": "FAILFAST"})
-    rows = events.where(F.col("kind") == BAD_RECORD).select(bad.alias("b")).select("b.*")
-    return rows.select(
-        "topic",
-        "partition",
-        "offset",
-        "timestamp_ms",
-        F.timestamp_millis("timestamp_ms").alias("timestamp"),
-        F.unhex("key").alias("key"),
-        F.unhex("value").alias("value"),
-        "error",
-        "error_type",
-        F.col("error_field").alias("field"),
-        F.col("error_offset").alias("byte_offset"),
-        F.lit(batch_id).cast("bigint").alias("batch_id"),
-        F.to_date(F.timestamp_millis("timestamp_ms")).alias("date"),
-    )
+    kinds = set(kinds)
+    frames = {
+        table: (
+            t.commit_frame(events, history=offset_commits_history)
+            if table == t.OFFSET_COMMITS
+            else t.table_frame(events, table)
+        )
+        for table in sorted({t.KIND_TO_TABLE[k] for k in kinds if k in t.KIND_TO_TABLE})
+    }
+    if BAD_RECORD in kinds:
+        frames[t.BAD_RECORDS] = t.bad_records_frame(events, batch_id)
+    return frames
 
 
 def app_id(checkpoint_dir: str) -> str:

@@ -64,6 +64,7 @@ from prometheus_client.utils import floatToGoString
 
 from streaming.sinks import metric_names as mn
 from streaming.sinks.metric_names import MetricSpec
+from streaming.sinks.web_config import WebConfig
 from streaming.tracking.events import (
     EVENT_TYPES,
     GroupDeleted,
@@ -85,6 +86,11 @@ DEFAULT_PORT = 9108
 _GroupKey = tuple[str, str]
 _Series = tuple[str, tuple[str, ...]]
 _Labels = tuple[str, ...]
+
+
+#: Job series without a default 0: absent until set (``kafka_up`` 0 would say "down" before
+#: the first check, or forever in a job that does not watch the cluster).
+_SET_FIRST = frozenset({mn.KAFKA_UP.name})
 
 
 class _Store(Collector):
@@ -167,7 +173,8 @@ class _Store(Collector):
             family = GaugeMetricFamily(spec.name, spec.help, labels=labels)
         else:
             family = HistogramMetricFamily(spec.name, spec.help, labels=labels)
-        if not values and not spec.labels:  # always exposed, as prometheus_client does
+        if not values and not spec.labels and spec.name not in _SET_FIRST:
+            # always exposed, as prometheus_client does
             values = {(): [0.0] * (len(spec.buckets) + 2) if spec.type == "histogram" else 0.0}
         for key, value in values.items():
             if spec.type == "histogram":
@@ -202,17 +209,32 @@ class PrometheusSink:
         self._deleted_ts_ms: dict[_GroupKey, int] = {}
         self._dormant: set[_GroupKey] = set()
         self._last_batch_id: int | None = None
+        self._last_batch_ts_s: float | None = None
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- serving ---------------------------------------------------------------------------
 
-    def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+    def start(
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        web_config: WebConfig | None = None,
+    ) -> int:
         """Serve ``/metrics`` on ``host:port`` in a daemon thread; returns the bound port
-        (``port=0`` binds any free port)."""
+        (``port=0`` binds any free port). ``web_config``: TLS and basic auth
+        (:mod:`streaming.sinks.web_config`)."""
         if self._server is not None:
             raise RuntimeError("the Prometheus exporter is already started")
-        server, thread = start_http_server(port, addr=host, registry=self.registry)
+        if web_config is None:
+            server, thread = start_http_server(port, addr=host, registry=self.registry)
+        else:
+            from prometheus_client import make_wsgi_app
+
+            from streaming.sinks.web_config import serve
+
+            server, thread = serve(make_wsgi_app(self.registry), host, port, web_config)
         self._server, self._thread = server, thread
         return int(server.server_port)
 
@@ -267,6 +289,16 @@ class PrometheusSink:
             self._inc(mn.OFFSET_GAPS, (), max(0, offset_gaps))
             self._set(mn.BATCH_INPUT_ROWS, (), input_rows)
             self._set(mn.LAST_BATCH_TIMESTAMP_SECONDS, (), ts_s)
+            self._set(mn.LAST_BATCH_AGE_SECONDS, (), 0.0)
+            self._last_batch_ts_s = ts_s
+
+    def record_kafka_check(self, up: bool, now_s: float) -> None:
+        """The job's latest check of the cluster (:class:`streaming.kafka_check.BrokerWatch`)
+        at Unix time ``now_s``: ``kafka_up``, and the age of the last micro-batch."""
+        with self._lock:
+            self._set(mn.KAFKA_UP, (), 1.0 if up else 0.0)
+            if self._last_batch_ts_s is not None:
+                self._set(mn.LAST_BATCH_AGE_SECONDS, (), max(0.0, now_s - self._last_batch_ts_s))
 
     # -- tracker events --------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ member_assignments     generation x member x partition      ``MemberAssignmentRo
 group_metrics          rebalance x (actual, each strategy)  ``GroupMetricsRow``
 offset_commits         offset commit or offset tombstone    ``OffsetCommitRow``
 partition_lag          lag measurement of a partition       ``PartitionLagRow``
-bad_records            record that failed to decode         :func:`bad_record_row`
+bad_records            record that failed to decode         ``bad_record`` rows
 =====================  ===================================  ==================================
 
 ``GroupStatus`` and ``GroupDeleted`` feed Prometheus only (the status is an upsert, the
@@ -26,15 +26,15 @@ arrays of structs, so audit SQL can ``explode`` and filter them without parsing 
 keeps their statistics). The flat ``member_assignments`` and ``group_metrics`` tables are
 the place for everyday queries; the nested columns keep the whole event for audits.
 
-Every column of the tracker's rows must be present: :func:`to_spark_row` raises ``KeyError``
-naming the missing field, so a schema drift between the tracker and the tables fails loudly.
+The stateful step carries each row as its table's typed struct (:func:`body_schema`), so a
+tracker row that does not fit the table's types fails the micro-batch instead of losing a
+value.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql.types import (
     ArrayType,
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BAD_RECORDS",
+    "BAD_RECORD_DERIVED",
+    "BAD_RECORD_KIND",
     "DERIVED_COLUMNS",
     "GROUP_METRICS",
     "KIND_TO_TABLE",
@@ -69,12 +71,13 @@ __all__ = [
     "REBALANCE_EVENTS",
     "SCHEMAS",
     "TABLE_NAMES",
-    "bad_record_row",
+    "TRACKER_TABLES",
+    "bad_records_frame",
+    "body_schema",
     "date_of_ms",
-    "rows_by_table",
+    "relaxed",
     "schema",
     "table_frame",
-    "to_spark_row",
 ]
 
 REBALANCE_EVENTS = "rebalance_events"
@@ -93,6 +96,8 @@ TABLE_NAMES: tuple[str, ...] = (
     BAD_RECORDS,
 )
 
+#: The ``kind`` of a quarantined record's row.
+BAD_RECORD_KIND = "bad_record"
 #: Tracker row ``kind`` -> table.
 KIND_TO_TABLE: dict[str, str] = {
     "rebalance": REBALANCE_EVENTS,
@@ -219,25 +224,25 @@ def _head(ts_comment: str = "event time (ms since the Unix epoch, UTC)") -> list
 _DATE = _req(PARTITION_COLUMN, DateType(), "UTC date of the event time (partition column)")
 
 
-def _relaxed(dtype: DataType) -> DataType:
+def relaxed(dtype: DataType) -> DataType:
     """``dtype`` with every nested field, element and map value nullable: Delta refuses
     NOT NULL inside arrays and maps (``DELTA_NESTED_NOT_NULL_CONSTRAINT``). The nested
     ``_req`` marks still document which values the tracker always fills."""
     if isinstance(dtype, StructType):
         return StructType(
-            [StructField(f.name, _relaxed(f.dataType), True, f.metadata) for f in dtype.fields]
+            [StructField(f.name, relaxed(f.dataType), True, f.metadata) for f in dtype.fields]
         )
     if isinstance(dtype, ArrayType):
-        return ArrayType(_relaxed(dtype.elementType), containsNull=True)
+        return ArrayType(relaxed(dtype.elementType), containsNull=True)
     if isinstance(dtype, MapType):
-        return MapType(dtype.keyType, _relaxed(dtype.valueType), valueContainsNull=True)
+        return MapType(dtype.keyType, relaxed(dtype.valueType), valueContainsNull=True)
     return dtype
 
 
 def _table(fields: list[StructField]) -> StructType:
     """Top-level NOT NULL kept (Delta enforces it), nested types relaxed."""
     return StructType(
-        [StructField(f.name, _relaxed(f.dataType), f.nullable, f.metadata) for f in fields]
+        [StructField(f.name, relaxed(f.dataType), f.nullable, f.metadata) for f in fields]
     )
 
 
@@ -398,61 +403,7 @@ def date_of_ms(ts_ms: int) -> dt.date:
     return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC).date()
 
 
-def _time_of_ms(ts_ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC)
-
-
 # -- rows -----------------------------------------------------------------------------------
-
-
-def _conform(value: Any, dtype: DataType, path: str) -> Any:
-    """``value`` (a ``to_row`` value) in the shape Spark expects for ``dtype``."""
-    if value is None:
-        return None
-    if isinstance(dtype, StructType):
-        return tuple(_conform(value[f.name], f.dataType, f"{path}.{f.name}") for f in dtype.fields)
-    if isinstance(dtype, ArrayType):
-        return [_conform(v, dtype.elementType, f"{path}[]") for v in value]
-    if isinstance(dtype, MapType):
-        return {str(k): _conform(v, dtype.valueType, f"{path}{{}}") for k, v in value.items()}
-    if isinstance(dtype, DoubleType):
-        return float(value)
-    if isinstance(dtype, IntegerType | LongType):
-        return int(value)
-    if isinstance(dtype, BooleanType):
-        return bool(value)
-    if isinstance(dtype, BinaryType):
-        return bytes(value)
-    return value
-
-
-def to_spark_row(table: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A tracker row (``to_row`` dict) as a tuple in ``table``'s column order, with
-    ``event_time`` and ``date`` derived from ``event_ts_ms``. Raises ``KeyError`` if the
-    row lacks a column."""
-    fields = schema(table).fields
-    ts_ms = int(row["event_ts_ms"])
-    derived = {"event_time": _time_of_ms(ts_ms), PARTITION_COLUMN: date_of_ms(ts_ms)}
-    out: list[Any] = []
-    for f in fields:
-        if f.name in derived:
-            out.append(derived[f.name])
-            continue
-        if f.name not in row:
-            raise KeyError(f"{table}: the row has no {f.name!r} column")
-        out.append(_conform(row[f.name], f.dataType, f.name))
-    return tuple(out)
-
-
-def rows_by_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
-    """Tracker rows (``to_row`` dicts, any kind) grouped into Spark rows per table; kinds
-    that have no table (``group_status``, ``group_deleted``) are left out."""
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    for row in rows:
-        table = KIND_TO_TABLE.get(str(row.get("kind")))
-        if table is not None:
-            out.setdefault(table, []).append(to_spark_row(table, row))
-    return out
 
 
 #: The commit lane's rows (:func:`streaming.spark.commits.commit_rows`): kind, and the
@@ -463,7 +414,7 @@ COMMIT_KIND, COMMIT_STRUCT_COLUMN = "offset_commit", "offset_commit"
 def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
     """The ``offset_commits`` rows of a micro-batch: the commit lane's typed rows, every one
     (``history="every"``) or the last record (commit or tombstone) of each partition of each
-    group (``"latest"``), ``event_time`` and ``date`` derived as :func:`to_spark_row` does."""
+    group (``"latest"``), ``event_time`` and ``date`` derived from ``event_ts_ms``."""
     from pyspark.sql import functions as F
 
     commits = events.where(F.col("kind") == COMMIT_KIND)
@@ -483,59 +434,53 @@ def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
     )
 
 
+#: The tracker tables: each is a nullable struct column of the stateful step's rows
+#: (:data:`streaming.spark.stateful.EVENTS_SCHEMA`), named as the table, filled on the rows
+#: of its kinds.
+TRACKER_TABLES: tuple[str, ...] = (
+    REBALANCE_EVENTS,
+    MEMBER_ASSIGNMENTS,
+    GROUP_METRICS,
+    PARTITION_LAG,
+)
+#: ``bad_records`` columns the sink derives: the rest travel as the ``bad_records`` struct.
+BAD_RECORD_DERIVED: tuple[str, ...] = ("timestamp", "batch_id", PARTITION_COLUMN)
+
+
+def body_schema(table: str) -> StructType:
+    """What the stateful step carries of a row of ``table``: its columns without those the
+    sink derives (:data:`DERIVED_COLUMNS`; ``bad_records``: :data:`BAD_RECORD_DERIVED`)."""
+    derived = BAD_RECORD_DERIVED if table == BAD_RECORDS else DERIVED_COLUMNS
+    return StructType([f for f in schema(table).fields if f.name not in derived])
+
+
 def table_frame(events: DataFrame, table: str) -> DataFrame:
-    """The rows of ``table`` from a DataFrame of tracker events (``kind`` and ``payload``:
-    the ``to_row`` dict as JSON, see :func:`streaming.spark.stateful.events_to_rows`), parsed
-    by Spark on the executors (``from_json`` with the table's schema, ``FAILFAST``: a payload
-    that does not fit fails the batch instead of losing a value), ``event_time`` and ``date``
-    derived from ``event_ts_ms`` as :func:`to_spark_row` derives them."""
+    """The rows of ``table`` (one of :data:`TRACKER_TABLES`) from the stateful step's rows:
+    the table's struct column (:func:`body_schema`) of the rows of its kinds, ``event_time``
+    and ``date`` derived from ``event_ts_ms``."""
     from pyspark.sql import functions as F
 
-    kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
-    if not kinds:
+    if table not in TRACKER_TABLES:
         raise UnknownTableError(table)
-    target = schema(table)
-    body = StructType([f for f in target.fields if f.name not in ("event_time", PARTITION_COLUMN)])
-    parsed = (
+    kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
+    rows = (
         events.where(F.col("kind").isin(kinds))
-        .select(F.from_json("payload", body, {"mode": "FAILFAST"}).alias("row"))
-        .select("row.*")
+        .select(f"{table}.*")
         .withColumn("event_time", F.timestamp_millis("event_ts_ms"))
     )
-    return parsed.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(*target.fieldNames())
+    return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
+        *schema(table).fieldNames()
+    )
 
 
-def bad_record_row(
-    *,
-    topic: str,
-    partition: int,
-    offset: int,
-    timestamp_ms: int,
-    key: bytes | None,
-    value: bytes | None,
-    error: str,
-    error_type: str | None = None,
-    field: str | None = None,
-    byte_offset: int | None = None,
-    batch_id: int | None = None,
-) -> tuple[Any, ...]:
-    """One quarantined record as a ``bad_records`` row (raw bytes kept as they were read).
+def bad_records_frame(events: DataFrame, batch_id: int) -> DataFrame:
+    """The ``bad_records`` rows of a micro-batch: the ``bad_records`` struct of the
+    ``bad_record`` rows, with the record time, the batch id and the date derived."""
+    from pyspark.sql import functions as F
 
-    For a :class:`streaming.codec.errors.DecodeError` ``exc``: ``error=str(exc)``,
-    ``error_type=type(exc).__name__``, ``field=exc.field``, ``byte_offset=exc.offset``.
-    """
-    return (
-        topic,
-        partition,
-        offset,
-        timestamp_ms,
-        _time_of_ms(timestamp_ms),
-        None if key is None else bytes(key),
-        None if value is None else bytes(value),
-        error,
-        error_type,
-        field,
-        byte_offset,
-        batch_id,
-        date_of_ms(timestamp_ms),
+    rows = events.where(F.col("kind") == BAD_RECORD_KIND).select(f"{BAD_RECORDS}.*")
+    rows = rows.withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
+    rows = rows.withColumn("batch_id", F.lit(batch_id).cast("bigint"))
+    return rows.withColumn(PARTITION_COLUMN, F.to_date("timestamp")).select(
+        *schema(BAD_RECORDS).fieldNames()
     )

@@ -88,10 +88,24 @@ ENVELOPE_SCHEMA = (
     "source string, topic string, partition int, offset bigint, timestamp timestamp, "
     "key binary, value binary"
 )
+#: A source-stats row's counts (:func:`source_stats`), the one spelling of their type.
+STATS_FIELDS: tuple[tuple[str, str], ...] = (
+    ("topic", "string"),
+    ("partition", "int"),
+    ("lo", "bigint"),
+    ("hi", "bigint"),
+    ("records", "bigint"),
+    ("unrouted", "bigint"),
+    ("bad", "bigint"),
+)
+STATS_TYPE_DDL = "struct<" + ", ".join(f"{n}:{t}" for n, t in STATS_FIELDS) + ">"
+_ARROW_TYPES = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
+_STATS_ARROW = pa.struct([(n, _ARROW_TYPES[t]) for n, t in STATS_FIELDS])
 DECODED_SCHEMA = (
     "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
     "key binary, value binary, group_id string, record_type string, "
-    "error string, error_type string, error_field string, error_offset int, stats string, "
+    "error string, error_type string, error_field string, error_offset int, "
+    f"stats {STATS_TYPE_DDL}, "
     "run_topic string, run_partition int, run_offset bigint, run_leader_epoch int, "
     "run_commit_ts_ms bigint, run_count int, run_history_ts_ms array<bigint>, "
     "run_history_offsets array<bigint>, run_topic_id string"
@@ -133,7 +147,7 @@ _ARROW_DECODED = pa.schema(
         ("error_type", pa.string()),
         ("error_field", pa.string()),
         ("error_offset", pa.int32()),
-        ("stats", pa.string()),
+        ("stats", _STATS_ARROW),
         *_RUN_FIELDS,
     ]
 )
@@ -212,7 +226,7 @@ def _decoded_rows(
         pa.array([d.error_type for d in results], type=pa.string()),
         pa.array([d.error_field for d in results], type=pa.string()),
         pa.array([d.error_offset for d in results], type=pa.int32()),
-        pa.nulls(n, type=pa.string()),
+        pa.nulls(n, type=_STATS_ARROW),
     ]
     columns += [pa.nulls(n, type=t) for _name, t in _RUN_FIELDS]
     return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
@@ -373,7 +387,7 @@ def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: i
         group.take(last_rows),
         pa.array([COMMIT_RUN] * n, type=pa.string()),
         *(pa.nulls(n, type=t) for t in (pa.string(), pa.string(), pa.string(), pa.int32())),
-        pa.nulls(n, type=pa.string()),
+        pa.nulls(n, type=_STATS_ARROW),
         topic.take(last_rows),
         commit.field("partition").take(last_rows),
         commit.field("offset").take(last_rows),
@@ -389,12 +403,11 @@ def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: i
 
 def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Table:
     """One row per source partition of an input ``batch``: ``group_id`` = :data:`STATS_KEY`,
-    ``stats`` = JSON ``{"topic", "partition", "lo", "hi", "records", "unrouted", "bad"}``
+    ``stats`` = the struct :data:`STATS_FIELDS`: topic, partition, lo, hi, records, unrouted, bad
     (lowest and highest offset, how many records, how many of them name no group, how many
     are bad), from the batch and what :func:`decode_batch` made of it (``decoded``). A record
     that fans out to several groups counts once. The job sums these per micro-batch (input
     records, offset gaps) instead of reading and decoding the records a second time."""
-    import json
 
     import pyarrow.compute as pc
 
@@ -468,7 +481,7 @@ def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Tabl
                 "offset": lo,
                 "group_id": STATS_KEY,
                 "record_type": STATS_TYPE,
-                "stats": json.dumps(stats, separators=(",", ":")),
+                "stats": stats,
             }
         )
     return pa.Table.from_pylist(rows, schema=_ARROW_DECODED)

@@ -78,6 +78,23 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 
+#: Local mode: the driver, its RPC endpoint and the block manager listen on the loopback
+#: address only (Spark's default is the host's network address, with authentication off).
+#: ``build_session`` also sets ``SPARK_LOCAL_IP`` for the JVM it launches: the UI (off by
+#: default; ``spark.ui.enabled=true`` to have it) binds to that, not to a setting. A user's
+#: own value of any of these wins.
+LOCAL_BIND_CONF: dict[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+}
+LOOPBACK = "127.0.0.1"
+
+
+def is_local_master(master: str | None) -> bool:
+    """``local``, ``local[N]``, ``local[*]``, ``local[N,F]``."""
+    return bool(master) and (master == "local" or str(master).startswith("local["))
+
+
 class SparkSetupError(RuntimeError):
     """The Spark environment is incomplete (e.g. jars not resolved: run ``make setup``)."""
 
@@ -102,15 +119,17 @@ def local_fs_conf(
     master: str | None, conf: Mapping[str, str], jars_dir: Path = DEFAULT_JARS_DIR
 ) -> dict[str, str]:
     """What a ``local`` master adds to the user's ``conf`` (nothing for other masters): the
-    :data:`LOCAL_FS_CONF` settings the user did not set, and the driver's class path with the
-    jar in front of the user's own."""
-    if not master or not (master == "local" or master.startswith("local[")):
+    :data:`LOCAL_FS_CONF` and :data:`LOCAL_BIND_CONF` settings the user did not set, and the
+    driver's class path with the jar in front of the user's own."""
+    if not is_local_master(master):
         return {}
     jar = jars_dir.parent / LOCAL_FS_JAR
     if not jar.is_file():
         raise SparkSetupError(f"{jar} not found: run `make setup` to build it")
     extra = conf.get("spark.driver.extraClassPath")
-    added = {key: value for key, value in LOCAL_FS_CONF.items() if key not in conf}
+    added = {
+        key: value for key, value in {**LOCAL_FS_CONF, **LOCAL_BIND_CONF}.items() if key not in conf
+    }
     added["spark.driver.extraClassPath"] = f"{jar}{os.pathsep}{extra}" if extra else str(jar)
     return added
 
@@ -131,6 +150,9 @@ def build_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # the JVM (local mode: launched from here) with fewer glibc malloc arenas: ~80 MB less
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+    if is_local_master(master):
+        # the UI's address (Spark's WebUI reads SPARK_LOCAL_IP, else 0.0.0.0); LOCAL_BIND_CONF
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)

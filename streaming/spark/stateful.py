@@ -3,15 +3,27 @@
 ::
 
     good rows (streaming.spark.decode)         source, partition, offset, timestamp_ms, key,
-        │  groupBy("group_id")                 value, group_id (routed rows only)
+        │  groupBy(tracker_key)                value, group_id (routed rows only); the key:
+        │                                      the group's bucket, 1 of BUCKETS
         ▼
-    transformWithStateInPandas(GroupTracker)   per group: ValueState ``group`` = the
-        │                                      GroupState JSON (GroupState.to_json); rows ->
-        │                                      Observations -> reducer.apply -> events
+    transformWithStateInPandas(GroupTracker)   per bucket: MapState ``groups`` = group id ->
+        │                                      GroupState JSON (GroupState.to_json); each
+        │                                      group's rows -> Observations ->
+        │                                      reducer.apply -> events
         ▼
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
-                                               event_ts_ms, payload (to_row as JSON),
+                                               event_ts_ms; a typed struct per table
+                                               (rebalance_events, ..., bad_records);
+                                               payload (the driver's kinds as JSON),
                                                summary (rebalances: the driver's part)
+
+Why buckets of groups and not a key per group: every key costs a processor call per
+micro-batch, with its own pandas frames in and out and state-server round trips to set and
+clear the key. Measured on the steady backlog (``bench/steady.py``, 1,000 groups, one
+micro-batch), that was 7-10 ms of Python per group while the tracker's own work was ~1 ms.
+A bucket pays that once for all its groups; each group still costs a MapState read and
+write. A group's state lives under ``xxhash64(group id) mod BUCKETS``, so :data:`BUCKETS` is
+fixed for a checkpoint (a checkpoint of a version with a key per group must be recreated).
 
 Why ``transformWithStateInPandas`` and not ``applyInPandasWithState``: it is the
 RocksDB-backed state API v2 (state variables have their own schema and can be changed and
@@ -46,7 +58,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from streaming.spark.decode import COMMIT_RUN, STATS_KEY, observation_of
+from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import to_row
 from streaming.tracking.model import CommitRun, Observation
@@ -54,30 +66,69 @@ from streaming.tracking.state import GroupState
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, TimerValues
+    from pyspark.sql.types import StructType
 
 __all__ = [
     "BAD_KEY",
+    "BUCKETS",
+    "DRIVER_JSON_KINDS",
     "EVENTS_SCHEMA",
     "STATE_SCHEMA",
     "Reducer",
-    "bad_record_json",
+    "bad_record_struct",
     "event_row",
     "events_to_rows",
     "load_reducer",
     "logical_now_ms",
+    "observations_by_group",
     "rows_to_observations",
     "summary_row",
     "track",
+    "tracker_key",
 ]
 
-EVENTS_SCHEMA = (
-    "cluster string, group_id string, kind string, event_id string, "
-    "event_ts_ms bigint, payload string, summary string"
-)
-_EVENT_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
+
+def _events_schema() -> StructType:
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    from streaming.sinks.tables import BAD_RECORDS, TRACKER_TABLES, body_schema, relaxed
+
+    head = [
+        StructField(name, LongType() if name == "event_ts_ms" else StringType(), True)
+        for name in _HEAD_COLUMNS
+    ]
+    tables = [
+        StructField(table, relaxed(body_schema(table)), True)
+        for table in (*TRACKER_TABLES, BAD_RECORDS)
+    ]
+    types = {"string": StringType(), "int": IntegerType(), "bigint": LongType()}
+    stats = StructType([StructField(n, types[t], True) for n, t in STATS_FIELDS])
+    return StructType([*head, *tables, StructField("source_stats", stats, True)])
+
+
+_HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
+#: The stateful step's rows: the head (``payload``: the ``to_row`` dict as JSON for the
+#: kinds the driver reads, :data:`DRIVER_JSON_KINDS`; ``summary``: a rebalance's
+#: :func:`summary_row` as JSON), then one typed struct per table, filled on its kinds' rows
+#: (:func:`streaming.sinks.tables.body_schema`: the table's columns but the derived ones).
+EVENTS_SCHEMA = _events_schema()
+_EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
+#: The kinds whose rows the driver reads as JSON ``payload`` (the exporter's; a rebalance
+#: goes as its ``summary``); the source stats come as their typed ``source_stats`` struct.
+DRIVER_JSON_KINDS = frozenset({"group_metrics", "group_status", "partition_lag", "group_deleted"})
 STATE_SCHEMA = "state string"
+#: The key of a group's entry in its bucket's MapState.
+GROUP_KEY_SCHEMA = "group_id string"
+#: Groups per stateful key: each key (a bucket of groups) costs one call of the processor
+#: per micro-batch, with a pandas frame in and out, where a key per group cost ~7-10 ms
+#: of each group's batch (``bench/steady.py``). Fixed for a checkpoint: a group's state
+#: lives under its bucket.
+BUCKETS = 64
+BUCKET_PREFIX = "\x00rebalance-monitor:bucket:"
+#: The grouping column of the stateful step.
+TRACKER_KEY = "tracker_key"
 #: The key of the bad rows in the stateful step (no Kafka group is named so).
 BAD_KEY = "\x00rebalance-monitor:bad-records"
 
@@ -115,29 +166,42 @@ _RUN_COLUMNS = (
 
 
 def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observation], int]:
-    """Observations of the decoded rows, and how many could not be rebuilt (the decode
-    stage quarantined them already; a mismatch here means a code change between stages).
-    A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`) becomes a
-    :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from its bytes.
+    """Observations of the decoded rows (of any groups, in row order), and how many could
+    not be rebuilt: :func:`observations_by_group` without the split."""
+    by_group, failed = observations_by_group(frames)
+    return [o for observations in by_group.values() for o in observations], failed
+
+
+def observations_by_group(
+    frames: Iterable[pd.DataFrame],
+) -> tuple[dict[str, list[Observation]], int]:
+    """Each group's observations of the decoded rows (in row order), and how many rows could
+    not be rebuilt (the decode stage quarantined them already; a mismatch here means a code
+    change between stages). A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`)
+    becomes a :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from
+    its bytes.
 
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
-    out: list[Observation] = []
+    out: dict[str, list[Observation]] = {}
     failed = 0
     for frame in frames:
-        columns = ("source", "partition", "offset", "timestamp_ms", "key", "value")
-        source, partition, offset, ts_ms, key, value = (frame[c].tolist() for c in columns)
+        columns = ("source", "partition", "offset", "timestamp_ms", "key", "value", "group_id")
+        source, partition, offset, ts_ms, key, value, group = (frame[c].tolist() for c in columns)
         kinds = frame["record_type"].tolist()
         run: tuple[list[Any], ...] | None = None
         for i, kind in enumerate(kinds):
+            observations = out.get(group[i])
+            if observations is None:
+                observations = out[group[i]] = []
             if kind == COMMIT_RUN:
                 if run is None:
                     run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
-                out.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
+                observations.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
                 continue
             k, v = key[i], value[i]
             try:
-                out.append(
+                observations.append(
                     observation_of(
                         source[i],
                         None if k is None else bytes(k),
@@ -178,18 +242,27 @@ def _run(
 
 
 def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: ``payload`` is the
-    row as JSON; ``summary``, for a rebalance, :func:`summary_row` (what the driver's exporter
-    reads; null for other kinds: their payload is small)."""
-    return {
-        "cluster": row.get("cluster"),
-        "group_id": row.get("group_id"),
-        "kind": row["kind"],
-        "event_id": row["event_id"],
-        "event_ts_ms": int(row["event_ts_ms"]),
-        "payload": _json(row),
-        "summary": _json(summary_row(row)) if row["kind"] == "rebalance" else None,
-    }
+    """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: the row itself in
+    its table's struct column (the struct takes the table's columns of it); ``payload``, the
+    row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance,
+    :func:`summary_row` as JSON (what the driver's exporter reads)."""
+    from streaming.sinks.tables import KIND_TO_TABLE
+
+    kind = row["kind"]
+    out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
+    out.update(
+        cluster=row.get("cluster"),
+        group_id=row.get("group_id"),
+        kind=kind,
+        event_id=row["event_id"],
+        event_ts_ms=int(row["event_ts_ms"]),
+        payload=_json(row) if kind in DRIVER_JSON_KINDS else None,
+        summary=_json(summary_row(row)) if kind == "rebalance" else None,
+    )
+    table = KIND_TO_TABLE.get(kind)
+    if table is not None:
+        out[table] = row
+    return out
 
 
 def summary_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -240,28 +313,26 @@ def _records(frames: Iterable[pd.DataFrame]) -> Iterator[dict[str, Any]]:
         yield from frame.to_dict("records")
 
 
-def bad_record_json(row: Mapping[str, Any]) -> str:
-    """A bad row as the payload of a ``bad_record`` row (the ``bad_records`` table's source
-    columns; key and value as hex, so every byte survives)."""
+def bad_record_struct(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A bad row (the decode stage's columns) as the ``bad_records`` struct of a
+    ``bad_record`` row: the raw key and value bytes as they were read, and where the error
+    was found."""
 
-    def hex_of(raw: Any) -> str | None:
-        return None if raw is None else bytes(raw).hex()
+    def raw(value: Any) -> bytes | None:
+        return None if value is None else bytes(value)
 
-    return _json(
-        {
-            "source": row["source"],
-            "topic": row["topic"],
-            "partition": int(row["partition"]),
-            "offset": int(row["offset"]),
-            "timestamp_ms": _int_or_none(row["timestamp_ms"]),
-            "key": hex_of(row["key"]),
-            "value": hex_of(row["value"]),
-            "error": row["error"],
-            "error_type": row["error_type"],
-            "error_field": row["error_field"],
-            "error_offset": _int_or_none(row["error_offset"]),
-        }
-    )
+    return {
+        "topic": row["topic"],
+        "partition": int(row["partition"]),
+        "offset": int(row["offset"]),
+        "timestamp_ms": _int_or_none(row["timestamp_ms"]),
+        "key": raw(row["key"]),
+        "value": raw(row["value"]),
+        "error": row["error"],
+        "error_type": row["error_type"],
+        "field": row["error_field"],
+        "byte_offset": _int_or_none(row["error_offset"]),
+    }
 
 
 def _int_or_none(v: Any) -> int | None:
@@ -282,7 +353,8 @@ def _processor_class() -> type:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     class GroupTracker(StatefulProcessor):
-        """One group's tracker: its state in a ValueState, time from its records."""
+        """The trackers of one bucket of groups: each group's state in the bucket's
+        MapState (group id -> GroupState JSON), time from the group's records."""
 
         def __init__(self, cluster: str, config: TrackerConfig) -> None:
             self._cluster = cluster
@@ -290,7 +362,7 @@ def _processor_class() -> type:
 
         def init(self, handle: StatefulProcessorHandle) -> None:
             self._handle = handle
-            self._state = handle.getValueState("group", STATE_SCHEMA)
+            self._groups = handle.getMapState("groups", GROUP_KEY_SCHEMA, STATE_SCHEMA)
             self._apply = load_reducer(self._config)
 
         def handleInputRows(
@@ -299,63 +371,84 @@ def _processor_class() -> type:
             import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
             if key[0] == STATS_KEY:
-                out = [self._passed("source_stats", r, r["stats"]) for r in _records(rows)]
+                out = [
+                    self._passed("source_stats", r, source_stats=r["stats"]) for r in _records(rows)
+                ]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             elif key[0] == BAD_KEY:
-                out = [self._passed("bad_record", r, bad_record_json(r)) for r in _records(rows)]
+                out = [
+                    self._passed("bad_record", r, bad_records=bad_record_struct(r))
+                    for r in _records(rows)
+                ]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             else:
-                observations, _failed = rows_to_observations(rows)
-                yield self._step(key[0], observations)
+                by_group, _failed = observations_by_group(rows)
+                events: list[Any] = []
+                for group_id, observations in by_group.items():
+                    events.extend(self._step(group_id, observations))
+                out_rows = events_to_rows(events)
+                yield pd.DataFrame({c: [r[c] for r in out_rows] for c in _EVENT_COLUMNS})
 
-        def _passed(self, kind: str, row: Mapping[str, Any], payload: str) -> dict[str, Any]:
-            return {
-                "cluster": self._cluster,
-                "group_id": None,
-                "kind": kind,
-                "event_id": f"{row['topic']}:{row['partition']}:{row['offset']}:{kind}",
-                "event_ts_ms": _int_or_none(row["timestamp_ms"]) or 0,
-                "payload": payload,
-                "summary": None,
-            }
+        def _passed(self, kind: str, row: Mapping[str, Any], **columns: Any) -> dict[str, Any]:
+            out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
+            out.update(
+                cluster=self._cluster,
+                kind=kind,
+                event_id=f"{row['topic']}:{row['partition']}:{row['offset']}:{kind}",
+                event_ts_ms=_int_or_none(row["timestamp_ms"]) or 0,
+                **columns,
+            )
+            return out
 
         def close(self) -> None:
             pass
 
-        def _step(self, group_id: str, observations: list[Observation]) -> Any:
-            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-
-            stored = self._state.get()  # None when the group has no state yet
+        def _step(self, group_id: str, observations: list[Observation]) -> Sequence[Any]:
+            stored = self._groups.getValue((group_id,))  # None: no state yet
             state = (
                 GroupState.from_json(stored[0])
                 if stored
                 else GroupState.new(self._cluster, group_id)
             )
             state, events = self._apply(state, observations, logical_now_ms(state, observations))
-            if state.is_empty():
-                self._state.clear()
-            else:
-                self._state.update((state.to_json(),))
-            rows = events_to_rows(events)
-            return pd.DataFrame({c: [r[c] for r in rows] for c in _EVENT_COLUMNS})
+            if not state.is_empty():
+                self._groups.updateValue((group_id,), (state.to_json(),))
+            elif stored:
+                self._groups.removeKey((group_id,))
+            return events
 
     return GroupTracker
 
 
-def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
-    """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
-    (:data:`EVENTS_SCHEMA`), state per group id. Two keys are not groups and keep no state:
-    the bad rows go under :data:`BAD_KEY` and come out as ``bad_record`` rows, the source
-    stats rows (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one
-    query both tracks and quarantines and counts. Good rows without a group are dropped
-    here; the stats count them."""
+def tracker_key(group_id: Column) -> Column:
+    """The stateful step's grouping key of a group: its bucket, one of :data:`BUCKETS`
+    (``xxhash64`` of the group id, so the same on every executor and after a restart)."""
     from pyspark.sql import functions as F
 
-    key = F.when(F.col("error").isNotNull(), F.lit(BAD_KEY)).otherwise(F.col("group_id"))
-    routed = decoded.where(F.col("group_id").isNotNull() | F.col("error").isNotNull())
-    routed = routed.withColumn("group_id", key)
+    bucket = F.pmod(F.xxhash64(group_id), F.lit(BUCKETS))
+    return F.concat(F.lit(BUCKET_PREFIX), bucket.cast("string"))
+
+
+def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
+    """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
+    (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
+    keys are not buckets and keep no state: the bad rows go under :data:`BAD_KEY` and come
+    out as ``bad_record`` rows, the source stats rows
+    (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one query both
+    tracks and quarantines and counts. Good rows without a group are dropped here; the
+    stats count them."""
+    from pyspark.sql import functions as F
+
+    group = F.col("group_id")
+    key = (
+        F.when(F.col("error").isNotNull(), F.lit(BAD_KEY))
+        .when(group == F.lit(STATS_KEY), group)
+        .otherwise(tracker_key(group))
+    )
+    routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
+    routed = routed.withColumn(TRACKER_KEY, key)
     processor = _processor_class()(cluster, config)
-    return routed.groupBy("group_id").transformWithStateInPandas(
+    return routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=EVENTS_SCHEMA,
         outputMode="Append",

@@ -71,8 +71,8 @@ class AuditTables:
 
 @pytest.fixture(scope="session")
 def audit_tables(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> AuditTables:
-    from streaming.sinks import tables as t
     from streaming.sinks.delta import DeltaSink
+    from tests.delta_rows import table_frames_of
 
     rows = golden_rows()
     # last event time written per group, for each batch
@@ -102,10 +102,10 @@ def audit_tables(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) 
     before_ms = _now_ms()
     time.sleep(GAP_S)
     sink.ensure_tables()
-    sink.write_batch(0, t.rows_by_table(batch0))
+    sink.write_batch(0, table_frames_of(spark, batch0, 0))
     time.sleep(GAP_S)
     mid_ms = _now_ms()
     time.sleep(GAP_S)
-    sink.write_batch(1, t.rows_by_table(batch1))
+    sink.write_batch(1, table_frames_of(spark, batch1, 1))
     time.sleep(0.1)
     return AuditTables(base, before_ms, mid_ms, _now_ms(), written)

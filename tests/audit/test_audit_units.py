@@ -1,4 +1,4 @@
-"""The audit command's pure parts: time arguments, output formats, the read-only check, and
+"""The audit command's pure parts: time arguments, output formats and
 ``--help`` without Spark."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from streaming.audit import BadTimeError, QueryError
-from streaming.audit.readonly import check_read_only
+from streaming.audit import BadTimeError
 from streaming.audit.render import Result, render
 from streaming.audit.times import format_ms, parse_time
 
@@ -123,49 +122,6 @@ def test_nested_values_render_as_json_text() -> None:
     nested = Result(("m",), [({"c1": [{"topic": "t", "partition": 0}]},)])
     assert render(nested, "csv").splitlines()[1] == '"{""c1"":[{""topic"":""t"",""partition"":0}]}"'
     assert json.loads(render(nested, "json")) == [{"m": {"c1": [{"topic": "t", "partition": 0}]}}]
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        "SELECT 1",
-        "  select * from rebalance_events",
-        "(SELECT 1)",
-        "WITH x AS (SELECT 1) SELECT * FROM x",
-        "-- a comment\nSELECT 'DELETE' AS word",
-        "/* INSERT */ SELECT `update` FROM t",
-        "SHOW TABLES",
-        "DESCRIBE rebalance_events",
-        "EXPLAIN SELECT 1",
-        "VALUES (1)",
-        "FROM rebalance_events SELECT group_id",
-    ],
-)
-def test_read_only_statements_pass(query: str) -> None:
-    check_read_only(query)
-
-
-@pytest.mark.parametrize(
-    ("query", "word"),
-    [
-        ("DELETE FROM rebalance_events", "DELETE"),
-        ("drop table x", "DROP"),
-        ("WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", "INSERT"),
-        ("FROM s INSERT INTO t SELECT *", "INSERT"),
-        ("SET spark.sql.ansi.enabled=false", "SET"),
-        ("MERGE INTO t USING s ON true WHEN MATCHED THEN DELETE", "MERGE"),
-        ("OPTIMIZE rebalance_events", "OPTIMIZE"),
-        ("EXPLAIN DELETE FROM t", "DELETE"),
-    ],
-)
-def test_writing_statements_are_refused(query: str, word: str) -> None:
-    with pytest.raises(QueryError, match=f"sql: {word} is not allowed"):
-        check_read_only(query)
-
-
-def test_an_empty_statement_is_refused() -> None:
-    with pytest.raises(QueryError, match="empty"):
-        check_read_only("  -- nothing\n")
 
 
 def test_help_starts_without_spark() -> None:

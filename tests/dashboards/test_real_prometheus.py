@@ -65,7 +65,11 @@ def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, in
         if any(isinstance(e, RebalanceEvent) and not e.members_after for e in events):
             return  # the last member leaves: keep the group as it was while it ran
         started = time.monotonic()
-        rows = [json.loads(row["payload"]) for row in events_to_rows(events)]
+        rows = [  # what the driver reads of the job's rows (a rebalance: its summary)
+            json.loads(row["summary"] or row["payload"])
+            for row in events_to_rows(events)
+            if row["summary"] or row["payload"]
+        ]
         sink.update(rows)
         gaps = offset_gaps(chunk, last_offsets)
         sink.record_batch(

@@ -109,7 +109,7 @@ def test_source_stats_count_each_record_once_per_source_partition() -> None:
     batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_ENVELOPE)
     out = source_stats(batch, decode_batch(batch)).to_pylist()
     assert {r["group_id"] for r in out} == {STATS_KEY}
-    stats = {r["topic"]: json.loads(r["stats"]) for r in out}
+    stats = {r["topic"]: r["stats"] for r in out}
     # offsets: 3 good records (0-2) and 2 garbage (20, 21)
     assert stats["__consumer_offsets"] == {
         "topic": "__consumer_offsets",
@@ -288,7 +288,7 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
     """The group lane reduces each chunk's commits of a partition between two other records
     of the group to runs; the tracker ends in the same state, with the same events (a run
     emits one commit-lag row for its last commit instead of one per commit)."""
-    from streaming.spark.stateful import rows_to_observations
+    from streaming.spark.stateful import observations_by_group, rows_to_observations
     from streaming.tracking.events import PartitionLagRow
     from streaming.tracking.reducer import apply
     from streaming.tracking.state import GroupState
@@ -300,10 +300,11 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
     for start in range(0, table.num_rows, chunk):
         decoded = decode_batch(table.slice(start, chunk))
         runs += decoded.column("record_type").to_pylist().count("CommitRun")
-        observations, failed = rows_to_observations([decoded.to_pandas()])
+        split, failed = observations_by_group([decoded.to_pandas()])
         assert failed == 0
-        for o in observations:
-            by_group_runs.setdefault(str(group_id_of(o.payload)), []).append(o)
+        for group, observations in split.items():  # what the stateful step applies
+            assert {group_id_of(o.payload) for o in observations} == {group}
+            by_group_runs.setdefault(group, []).extend(observations)
     assert runs > 0
     by_group: dict[str, list[Any]] = {}
     for o in rows_to_observations([decode_batch(table.drop_columns(["commit"])).to_pandas()])[0]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from streaming.sinks import TableSchemaError
 from streaming.sinks import tables as t
 from streaming.sinks.delta import DeltaSink
 from streaming.tracking.events import to_row
+from tests.delta_rows import events_frame, table_frames_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -117,7 +119,7 @@ def test_a_replayed_batch_is_written_once_and_a_later_batch_appends(
     tmp_path: Path,
     rows: tuple[list[dict[str, Any]], list[dict[str, Any]]],
 ) -> None:
-    first, second = (t.rows_by_table(batch) for batch in rows)
+    first, second = (table_frames_of(spark, batch, i) for i, batch in enumerate(rows))
     # The tracker's rows fill every event table but offset_commits (the commit lane's,
     # tests/spark/test_commit_lane.py) and conform to the schemas.
     assert set(first) == set(t.KIND_TO_TABLE.values()) - {t.OFFSET_COMMITS}
@@ -126,17 +128,17 @@ def test_a_replayed_batch_is_written_once_and_a_later_batch_appends(
     tables = sorted(set(first))
     assert {x: commits(sink, x) for x in tables} == dict.fromkeys(tables, 1)  # CREATE
 
-    written = sink.write_batch(0, first)
-    assert written == {table: len(r) for table, r in first.items()}
+    assert sorted(sink.write_batch(0, first)) == tables
     sink.write_batch(0, first)  # Spark re-runs batch 0 after a crash: skipped
     assert {x: commits(sink, x) for x in tables} == dict.fromkeys(tables, 2)
 
     sink.write_batch(1, second)
     sink.write_batch(0, first)  # an old batch id is never written again
     assert {x: commits(sink, x) for x in tables} == {x: 2 + (x in second) for x in tables}
-    assert row_counts(spark, sink, tables) == {
-        x: len(first.get(x, [])) + len(second.get(x, [])) for x in tables
+    per_table = {
+        x: sum(t.KIND_TO_TABLE.get(r["kind"]) == x for b in rows for r in b) for x in tables
     }
+    assert row_counts(spark, sink, tables) == per_table
 
     # The partition column and the nested columns, queryable without parsing.
     got = (
@@ -159,35 +161,51 @@ def test_a_replayed_batch_is_written_once_and_a_later_batch_appends(
 
 
 def test_bad_records_keep_the_raw_bytes(spark: SparkSession, tmp_path: Path) -> None:
+    from streaming.sinks.micro_batch import table_frames
+    from streaming.spark.stateful import EVENTS_SCHEMA, bad_record_struct
+
     sink = DeltaSink(spark, str(tmp_path), "app-1")
     sink.ensure_tables()
     raw_key, raw_value = b"\x00\x02\x00\x03grp\xff", bytes(range(256))
-    bad = [
-        t.bad_record_row(
-            topic="__consumer_offsets",
-            partition=7,
-            offset=42,
-            timestamp_ms=1_767_225_600_000,  # 2026-01-01T00:00:00Z
-            key=raw_key,
-            value=raw_value,
-            error="value.members[0].subscription at byte 17: truncated",
-            error_type="TruncatedError",
-            field="value.members[0].subscription",
-            byte_offset=17,
-            batch_id=3,
-        ),
-        t.bad_record_row(
-            topic="__consumer_offsets",
-            partition=7,
-            offset=43,
-            timestamp_ms=1_767_225_600_001,
-            key=b"\x00\x63",
-            value=None,
-            error="key version 99",
-        ),
+    decoded = [  # the decode stage's columns of two bad records
+        {
+            "topic": "__consumer_offsets",
+            "partition": 7,
+            "offset": 42,
+            "timestamp_ms": 1_767_225_600_000,  # 2026-01-01T00:00:00Z
+            "key": raw_key,
+            "value": raw_value,
+            "error": "value.members[0].subscription at byte 17: truncated",
+            "error_type": "TruncatedError",
+            "error_field": "value.members[0].subscription",
+            "error_offset": 17,
+        },
+        {
+            "topic": "__consumer_offsets",
+            "partition": 7,
+            "offset": 43,
+            "timestamp_ms": 1_767_225_600_001,
+            "key": b"\x00\x63",
+            "value": None,
+            "error": "key version 99",
+            "error_type": None,
+            "error_field": None,
+            "error_offset": None,
+        },
     ]
-    assert sink.write_bad_records(3, bad) == 2
-    sink.write_bad_records(3, bad)
+    events = spark.createDataFrame(
+        [
+            dict.fromkeys(EVENTS_SCHEMA.fieldNames())
+            | {"kind": "bad_record", "event_id": str(d["offset"]), "event_ts_ms": 0}
+            | {t.BAD_RECORDS: bad_record_struct(d)}
+            for d in decoded
+        ],
+        schema=EVENTS_SCHEMA,
+    )
+    frames = table_frames(events, ["bad_record"], 3)
+    assert list(frames) == [t.BAD_RECORDS]
+    sink.write_batch(3, frames)
+    sink.write_batch(3, frames)  # a replay writes nothing
     got = spark.read.format("delta").load(sink.path(t.BAD_RECORDS)).orderBy("offset").collect()
     assert len(got) == 2
     assert (bytes(got[0]["key"]), bytes(got[0]["value"])) == (raw_key, raw_value)
@@ -197,6 +215,7 @@ def test_bad_records_keep_the_raw_bytes(spark: SparkSession, tmp_path: Path) -> 
         "TruncatedError",
     )
     assert got[0]["date"] == dt.date(2026, 1, 1)
+    assert [r["batch_id"] for r in got] == [3, 3]
     assert got[1]["value"] is None and got[1]["field"] is None
 
 
@@ -235,30 +254,39 @@ def test_columns_follow_the_tracker_rows_field_by_field() -> None:
         check(EVENT_TYPES[kind], t.schema(table), table)
 
 
-def test_table_frame_parses_events_on_the_executors_exactly_as_the_row_path(
+def test_table_frame_gives_the_tracker_rows_column_for_column(
     spark: SparkSession, rows: tuple[list[dict[str, Any]], list[dict[str, Any]]]
 ) -> None:
-    """The job's path (tracker events as JSON payloads, parsed by Spark with ``from_json``)
-    gives the same rows, column for column, as ``to_spark_row`` on the driver."""
-    from streaming.spark.stateful import EVENTS_SCHEMA, event_row
-
+    """The job's path (each tracker row in its table's struct column of the stateful
+    step's rows) gives every table column of the tracker's rows, with ``event_time`` and
+    ``date`` derived from ``event_ts_ms``."""
     tracker = [r for batch in rows for r in batch]
-    events = spark.createDataFrame([event_row(r) for r in tracker], schema=EVENTS_SCHEMA)
-    expected = t.rows_by_table(tracker)
-    assert set(expected) >= {t.REBALANCE_EVENTS, t.MEMBER_ASSIGNMENTS, t.GROUP_METRICS}
-    for table, wanted in expected.items():
+    events = events_frame(spark, tracker)
+    tables = {t.KIND_TO_TABLE[r["kind"]] for r in tracker if r["kind"] in t.KIND_TO_TABLE}
+    assert tables >= {t.REBALANCE_EVENTS, t.MEMBER_ASSIGNMENTS, t.GROUP_METRICS}
+
+    def plain(value: Any) -> Any:  # a Spark value and a to_row value compare alike
+        if isinstance(value, Mapping):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return value
+
+    for table in sorted(tables):
+        body = t.body_schema(table).fieldNames()
+        want = [
+            plain({c: r[c] for c in body})
+            for r in tracker
+            if t.KIND_TO_TABLE.get(r["kind"]) == table
+        ]
         got = t.table_frame(events, table).collect()
-        want = spark.createDataFrame(wanted, schema=t.schema(table)).collect()
-        key = lambda row: json.dumps(row.asDict(recursive=True), sort_keys=True, default=str)  # noqa: E731
-        assert sorted(map(key, got)) == sorted(map(key, want)), table
-
-
-def test_a_payload_that_does_not_fit_fails_the_batch(spark: SparkSession) -> None:
-    from streaming.spark.stateful import EVENTS_SCHEMA
-
-    bad = json.dumps({"event_id": "x", "event_ts_ms": "not a number", "kind": "offset_commit"})
-    events = spark.createDataFrame(
-        [("local", "g", "offset_commit", "x", 0, bad, None)], schema=EVENTS_SCHEMA
-    )
-    with pytest.raises(Exception, match=r"(?i)malformed|parse|FAILFAST"):
-        t.table_frame(events, t.OFFSET_COMMITS).collect()
+        for row in got:
+            # PySpark gives a naive local time: .timestamp() reads it back as local time
+            assert round(row["event_time"].timestamp() * 1000) == row["event_ts_ms"]
+            utc = dt.datetime.fromtimestamp(row["event_ts_ms"] / 1000, tz=dt.UTC)
+            assert row["date"] == utc.date()
+        key = lambda d: json.dumps(d, sort_keys=True, default=str)  # noqa: E731
+        got_rows = [plain({c: row.asDict(recursive=True)[c] for c in body}) for row in got]
+        assert sorted(map(key, got_rows)) == sorted(map(key, want)), table

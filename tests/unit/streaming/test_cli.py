@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -308,3 +309,66 @@ def test_delegated_subcommands_get_the_rest_of_the_command_line(
     monkeypatch.setattr(streaming.kafka_local, "cli_main", fake_cli)
     assert cli.main(["kafka", "status", "--port", "1"]) == 7
     assert seen == [["status", "--port", "1"]]
+
+
+# -- assign's limits (issue 15) -----------------------------------------------------------------
+
+ELEVEN = range(11)
+
+
+def test_assign_reads_at_most_max_input_bytes_of_an_endless_input() -> None:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "streaming.cli", "assign", "--strategy", "range",
+         "--input", "/dev/zero", "--max-input-bytes", "1000"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "rebalance-monitor: error: input: /dev/zero is larger than --max-input-bytes 1000: "
+        "not read further"
+    )
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(
+    ("scenario", "flags", "message"),
+    [
+        (
+            {
+                "topics": {"t": 1},
+                "members": [{"member_id": f"m{i}", "topics": ["t"]} for i in range(11)],
+            },
+            ["--max-members", "10"],
+            "members: 11 members is more than --max-members 10",
+        ),
+        (
+            {"topics": {"t": 2_000_000_000}, "members": [{"member_id": "m", "topics": ["t"]}]},
+            [],
+            "topics: 2000000000 partitions in all is more than --max-partitions 200000",
+        ),
+    ],
+)
+@pytest.mark.parametrize("strategy", ["range", "all"])
+def test_assign_refuses_a_scenario_beyond_its_limits(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    scenario: dict[str, Any],
+    flags: list[str],
+    message: str,
+    strategy: str,
+) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(scenario))
+    code, out, err = run(capsys, "assign", "--strategy", strategy, "--input", str(path), *flags)
+    assert (code, out) == (2, "")
+    assert err.strip() == f"rebalance-monitor: error: {message}"
+
+
+def test_assign_limits_are_flags_with_documented_defaults() -> None:
+    text = subprocess.run(
+        [sys.executable, "-m", "streaming.cli", "assign", "--help"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    for flag in ("--max-input-bytes", "--max-members", "--max-partitions"):
+        assert flag in text

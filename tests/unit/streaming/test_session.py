@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from streaming.spark.session import LOCAL_FS_CONF, LOCAL_FS_JAR, SparkSetupError, local_fs_conf
+from streaming.spark.session import (
+    LOCAL_BIND_CONF,
+    LOCAL_FS_CONF,
+    LOCAL_FS_JAR,
+    SparkSetupError,
+    local_fs_conf,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -25,6 +31,8 @@ def test_local_masters_get_the_nio_file_systems(jars_dir: Path, master: str) -> 
     conf = local_fs_conf(master, {}, jars_dir)
     assert conf == {
         **LOCAL_FS_CONF,
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
         "spark.driver.extraClassPath": str(jars_dir.parent / LOCAL_FS_JAR),
     }
 
@@ -48,6 +56,12 @@ def test_the_users_settings_win_and_their_class_path_is_kept(jars_dir: Path) -> 
     assert conf["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.LocalFileSystem"
     jar = str(jars_dir.parent / LOCAL_FS_JAR)
     assert conf["spark.driver.extraClassPath"] == f"{jar}{os.pathsep}/opt/extra.jar"
+
+
+def test_a_users_bind_address_wins(jars_dir: Path) -> None:
+    added = local_fs_conf("local[*]", {"spark.driver.bindAddress": "0.0.0.0"}, jars_dir)
+    assert "spark.driver.bindAddress" not in added
+    assert added["spark.driver.host"] == LOCAL_BIND_CONF["spark.driver.host"] == "127.0.0.1"
 
 
 def test_a_missing_jar_says_how_to_build_it(tmp_path: Path) -> None:
