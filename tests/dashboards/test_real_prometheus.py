@@ -81,6 +81,7 @@ def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, in
             unrouted_records=0,
             offset_gaps=gaps,
         )
+        sink.record_kafka_check(True, time.time())  # the job's broker watch: reachable
         fed.batches += 1
         fed.records += len(chunk)
         fed.offset_gaps += gaps
