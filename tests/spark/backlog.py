@@ -117,16 +117,11 @@ class SteadyGroup:
         from kafka.errors import CommitFailedError, RebalanceInProgressError
 
         member = self.members[n]
-        consumed = False
         try:
             while not self._stop.is_set():
-                records = member.poll(timeout_ms=200)
-                # 2 of the 4 partitions: the rebalance with both members is done. Commit once
-                # something was consumed since (a commit of nothing writes no offsets): at
-                # most 5 of its 20 records, so the group lags and then stops committing.
-                held = len(member.assignment()) == 2
-                consumed = held and (consumed or any(records.values()))
-                if not self._committed[n].is_set() and consumed:
+                member.poll(timeout_ms=200)
+                # 2 of the 4 partitions: the rebalance with both members is done.
+                if not self._committed[n].is_set() and len(member.assignment()) == 2:
                     try:
                         member.commit()
                     except (CommitFailedError, RebalanceInProgressError):
