@@ -133,6 +133,8 @@ class JobConfig:
       take (:mod:`streaming.kafka_check`; exit 2 when it fails); 0 skips it.
     * ``broker_watch_interval_s``: while the job runs, the cluster is checked this often
       (``rebalance_monitor_kafka_up``, a line when it goes down or comes back); 0: never.
+    * ``lag_status_window_s``: the lag status's sliding window, in record time (Burrow's
+      evaluation, ``docs/tracking.md`` "Lag status"), 600 s by default.
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
@@ -155,6 +157,7 @@ class JobConfig:
     metrics_web_config_file: str | None = None
     broker_check_timeout_s: float = 30.0
     broker_watch_interval_s: float = 5.0
+    lag_status_window_s: float = 600.0
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -195,6 +198,11 @@ class JobConfig:
                     f"{name}: expected a number of seconds in [0, {_MAX_S:g}] (0: off), "
                     f"got {value!r}"
                 )
+        window = self.lag_status_window_s
+        if not _is_number(window) or not 0.001 <= window <= 86_400 * 30:
+            raise JobConfigError(
+                f"lag_status_window_s: expected seconds in [0.001, 2592000], got {window!r}"
+            )
         if not isinstance(self.metrics_host, str) or not self.metrics_host:
             raise JobConfigError("metrics_host: must not be empty")
         if (
@@ -261,7 +269,12 @@ _INT_FIELDS = frozenset(
     {"metrics_port", "max_offsets_per_trigger", "decode_partitions", "consumer_session_timeout_ms"}
 )
 _FLOAT_FIELDS = frozenset(
-    {"trigger_interval_s", "broker_check_timeout_s", "broker_watch_interval_s"}
+    {
+        "trigger_interval_s",
+        "broker_check_timeout_s",
+        "broker_watch_interval_s",
+        "lag_status_window_s",
+    }
 )
 _MAP_FIELDS = frozenset({"spark_conf", "kafka_options"})
 _OPTIONAL_FIELDS = frozenset(

@@ -153,7 +153,10 @@ def start(
     )
     # 3b. group lane: the rest decoded on the executors (commits as runs), per source
     # partition a stats row; the tracker's per-group state; bad rows and stats pass through
-    tracker = TrackerConfig(consumer_session_timeout_ms=config.consumer_session_timeout_ms)
+    tracker = TrackerConfig(
+        consumer_session_timeout_ms=config.consumer_session_timeout_ms,
+        lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
+    )
     decoded = decode(records, stats=True, history=tracker.commit_history)
     events = track(decoded, cluster=config.cluster, config=tracker)
 

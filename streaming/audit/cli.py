@@ -43,6 +43,7 @@ _TABLES_OF = {
     "diverging": (_REBALANCE_EVENTS,),
     "top-churn": (_REBALANCE_EVENTS,),
     "owner": (_REBALANCE_EVENTS, _MEMBER_ASSIGNMENTS),
+    "advise": (_REBALANCE_EVENTS, "group_metrics"),
     "sql": (),
 }
 
@@ -150,14 +151,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = sub.add_parser(
+        "advise",
+        parents=[common],
+        help="a group's rebalances replayed under every strategy, and advice",
+        description=(
+            "Replays the group's recorded rebalances under every strategy (docs/tracking.md, "
+            "rules C1-C6 and A1-A6): partitions moved, paused partition-seconds (an eager "
+            "rebalance pauses every partition for its duration, a cooperative one only the "
+            "moved ones), mean and max skew, rebalances that needed a follow-up round. The "
+            "server-side uniform and server-range rows are the KIP-848 migration what-if. "
+            "Ends with a one-line recommendation against the group's own strategy (on "
+            "stderr with --format csv/json)."
+        ),
+    )
+    p.add_argument("group", metavar="GROUP", help="the consumer group id")
+    _range(p)
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw each strategy's cumulative paused partition-seconds over time",
+    )
+
+    p = sub.add_parser(
         "storms",
         parents=[common],
         help="groups that rebalanced N times within M minutes",
         description=(
             "Groups with at least N rebalances within some window of M minutes (a window "
             "starts at each rebalance and spans [t, t + M)). Overlapping windows of a group "
-            "merge into one storm: its first and last rebalance, the rebalances in it, and "
-            "the most in one window."
+            "merge into one storm: its first and last rebalance, the rebalances in it, the "
+            "most in one window, and the partition-seconds its rebalances paused; the "
+            "costliest storms first."
         ),
     )
     _range(p)
@@ -348,6 +372,19 @@ def _run(args: argparse.Namespace) -> int:
             result = audit.history(args.group, since_ms=times["since"], until_ms=times["until"])
             if args.plot:
                 _plot(audit, args, times)
+        elif command == "advise":
+            rows, protocol = audit.cost_rows(
+                args.group, since_ms=times["since"], until_ms=times["until"]
+            )
+            result = audit.advise(
+                args.group,
+                since_ms=times["since"],
+                until_ms=times["until"],
+                rows=rows,
+                group_protocol=protocol,
+            )
+            if args.plot:
+                _plot_advice(rows, args)
         elif command == "storms":
             result = audit.storms(
                 since_ms=times["since"],
@@ -376,7 +413,20 @@ def _run(args: argparse.Namespace) -> int:
     print(render(result, args.format))
     for note in result.notes:
         print(f"{PROG}: {note}", file=sys.stderr)
+    if result.footer is not None and args.format != "table":
+        print(f"{PROG}: {result.footer}", file=sys.stderr)
     return EXIT_OK
+
+
+def _plot_advice(rows: Any, args: argparse.Namespace) -> None:
+    from streaming.audit.plot import plot_cumulative_paused
+
+    if not rows:
+        print(f"{PROG}: nothing to plot: no rebalances of {args.group!r}", file=sys.stderr)
+        return
+    where = f" ({args.cluster})" if args.cluster else ""
+    out = plot_cumulative_paused(rows, args.plot, title=f"group {args.group}{where}")
+    print(f"{PROG}: wrote {out}", file=sys.stderr)
 
 
 def _plot(audit: Any, args: argparse.Namespace, times: dict[str, int | None]) -> None:

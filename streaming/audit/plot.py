@@ -1,4 +1,10 @@
-"""``history --plot``: a group's assignment timeline and churn as a PNG (matplotlib, Agg).
+"""``history --plot`` and ``advise --plot``: PNGs drawn with matplotlib (Agg).
+
+``advise --plot`` (:func:`plot_cumulative_paused`): one step line per strategy, the running
+sum of the paused partition-seconds of the group's rebalances over time (``actual`` thick
+and black, the group's own strategy dashed).
+
+``history --plot``: a group's assignment timeline and churn.
 
 Two subplots share the x axis, one column per rebalance (labelled with its generation):
 
@@ -18,9 +24,12 @@ from streaming.audit import AuditError
 from streaming.audit.times import format_ms
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from streaming.audit.advise import CostRow
     from streaming.audit.queries import Timeline
 
-__all__ = ["plot_timeline"]
+__all__ = ["plot_cumulative_paused", "plot_timeline"]
 
 _MAX_ANNOTATED_CELLS = 600
 _MAX_MEMBER_LABELS = 60
@@ -100,6 +109,55 @@ def plot_timeline(timeline: Timeline, path: str | Path, *, title: str) -> Path:
         bottom.set_xticks(xs)
         bottom.set_xticklabels([str(g) for g in timeline.generations], fontsize=8)
         bottom.set_xlim(-0.5, columns - 0.5)
+        fig.tight_layout()
+        out = Path(path)
+        try:
+            fig.savefig(out, format="png", dpi=110)
+        except OSError as e:
+            raise AuditError(f"--plot: cannot write {out}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def plot_cumulative_paused(rows: Sequence[CostRow], path: str | Path, *, title: str) -> Path:
+    """Each strategy's cumulative paused partition-seconds over the group's rebalances
+    (module docstring) into the PNG file ``path``; returns it. :class:`AuditError` naming
+    ``--plot`` when the file cannot be written."""
+    import datetime as dt
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from streaming.audit.advise import cumulative_paused
+
+    series = cumulative_paused(rows)
+    own = {r.strategy for r in rows if r.own}
+    order = sorted(series, key=lambda s: (s != "actual", -series[s][1][-1], s))
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    try:
+        for strategy in order:
+            times, sums = series[strategy]
+            xs = [dt.datetime.fromtimestamp(t / 1000, tz=dt.UTC) for t in times]
+            style = {"linewidth": 1.6}
+            if strategy == "actual":
+                style = {"linewidth": 2.8, "color": "black"}
+            label = f"{strategy} ({sums[-1]:,.1f})"
+            if strategy in own:
+                style["linestyle"] = "--"
+                label += ", own"
+            ax.step(xs, sums, where="post", label=label, **style)  # type: ignore[arg-type]
+        ax.set_ylabel("paused partition-seconds (cumulative)")
+        ax.set_xlabel("rebalance time (UTC)")
+        span = f"{format_ms(min(r.event_ts_ms for r in rows))} .. " + format_ms(
+            max(r.event_ts_ms for r in rows)
+        )
+        ax.set_title(f"{title}: what each strategy would have paused\n{span}", fontsize=10)
+        ax.legend(loc="upper left", fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.autofmt_xdate()
         fig.tight_layout()
         out = Path(path)
         try:

@@ -17,7 +17,9 @@ Semantics, numbered as the help texts refer to them:
    ``M`` minutes starting at each rebalance counts the rebalances in ``[t, t + M)``. A
    window with at least ``N`` is stormy; overlapping stormy windows (sharing a rebalance)
    merge into one storm, reported with its first and last rebalance, how many rebalances
-   it holds and the most found in one window (``max_in_window``).
+   it holds and the most found in one window (``max_in_window``), and what its rebalances
+   paused (``paused_partition_seconds``: paused partitions x duration, summed; rules C4,
+   C5 of ``docs/tracking.md``). The costliest storms come first.
 3. ``diverging``: per group, the latest row of ``rebalance_events`` (event time, then
    generation); reported when its actual assignment differs from the expected one of the
    group's own strategy (``own_strategy_divergent``), or of strategy ``S`` (``divergent[S]``).
@@ -27,6 +29,10 @@ Semantics, numbered as the help texts refer to them:
 5. ``owner``: see :meth:`Audit.owner`.
 6. ``sql``: every table registered as a temporary view under its name (restricted to the
    cluster when one is given); only read-only statements run.
+7. ``advise``: the ``group_metrics`` rows of the group's rebalances (``is_rebalance`` in
+   ``rebalance_events``) in the range, priced per strategy and summed with the rules of
+   :mod:`streaming.audit.advise` (partitions moved, paused partitions and
+   partition-seconds, mean/max skew, follow-up rounds), and a one-line recommendation.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 from streaming.audit import AuditError, MissingTableError, QueryError, TimeTravelError
+from streaming.audit.advise import CostRow, recommend, summarize
 from streaming.audit.readonly import check_read_only
 from streaming.audit.render import Result
 from streaming.audit.times import format_ms
@@ -263,15 +270,27 @@ class Audit:
         events = (
             _in_range(self.read(t.REBALANCE_EVENTS), since_ms, until_ms)
             .filter(F.col("is_rebalance"))
-            .select("event_id", *_GROUP, *_ORDER)
+            .select(
+                "event_id",
+                *_GROUP,
+                *_ORDER,
+                # what the rebalance really paused (rule C5 of docs/tracking.md)
+                (
+                    F.size("paused_partitions")
+                    * F.coalesce("duration_ms", "assignment_duration_ms", F.lit(0))
+                    / 1000.0
+                )
+                .cast("double")
+                .alias("paused_s"),
+            )
             .dropDuplicates(["event_id"])
         )
         by_time = Window.partitionBy(*_GROUP).orderBy(*_ORDER)
+        events = events.withColumn("idx", F.row_number().over(by_time))
         # the window of each rebalance: itself, its peers (same ms) and those up to M later
         ahead = Window.partitionBy(*_GROUP).orderBy("event_ts_ms").rangeBetween(0, window_ms - 1)
         windows = (
-            events.withColumn("idx", F.row_number().over(by_time))
-            .withColumn("first_idx", F.min("idx").over(ahead))
+            events.withColumn("first_idx", F.min("idx").over(ahead))
             .withColumn("last_idx", F.max("idx").over(ahead))
             .withColumn("last_ts_ms", F.max("event_ts_ms").over(ahead))
             .withColumn("n", F.col("last_idx") - F.col("first_idx") + 1)
@@ -301,10 +320,26 @@ class Audit:
             .agg(
                 F.min("event_ts_ms").alias("start_ms"),
                 F.max("last_ts_ms").alias("end_ms"),
-                (F.max("last_idx") - F.min("first_idx") + 1).alias("rebalances"),
+                F.min("first_idx").alias("lo"),
+                F.max("last_idx").alias("hi"),
                 F.max("n").alias("max_in_window"),
             )
-            .orderBy(F.desc("rebalances"), "start_ms", *_GROUP)
+            .withColumn("rebalances", F.col("hi") - F.col("lo") + 1)
+        )
+        # the storm's cost: what its rebalances paused, summed once each
+        paused = (
+            storms.alias("s")
+            .join(
+                events.alias("e"),
+                (F.col("s.cluster") == F.col("e.cluster"))
+                & (F.col("s.group_id") == F.col("e.group_id"))
+                & F.col("e.idx").between(F.col("s.lo"), F.col("s.hi")),
+            )
+            .groupBy("s.cluster", "s.group_id", "s.storm")
+            .agg(F.sum("e.paused_s").alias("paused_partition_seconds"))
+        )
+        storms = storms.join(paused, [*_GROUP, "storm"]).orderBy(
+            F.desc("paused_partition_seconds"), F.desc("rebalances"), "start_ms", *_GROUP
         )
         notes: list[str] = []
         rows = [
@@ -315,6 +350,7 @@ class Audit:
                 format_ms(r["end_ms"]),
                 r["rebalances"],
                 r["max_in_window"],
+                round(r["paused_partition_seconds"], 3),
             )
             for r in self._collect(storms, notes)
         ]
@@ -330,8 +366,124 @@ class Audit:
             "window_end",
             "rebalances",
             "max_in_window",
+            "paused_partition_seconds",
         )
         return Result(columns, rows, notes)
+
+    # -- 7. advise -------------------------------------------------------------------------
+
+    def cost_rows(
+        self, group: str, *, since_ms: int | None, until_ms: int | None
+    ) -> tuple[list[CostRow], str | None]:
+        """The ``group_metrics`` rows of the group's rebalances (``is_rebalance``) in the
+        range, as :class:`~streaming.audit.advise.CostRow` (one per rebalance and strategy),
+        and the group protocol of its latest rebalance."""
+        events = (
+            self._group_events(group, since_ms, until_ms)
+            .filter(F.col("is_rebalance"))
+            .select(
+                F.col("event_id").alias("rebalance_event_id"),
+                F.col("event_ts_ms").alias("rebalance_ts_ms"),
+                "group_protocol",
+            )
+            .dropDuplicates(["rebalance_event_id"])
+        )
+        metrics = (
+            _in_range(
+                self.read(t.GROUP_METRICS).filter(F.col("group_id") == F.lit(group)),
+                since_ms,
+                until_ms,
+            )
+            .dropDuplicates(["event_id"])
+            .join(events, "rebalance_event_id")
+            .select(
+                "rebalance_event_id",
+                "rebalance_ts_ms",
+                "group_protocol",
+                F.when(F.col("is_actual"), F.lit("actual"))
+                .otherwise(F.col("strategy"))
+                .alias("strategy"),
+                "is_own_strategy",
+                "rebalance_protocol",
+                "moved_partitions",
+                "paused_partitions",
+                "paused_partition_seconds",
+                "spread_partitions",
+                "needs_followup",
+                "error",
+            )
+            .orderBy("rebalance_ts_ms", "rebalance_event_id", "strategy")
+        )
+        rows = metrics.collect()
+        protocol = rows[-1]["group_protocol"] if rows else None
+        return [
+            CostRow(
+                rebalance_event_id=r["rebalance_event_id"],
+                event_ts_ms=r["rebalance_ts_ms"],
+                strategy=r["strategy"],
+                own=bool(r["is_own_strategy"]),
+                rebalance_protocol=r["rebalance_protocol"],
+                moved_partitions=r["moved_partitions"],
+                paused_partitions=r["paused_partitions"],
+                paused_partition_seconds=r["paused_partition_seconds"],
+                spread_partitions=r["spread_partitions"],
+                needs_followup=bool(r["needs_followup"]),
+                error=r["error"],
+            )
+            for r in rows
+        ], protocol
+
+    def advise(
+        self,
+        group: str,
+        *,
+        since_ms: int | None,
+        until_ms: int | None,
+        rows: list[CostRow] | None = None,
+        group_protocol: str | None = None,
+    ) -> Result:
+        """The group's rebalances priced under every strategy, and the advice (module
+        docstring, 7; :mod:`streaming.audit.advise`). ``rows``: already read
+        (:meth:`cost_rows`)."""
+        if rows is None:
+            rows, group_protocol = self.cost_rows(group, since_ms=since_ms, until_ms=until_ms)
+        summaries = summarize(rows)
+        columns = (
+            "strategy",
+            "side",
+            "protocol",
+            "own",
+            "rebalances",
+            "partitions_moved",
+            "paused_partitions",
+            "paused_partition_seconds",
+            "mean_skew",
+            "max_skew",
+            "followup_rebalances",
+            "failed",
+        )
+        out = [
+            (
+                s.strategy,
+                s.side,
+                s.protocol,
+                s.own,
+                s.rebalances,
+                s.partitions_moved,
+                s.paused_partitions,
+                round(s.paused_partition_seconds, 3),
+                None if s.mean_skew is None else round(s.mean_skew, 2),
+                s.max_skew,
+                s.followup_rebalances,
+                s.failed,
+            )
+            for s in summaries
+        ]
+        notes: list[str] = []
+        if not out:
+            notes.append(f"no rebalances of group {group!r}{self._where()} in the range")
+        footer = recommend(summaries, group=group, group_protocol=group_protocol)
+        return Result(columns, out, notes, footer=footer)
 
     # -- 3. diverging ----------------------------------------------------------------------
 

@@ -35,11 +35,14 @@ FORMATS: tuple[Format, ...] = ("table", "csv", "json")
 @dataclass(frozen=True)
 class Result:
     """What a subcommand found: ``columns``, ``rows`` (tuples in column order) and
-    ``notes`` for stderr (an empty result says why, a truncated one says so)."""
+    ``notes`` for stderr (an empty result says why, a truncated one says so); ``footer``:
+    a conclusion (``advise``'s recommendation), the last line of a ``table``, on stderr
+    with the notes for ``csv`` and ``json`` (so they stay machine-readable)."""
 
     columns: tuple[str, ...]
     rows: list[tuple[Any, ...]]
     notes: list[str] = field(default_factory=list)
+    footer: str | None = None
 
     def records(self) -> list[dict[str, Any]]:
         """The rows as dicts (column -> value)."""
@@ -52,7 +55,8 @@ def render(result: Result, fmt: Format) -> str:
         return _json(result)
     if fmt == "csv":
         return _csv(result)
-    return _table(result)
+    table = _table(result)
+    return table if result.footer is None else f"{table}\n\n{result.footer}"
 
 
 def _plain(value: Any) -> Any:

@@ -12,6 +12,17 @@ states: one series per state of :data:`GROUP_STATES` (plus the current one if Ka
 another), ``1`` for the current state and ``0`` for the others, so ``== 1`` selects it and
 alerts can name states rather than numeric codes.
 
+``kafka_consumergroup_status`` and ``kafka_consumergroup_partition_status`` are the lag
+status (:mod:`streaming.tracking.lag_status`, ``docs/tracking.md``) as a code, Burrow's
+numbers: 1 OK, 2 WARN, 3 ERR (groups only), 4 STOP, 5 STALL, 6 REWIND (partitions only).
+One series per group / committed partition, so ``>= 3`` selects every group in error and a
+change of status is a change of value, not of series.
+
+``kafka_consumergroup_whatif_*_total`` count, per strategy (``strategy="actual"``: what the
+group really did), what each rebalance cost: the sums of the ``group_metrics`` table's
+``paused_partition_seconds`` and ``moved_partitions`` (``docs/tracking.md``, rules C1-C6),
+so the dashboard and ``rebalance-monitor audit advise`` agree.
+
 ``kafka_consumergroup_assignor_info`` is an info metric (the ``*_info`` convention of
 kube-state-metrics and node_exporter): always ``1``, its labels carry the facts. One series per
 group names the group's own strategy, with the same ``strategy`` value as the assignment
@@ -36,6 +47,7 @@ __all__ = [
     "BATCH_INPUT_ROWS",
     "GENERATION",
     "GROUP_LABELS",
+    "GROUP_LAG_STATUS",
     "GROUP_STATES",
     "INPUT_ROWS",
     "KAFKA_UP",
@@ -50,10 +62,13 @@ __all__ = [
     "PARTITIONS_MOVED",
     "PARTITIONS_REVOKED",
     "PARTITION_LABELS",
+    "PARTITION_LAG_STATUS",
     "REBALANCES",
     "REBALANCE_DURATION_SECONDS",
     "STATE",
     "UNROUTED_RECORDS",
+    "WHATIF_PARTITIONS_MOVED",
+    "WHATIF_PAUSED_PARTITION_SECONDS",
     "MetricSpec",
     "MetricType",
 ]
@@ -177,6 +192,29 @@ REBALANCE_DURATION_SECONDS = MetricSpec(
     (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0),
 )
 
+WHATIF_PAUSED_PARTITION_SECONDS = MetricSpec(
+    "kafka_consumergroup_whatif_paused_partition_seconds_total",
+    "counter",
+    'Partition-seconds the group\'s rebalances paused (strategy="actual") or would have '
+    "paused under each strategy: eager pauses every owned partition, cooperative only the "
+    "moved ones, for the rebalance's measured duration.",
+    (*GROUP_LABELS, "strategy"),
+)
+WHATIF_PARTITIONS_MOVED = MetricSpec(
+    "kafka_consumergroup_whatif_partitions_moved_total",
+    "counter",
+    'Partitions that changed owner in the group\'s rebalances (strategy="actual") or '
+    "would have under each strategy.",
+    (*GROUP_LABELS, "strategy"),
+)
+GROUP_LAG_STATUS = MetricSpec(
+    "kafka_consumergroup_status",
+    "gauge",
+    "Lag status of the group, its worst partition (Burrow's codes): 1 OK, 2 WARN, 3 ERR "
+    "(a partition is STOP, STALL or REWIND).",
+    GROUP_LABELS,
+)
+
 # -- per member and per partition -----------------------------------------------------------
 
 MEMBER_ASSIGNED_PARTITIONS = MetricSpec(
@@ -196,6 +234,13 @@ LAG_SECONDS = MetricSpec(
     "gauge",
     "Seconds since the log end offset passed the committed offset (estimated from the "
     "end-offset history).",
+    PARTITION_LABELS,
+)
+
+PARTITION_LAG_STATUS = MetricSpec(
+    "kafka_consumergroup_partition_status",
+    "gauge",
+    "Lag status of the partition (Burrow's codes): 1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND.",
     PARTITION_LABELS,
 )
 
@@ -280,9 +325,13 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     PARTITIONS_MOVED,
     PARTITIONS_REVOKED,
     REBALANCE_DURATION_SECONDS,
+    WHATIF_PAUSED_PARTITION_SECONDS,
+    WHATIF_PARTITIONS_MOVED,
+    GROUP_LAG_STATUS,
     MEMBER_ASSIGNED_PARTITIONS,
     LAG,
     LAG_SECONDS,
+    PARTITION_LAG_STATUS,
     BATCHES,
     BATCH_DURATION_SECONDS,
     INPUT_ROWS,

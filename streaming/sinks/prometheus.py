@@ -34,7 +34,9 @@ Series removal:
   ``kafka_consumergroup_assignor_info`` series when the strategy or a protocol changed (all
   of it when the group has no strategy any more: an empty classic group).
 * An offset tombstone (``OffsetCommitRow.deleted``) removes the partition's lag series;
-  a lag row without a value (``lag_records``/``lag_seconds`` null) removes that series.
+  a lag row without a value (``lag_records``/``lag_seconds`` null) removes that series, one
+  without a lag status (``status`` null) its ``partition_status`` series; a ``GroupStatus``
+  without ``lag_status`` removes the group's ``kafka_consumergroup_status``.
 * A strategy that failed for a rebalance (``GroupMetricsRow.error``) loses its
   ``imbalance_ratio`` and ``divergent`` series; a strategy whose ``divergent`` is unknown
   loses its ``divergent`` series.
@@ -74,6 +76,7 @@ from streaming.tracking.events import (
     from_row,
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
+from streaming.tracking.lag_status import STATUS_CODES
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PrometheusSink"]
 
@@ -357,6 +360,7 @@ class PrometheusSink:
                 labels = (*group, event.topic, str(event.partition))
                 self._remove(mn.LAG, labels)
                 self._remove(mn.LAG_SECONDS, labels)
+                self._remove(mn.PARTITION_LAG_STATUS, labels)
                 lag_key = (*group, event.topic, event.partition)
                 self._lag_ts_ms[lag_key] = max(
                     self._lag_ts_ms.get(lag_key, event.event_ts_ms), event.event_ts_ms
@@ -395,11 +399,14 @@ class PrometheusSink:
         self._members[group] = current
 
     def _group_metrics(self, row: GroupMetricsRow, group: _GroupKey) -> None:
+        strategy = "actual" if row.is_actual else row.strategy
+        labels = (*group, strategy)
+        if row.error is None:  # every row counts once (repeats are skipped), in any order
+            self._inc(mn.WHATIF_PAUSED_PARTITION_SECONDS, labels, row.paused_partition_seconds)
+            self._inc(mn.WHATIF_PARTITIONS_MOVED, labels, row.moved_partitions)
         if row.generation < self._generation.get(group, -1):
             return
         self._generation[group] = row.generation
-        strategy = "actual" if row.is_actual else row.strategy
-        labels = (*group, strategy)
         if row.error is not None:
             self._remove(mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
             self._remove(mn.ASSIGNMENT_DIVERGENT, labels)
@@ -436,6 +443,10 @@ class PrometheusSink:
                 self._remove(mn.STATE, labels)
         if st.last_rebalance_ts_ms is not None:
             self._set(mn.LAST_REBALANCE_TIMESTAMP_SECONDS, group, st.last_rebalance_ts_ms / 1000.0)
+        if st.lag_status in STATUS_CODES:
+            self._set(mn.GROUP_LAG_STATUS, group, STATUS_CODES[st.lag_status])
+        else:
+            self._remove(mn.GROUP_LAG_STATUS, group)
         _labels, from_rebalance = self._assignor.get(group, (None, False))
         own = _strategy_label(st.strategy, st.group_protocol)
         if not from_rebalance and own and st.rebalance_protocol and st.group_protocol:
@@ -456,6 +467,10 @@ class PrometheusSink:
             self._remove(mn.LAG_SECONDS, labels)
         else:
             self._set(mn.LAG_SECONDS, labels, row.lag_seconds)
+        if row.status in STATUS_CODES:
+            self._set(mn.PARTITION_LAG_STATUS, labels, STATUS_CODES[row.status])
+        else:
+            self._remove(mn.PARTITION_LAG_STATUS, labels)
 
     def _delete_group(self, ev: GroupDeleted, group: _GroupKey) -> None:
         self._store.drop_group(group)

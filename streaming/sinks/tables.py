@@ -325,6 +325,14 @@ SCHEMAS: dict[str, StructType] = {
             _req("moved_fraction", DoubleType()),
             _f("divergent", BooleanType()),
             _req("divergent_member_count", IntegerType()),
+            _req("rebalance_protocol", _s(), "eager or cooperative: how the strategy revokes"),
+            _req("paused_partitions", IntegerType(), "partitions the rebalance paused"),
+            _req(
+                "paused_partition_seconds",
+                DoubleType(),
+                "paused partitions x the rebalance's measured duration (docs/tracking.md)",
+            ),
+            _req("needs_followup", BooleanType(), "withheld partitions for a second round"),
             _DATE,
         ]
     ),
@@ -357,6 +365,8 @@ SCHEMAS: dict[str, StructType] = {
             _req("lag_seconds_method", _s()),
             _req("measured_ts_ms", LongType()),
             _req("trigger", _s(), "commit or snapshot"),
+            _f("status", _s(), "lag status: OK, WARN, STOP, STALL, REWIND (docs/tracking.md)"),
+            _f("status_rule", IntegerType(), "the lag status rule (S1-S8) that decided it"),
             _DATE,
         ]
     ),

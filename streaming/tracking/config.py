@@ -38,6 +38,11 @@ class TrackerConfig:
       target epoch this long after the target was written is emitted as ``timed_out``.
     * ``emit_lag_on_commit``: also emit a lag row for every offset commit (not only for
       every collector snapshot).
+    * ``lag_status_window_ms``: the sliding window of the lag status (Burrow's evaluation
+      over a partition's recent commits, :mod:`~streaming.tracking.lag_status`), in record
+      time; at most ``commit_history`` commits of it are kept. 10 minutes by default.
+    * ``lag_status_allowed_records``: lag (records) still counted as caught up (Burrow's
+      ``allowed-lag``), 0 by default.
     * ``max_expected_members`` / ``max_expected_partitions``: bigger groups skip the
       expected assignments (an error text says so), bounding the time one rebalance costs.
     """
@@ -53,6 +58,8 @@ class TrackerConfig:
     snapshot_history: int = 16
     reconcile_timeout_ms: int = 300_000
     emit_lag_on_commit: bool = True
+    lag_status_window_ms: int = 600_000
+    lag_status_allowed_records: int = 0
     max_expected_members: int = 5_000
     max_expected_partitions: int = 100_000
 
@@ -79,10 +86,16 @@ class TrackerConfig:
             "reconcile_timeout_ms",
             "max_expected_members",
             "max_expected_partitions",
+            "lag_status_window_ms",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise TrackerConfigError(f"{name}: expected a positive integer, got {value!r}")
+        allowed = self.lag_status_allowed_records
+        if isinstance(allowed, bool) or not isinstance(allowed, int) or allowed < 0:
+            raise TrackerConfigError(
+                f"lag_status_allowed_records: expected a non-negative integer, got {allowed!r}"
+            )
         for name, low in (
             ("commit_history", 2),
             ("end_offset_history", 2),

@@ -292,7 +292,12 @@ class MemberAssignmentRow:
 
 @dataclass(frozen=True, slots=True)
 class GroupMetricsRow:
-    """Skew, churn and divergence of one rebalance for ``actual`` or one strategy."""
+    """Skew, churn, divergence and cost of one rebalance for ``actual`` or one strategy.
+
+    The cost (:mod:`streaming.tracking.cost`): ``rebalance_protocol`` (eager or
+    cooperative: how the strategy revokes), ``paused_partitions`` and
+    ``paused_partition_seconds`` (what the rebalance stopped, and for how long), and
+    ``needs_followup`` (the strategy withheld partitions for a second round)."""
 
     kind: ClassVar[str] = "group_metrics"
     event_id: str
@@ -318,6 +323,10 @@ class GroupMetricsRow:
     moved_fraction: float
     divergent: bool | None
     divergent_member_count: int
+    rebalance_protocol: str
+    paused_partitions: int
+    paused_partition_seconds: float
+    needs_followup: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,7 +358,9 @@ class PartitionLagRow:
     collector reported (read at ``end_offset_ts_ms``); ``lag_seconds``: how long ago the
     end offset passed the committed offset, interpolated in the end-offset history
     (``lag_seconds_method`` says how; ``docs/tracking.md``). ``trigger``: ``commit`` or
-    ``snapshot``.
+    ``snapshot``. ``status``: the partition's lag status at ``measured_ts_ms`` (OK, WARN,
+    STOP, STALL, REWIND; :mod:`streaming.tracking.lag_status`) and ``status_rule`` the rule
+    (1-8) that decided it; both null when there is no verdict (no end offset yet).
     """
 
     kind: ClassVar[str] = "partition_lag"
@@ -367,6 +378,8 @@ class PartitionLagRow:
     lag_seconds_method: LagMethod
     measured_ts_ms: int
     trigger: str
+    status: str | None = None
+    status_rule: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,7 +403,8 @@ class GroupDeleted:
 @dataclass(frozen=True, slots=True)
 class GroupStatus:
     """The group as of the end of one ``apply`` call (gauges). ``event_id`` is the group's
-    upsert key; ``as_of_ts_ms`` orders the versions."""
+    upsert key; ``as_of_ts_ms`` orders the versions. ``lag_status``: the worst of its
+    partitions' lag statuses at ``as_of_ts_ms`` (OK, WARN, ERR; None without a verdict)."""
 
     kind: ClassVar[str] = "group_status"
     event_id: str
@@ -414,6 +428,7 @@ class GroupStatus:
     max_lag_seconds: float | None
     collector_seen_ts_ms: int | None
     skipped_records: int
+    lag_status: str | None = None
 
 
 TrackerEvent = (

@@ -21,6 +21,12 @@ from dataclasses import dataclass
 
 from assign_core.model import TopicPartition
 from streaming.tracking.causes import CauseFacts, CauseVerdict
+from streaming.tracking.cost import (
+    pause_ms,
+    paused_partition_seconds,
+    paused_partitions_of,
+    protocol_of,
+)
 from streaming.tracking.events import (
     Completion,
     ExpectedAssignment,
@@ -178,6 +184,11 @@ def rows_of(event: RebalanceEvent) -> list[MemberAssignmentRow | GroupMetricsRow
                 )
             )
     s, c = event.actual_skew, event.churn
+    duration = (
+        pause_ms(event.duration_ms, event.assignment_duration_ms) if event.is_rebalance else None
+    )
+    own = next((e for e in event.expected if e.own), None)
+    actual_paused = len(event.paused_partitions)
     rows.append(
         GroupMetricsRow(
             event_id=f"{event.event_id}/metrics/actual",
@@ -203,10 +214,26 @@ def rows_of(event: RebalanceEvent) -> list[MemberAssignmentRow | GroupMetricsRow
             moved_fraction=c.moved_fraction,
             divergent=None,
             divergent_member_count=0,
+            rebalance_protocol=event.rebalance_protocol,
+            paused_partitions=actual_paused,  # C5
+            paused_partition_seconds=paused_partition_seconds(actual_paused, duration),
+            needs_followup=event.is_rebalance and own is not None and bool(own.withheld),
         )
     )
     for e in event.expected:
         es, ec = e.skew, e.churn
+        protocol = protocol_of(e.strategy)
+        paused = (
+            0
+            if ec is None
+            else paused_partitions_of(
+                protocol,
+                owned_before=ec.owned_before_partitions,
+                moved=ec.moved_partitions,
+                withheld=len(e.withheld),
+                is_rebalance=event.is_rebalance,
+            )
+        )
         rows.append(
             GroupMetricsRow(
                 event_id=f"{event.event_id}/metrics/{quoted(e.strategy)}",
@@ -232,6 +259,14 @@ def rows_of(event: RebalanceEvent) -> list[MemberAssignmentRow | GroupMetricsRow
                 moved_fraction=ec.moved_fraction if ec else 0.0,
                 divergent=e.divergent,
                 divergent_member_count=len(e.divergent_members),
+                rebalance_protocol=protocol,
+                paused_partitions=paused,
+                paused_partition_seconds=paused_partition_seconds(
+                    paused,
+                    duration,
+                    extra_rounds=len(e.withheld) if protocol == "cooperative" else 0,
+                ),
+                needs_followup=event.is_rebalance and bool(e.withheld),
             )
         )
     return rows

@@ -68,6 +68,7 @@ from streaming.tracking.events import (
     event_id,
 )
 from streaming.tracking.lag import add_point, lag_records, lag_seconds
+from streaming.tracking.lag_status import Verdict, evaluate_partition, group_status
 from streaming.tracking.model import (
     KIP848_RECORDS,
     KIP848_TOMBSTONE_TYPES,
@@ -164,7 +165,7 @@ def apply(
         _dispatch(ctx, obs)
     flush_timeout(ctx)
     if ctx.changed:
-        ctx.emit(_status(work, now_ms))
+        ctx.emit(_status(work, now_ms, config))
     return work, ctx.events
 
 
@@ -213,6 +214,24 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
 # -- offsets and lag ---------------------------------------------------------------------------
 
 
+def _verdict(
+    state: GroupState, config: TrackerConfig, tp: TopicPartition, now_ms: int
+) -> Verdict | None:
+    """The partition's lag status at ``now_ms`` from the state's commit and end-offset
+    histories (:mod:`~streaming.tracking.lag_status`); None without a commit or a verdict."""
+    entry = state.commits.get(tp)
+    if entry is None:
+        return None
+    return evaluate_partition(
+        entry.history,
+        entry.offset,
+        state.end_offsets.get(tp, ()),
+        now_ms,
+        window_ms=config.lag_status_window_ms,
+        allowed_lag=config.lag_status_allowed_records,
+    )
+
+
 def _lag_row(
     ctx: Context, tp: TopicPartition, committed: int, measured_ts_ms: int, trigger: str
 ) -> PartitionLagRow:
@@ -221,6 +240,7 @@ def _lag_row(
     end = history[-1][1] if history else None
     end_ts = history[-1][0] if history else None
     seconds, method = lag_seconds(history, committed, measured_ts_ms)
+    verdict = _verdict(state, ctx.config, tp, measured_ts_ms)
     return PartitionLagRow(
         event_id=event_id(
             "lag", state.cluster, state.group_id, tp.topic, tp.partition, measured_ts_ms, trigger
@@ -238,6 +258,8 @@ def _lag_row(
         lag_seconds_method=method,
         measured_ts_ms=measured_ts_ms,
         trigger=trigger,
+        status=None if verdict is None else verdict.status,
+        status_rule=None if verdict is None else verdict.rule,
     )
 
 
@@ -414,7 +436,7 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
 # -- status ------------------------------------------------------------------------------------
 
 
-def _status(state: GroupState, now_ms: int) -> GroupStatus:
+def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONFIG) -> GroupStatus:
     col = state.collector
     cg = state.consumer
     classic = state.classic
@@ -470,6 +492,10 @@ def _status(state: GroupState, now_ms: int) -> GroupStatus:
         seconds, _method = lag_seconds(history, entry.offset, history[-1][0])
         if seconds is not None and (worst is None or seconds > worst):
             worst = seconds
+    statuses = []
+    for tp in state.commits:
+        verdict = _verdict(state, config, tp, now_ms)
+        statuses.append(None if verdict is None else verdict.status)
     return GroupStatus(
         event_id=event_id("status", state.cluster, state.group_id),
         cluster=state.cluster,
@@ -492,4 +518,5 @@ def _status(state: GroupState, now_ms: int) -> GroupStatus:
         max_lag_seconds=worst,
         collector_seen_ts_ms=col.last_ts_ms,
         skipped_records=sum(state.counters.values()),
+        lag_status=group_status(statuses),
     )

@@ -195,6 +195,13 @@ def test_history_plot_into_a_missing_folder_is_refused_before_spark(
     assert_error(code, err, "--plot", "does not exist")
 
 
+def pause_s(rebalance: dict[str, Any]) -> float:
+    """How long a rebalance paused: measured, else its sync phase (rule C4)."""
+    ms = rebalance["duration_ms"]
+    ms = rebalance["assignment_duration_ms"] if ms is None else ms
+    return (ms or 0) / 1000
+
+
 # --- storms -------------------------------------------------------------------------------------
 
 
@@ -256,6 +263,19 @@ def test_storms_match_a_brute_force_count(
     }
     if not expected:
         assert "no group had" in err
+    # each storm's cost: what its rebalances paused (paused partitions x duration), summed;
+    # the costliest first
+    for r in rows:
+        paused = [
+            len(e["paused_partitions"]) * pause_s(e)
+            for e in audit_tables.written[r["group_id"]]
+            if e["kind"] == "rebalance"
+            and e["is_rebalance"]
+            and r["window_start"] <= iso(e["event_ts_ms"]) <= r["window_end"]
+        ]
+        assert r["paused_partition_seconds"] == pytest.approx(sum(paused), abs=1e-3)
+    costs = [r["paused_partition_seconds"] for r in rows]
+    assert costs == sorted(costs, reverse=True)
 
 
 def test_storms_at_the_thresholds(
@@ -263,18 +283,18 @@ def test_storms_at_the_thresholds(
 ) -> None:
     rows, _ = audit_json(capsys, audit_tables, "storms", "--min-rebalances", "5", "--window", "1")
     # written rebalances: cooperative-sticky 9, roundrobin 6, sticky 5, range 4, kip848 4
-    assert [(r["group_id"], r["rebalances"]) for r in rows] == [
+    assert sorted((r["group_id"], r["rebalances"]) for r in rows) == [
         (COOP, 9),
         (ROUNDROBIN, 6),
         (STICKY, 5),
     ]
-    coop = rows[0]
+    coop = next(r for r in rows if r["group_id"] == COOP)
     assert (coop["window_start"], coop["window_end"]) == (
         "2026-11-21T06:07:08.898Z",
         "2026-11-21T06:07:14.787Z",
     )
     rows, _ = audit_json(capsys, audit_tables, "storms", "--min-rebalances", "6", "--window", "1")
-    assert [r["group_id"] for r in rows] == [COOP, ROUNDROBIN]
+    assert sorted(r["group_id"] for r in rows) == [COOP, ROUNDROBIN]
     # the range cuts cooperative-sticky's first two rebalances and every other group's
     rows, _ = audit_json(
         capsys, audit_tables, "storms", "--min-rebalances", "5", "--since", "2026-11-21T06:07:10Z"
@@ -283,6 +303,106 @@ def test_storms_at_the_thresholds(
     code, out, err = audit(capsys, audit_tables, "storms", "--min-rebalances", "10")
     assert code == 0 and len(out.strip().splitlines()) == 1
     assert "no group had 10 or more rebalances within 10 minutes" in err
+
+
+# --- advise -------------------------------------------------------------------------------------
+
+EAGER = {"range", "roundrobin", "sticky"}
+
+
+def replayed_costs(written: list[dict[str, Any]]) -> dict[str, tuple[int, int, float, int]]:
+    """Per strategy, from the rebalance rows' expected assignments (not the group_metrics
+    table advise reads): (rebalances, moved, paused partition-seconds, follow-ups); eager
+    pauses every partition owned before, the others what moves plus what they withhold; the
+    actual rebalance needed a follow-up when its own strategy withheld partitions."""
+    out: dict[str, list[float]] = {}
+    for e in written:
+        if e["kind"] != "rebalance" or not e["is_rebalance"]:
+            continue
+        seconds = pause_s(e)
+        actual = out.setdefault("actual", [0, 0, 0.0, 0])
+        actual[0] += 1
+        actual[1] += e["churn"]["moved_partitions"]
+        actual[2] += len(e["paused_partitions"]) * seconds
+        actual[3] += any(x["own"] and x["withheld"] for x in e["expected"])  # C6
+        for x in e["expected"]:
+            acc = out.setdefault(x["strategy"], [0, 0, 0.0, 0])
+            acc[0] += 1
+            if x["error"] is not None:
+                continue
+            churn = x["churn"]
+            paused = (
+                churn["owned_before_partitions"]
+                if x["strategy"] in EAGER
+                else churn["moved_partitions"] + len(x["withheld"])
+            )
+            acc[1] += churn["moved_partitions"]
+            twice = 0 if x["strategy"] in EAGER else len(x["withheld"])  # two rounds (C4)
+            acc[2] += (paused + twice) * seconds
+            acc[3] += bool(x["withheld"])
+    return {k: (int(a), int(b), c, int(d)) for k, (a, b, c, d) in out.items()}
+
+
+@pytest.mark.parametrize("group", [RANGE, COOP])
+def test_advise_replays_every_strategy(
+    capsys: pytest.CaptureFixture[str], audit_tables: AuditTables, group: str
+) -> None:
+    rows, err = audit_json(capsys, audit_tables, "advise", group)
+    expected = replayed_costs(audit_tables.written[group])
+    got = {
+        r["strategy"]: (
+            r["rebalances"],
+            r["partitions_moved"],
+            r["paused_partition_seconds"],
+            r["followup_rebalances"],
+        )
+        for r in rows
+    }
+    assert set(got) == set(expected)
+    for strategy, (n, moved, seconds, followups) in expected.items():
+        g = got[strategy]
+        assert (g[0], g[1], g[3]) == (n, moved, followups), strategy
+        assert g[2] == pytest.approx(seconds, abs=1e-3), strategy
+    assert rows[0]["strategy"] == "actual"
+    assert [r["side"] for r in rows if r["strategy"] in ("uniform", "server-range")] == [
+        "server",
+        "server",
+    ]
+    # the recommendation goes to stderr with --format json
+    assert "switch " in err or "keep " in err
+
+
+def test_advise_table_ends_with_the_recommendation_and_plots(
+    capsys: pytest.CaptureFixture[str], audit_tables: AuditTables, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    target = tmp_path / "advise.png"
+    code, out, err = audit(capsys, audit_tables, "advise", RANGE, "--plot", str(target))
+    assert code == 0, err
+    last = out.strip().splitlines()[-1]
+    costs = replayed_costs(audit_tables.written[RANGE])
+    # golden-range is eager: cooperative strategies pause only what moves
+    best = min((s for s in costs if s != "actual"), key=lambda s: (costs[s][2], costs[s][1], s))
+    assert last.startswith(f"switch {RANGE} from range to ") and f" to {best}" in last, last
+    assert f"{costs['range'][2]:,.1f} paused partition-seconds" in last
+    with Image.open(target) as image:
+        assert image.size[0] >= 600
+        assert len(image.convert("RGB").getcolors(1 << 24) or []) > 20  # lines, not blank
+
+
+def test_advise_says_when_the_history_is_too_short(
+    capsys: pytest.CaptureFixture[str], audit_tables: AuditTables
+) -> None:
+    # from the range group's generation 4 on: one rebalance
+    since = iso(rebalance_ts(audit_tables.written[RANGE], 4))
+    code, out, err = audit(capsys, audit_tables, "advise", RANGE, "--since", since)
+    assert code == 0, err
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .startswith(f"history too short: 1 rebalance(s) of {RANGE} recorded")
+    )
 
 
 # --- diverging ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,94 @@ def test_help_starts_without_spark() -> None:
     )
     assert out.stdout.splitlines()[-1] == ""
     assert "Who owned TOPIC-PARTITION" in out.stdout
+
+
+# -- advise: rules A1-A6 of streaming/audit/advise.py -------------------------------------------
+
+
+def _cost(
+    rebalance: int,
+    strategy: str,
+    seconds: float,
+    *,
+    moved: int = 1,
+    own: bool = False,
+    error: str | None = None,
+    skew: int = 0,
+    followup: bool = False,
+) -> Any:
+    from streaming.audit.advise import CostRow
+
+    return CostRow(
+        rebalance_event_id=f"r{rebalance}",
+        event_ts_ms=rebalance * 1000,
+        strategy=strategy,
+        own=own,
+        rebalance_protocol="eager" if strategy in ("range", "actual") else "cooperative",
+        moved_partitions=moved,
+        paused_partitions=moved,
+        paused_partition_seconds=seconds,
+        spread_partitions=skew,
+        needs_followup=followup,
+        error=error,
+    )
+
+
+def _history(n: int) -> list[Any]:
+    rows = []
+    for i in range(n):
+        rows += [
+            _cost(i, "actual", 10.0, moved=2, skew=1),
+            _cost(i, "range", 10.0, moved=2, own=True, skew=1),
+            _cost(i, "cooperative-sticky", 2.0, moved=2, skew=i % 2, followup=i == 0),
+            _cost(i, "uniform", 1.0, moved=3, error="boom" if i == 1 else None),
+        ]
+    return rows
+
+
+def test_advise_summary_sums_once_per_rebalance_and_orders_rows() -> None:
+    from streaming.audit.advise import summarize
+
+    rows = _history(3)
+    got = summarize(rows + rows[:4])  # A1: a repeated row counts once
+    assert [s.strategy for s in got] == ["actual", "range", "cooperative-sticky", "uniform"]
+    coop = got[2]
+    assert (coop.rebalances, coop.partitions_moved, coop.paused_partition_seconds) == (3, 6, 6.0)
+    assert (coop.mean_skew, coop.max_skew, coop.followup_rebalances) == (1 / 3, 1, 1)
+    uniform = got[3]  # A2: a failed rebalance adds nothing
+    assert (uniform.failed, uniform.paused_partition_seconds, uniform.side) == (1, 2.0, "server")
+
+
+ADVICE_TABLE = [
+    # A5 fewer than 3 rebalances: too short
+    (2, "classic", "history too short: 2 rebalance(s) of g recorded"),
+    # A4 uniform failed once: not a candidate; A6 cooperative-sticky saves 24 of 30 (-80%)
+    (3, "classic", "switch g from range to cooperative-sticky: 6.0 instead of 30.0"),
+]
+
+
+@pytest.mark.parametrize(("n", "protocol", "start"), ADVICE_TABLE)
+def test_advise_recommendation(n: int, protocol: str, start: str) -> None:
+    from streaming.audit.advise import recommend, summarize
+
+    line = recommend(summarize(_history(n)), group="g", group_protocol=protocol)
+    assert line.startswith(start), line
+    if n >= 3:
+        assert "(24.0 fewer, -80%)" in line
+
+
+def test_advise_names_the_kip848_migration_and_keeping() -> None:
+    from streaming.audit.advise import recommend, summarize
+
+    rows = [r for r in _history(3) if r.strategy != "uniform"]
+    rows += [_cost(i, "uniform", 0.5) for i in range(3)]
+    line = recommend(summarize(rows), group="g", group_protocol="classic")
+    assert "to uniform (a move to the KIP-848 protocol: group.protocol=consumer" in line
+    # A6: the own strategy is already the cheapest
+    cheap = [r for r in _history(3) if r.strategy in ("actual", "range")]
+    line = recommend(summarize(cheap), group="g", group_protocol="classic")
+    assert line.startswith("keep range:"), line
+    # A5: nothing measured
+    zero = [_cost(i, s, 0.0, own=s == "range") for i in range(3) for s in ("actual", "range")]
+    line = recommend(summarize(zero), group="g", group_protocol="classic")
+    assert line.startswith("history too short: none of the 3 rebalances"), line

@@ -300,10 +300,17 @@ def metric_names(expr: str) -> set[str]:
     return names
 
 
+def recorded_names() -> frozenset[str]:
+    """The names the recording rules give their series."""
+    return frozenset(str(rule["record"]) for _file, rule in load_rules() if "record" in rule)
+
+
 def known_metric_names() -> frozenset[str]:
     """Every series name the exporter can expose (histograms with their ``_bucket``,
-    ``_sum`` and ``_count``), plus :data:`PROMETHEUS_SERIES`."""
+    ``_sum`` and ``_count``), plus :data:`PROMETHEUS_SERIES` and the recording rules'
+    names."""
     names = set(PROMETHEUS_SERIES)
+    names.update(recorded_names())
     for spec in mn.ALL_METRICS:
         if spec.type == "histogram":
             names.update(f"{spec.name}{suffix}" for suffix in ("_bucket", "_sum", "_count"))

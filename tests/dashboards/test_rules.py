@@ -124,7 +124,7 @@ def test_the_compose_scrape_config() -> None:
 
 #: (alert, text in the rules file, replacement): each must make a promtool test fail.
 MUTATIONS = [
-    ("KafkaConsumerGroupRebalanceStorm", ") >= 6", ") >= 11"),
+    ("KafkaConsumerGroupRebalanceStorm", "increase10m >= bool 6", "increase10m >= bool 11"),
     (
         "KafkaConsumerGroupRebalanceStorm",
         '{cause!="cooperative_followup"}[10m]',
@@ -154,6 +154,8 @@ MUTATIONS = [
     ),
     ("KafkaConsumerGroupHighChurn", "clamp_min(sum by", "clamp_min(max by"),
     ("KafkaConsumerGroupLagGrowing", "lag_seconds) > 300", "lag_seconds) > 1000"),
+    ("KafkaConsumerGroupLagStatusError", "_status) >= 3", "_status) >= 4"),
+    ("KafkaConsumerGroupLagStatusError", "_status) >= 3", "_status) >= 2"),  # WARN (12b)
     ("RebalanceMonitorDown", 'absent(up{job="rebalance-monitor"})', 'absent(up{job="x"})'),
     ("RebalanceMonitorStalled", "seconds > 300", "seconds > 900"),
     ("RebalanceMonitorBadRecords", "[15m]) > 0", "[15m]) > 30"),

@@ -408,3 +408,115 @@ def test_real_prometheus_runs_every_dashboard_and_alert_query(
             f'kafka_consumergroup_member_assigned_partitions{{group="{backlog.steady.group}"}}'
         )
         assert sorted(float(m["value"][1]) for m in members) == [2.0, 2.0]
+
+
+# -- lag status, what-if cost, advice (docs/tracking.md: S1-S8, C1-C6, A1-A6) ---------------------
+
+
+def _pause_s(row: Any) -> float:
+    """Rule C4: the measured duration, else the sync phase."""
+    ms = row.duration_ms if row.duration_ms is not None else row.assignment_duration_ms
+    return (ms or 0) / 1000
+
+
+def _replayed(live: Live, group: str) -> dict[str, tuple[int, float]]:
+    """Per strategy (and ``actual``): partitions moved and paused partition-seconds over the
+    group's rebalances, from the rebalance rows' expected assignments (not from the
+    ``group_metrics`` rows that advise and the exporter sum): eager strategies pause every
+    partition owned before, the others what moves and what they withhold (twice: they wait
+    for the follow-up round too)."""
+    out: dict[str, list[float]] = {}
+    for row in live.events(group):
+        if not row.is_rebalance:
+            continue
+        actual = out.setdefault("actual", [0, 0.0])
+        actual[0] += row.churn.moved_partitions
+        actual[1] += len(row.paused_partitions) * _pause_s(row)
+        for e in row.expected:
+            if e.error is not None:
+                continue
+            acc = out.setdefault(e.strategy, [0, 0.0])
+            paused = (
+                e.churn.owned_before_partitions
+                if e.strategy in ("range", "roundrobin", "sticky")
+                else e.churn.moved_partitions + len(e.withheld)
+            )
+            twice = 0 if e.strategy in ("range", "roundrobin", "sticky") else len(e.withheld)
+            acc[0] += e.churn.moved_partitions
+            acc[1] += (paused + twice) * _pause_s(row)  # withheld: both rounds (C4)
+    return {k: (int(moved), seconds) for k, (moved, seconds) in out.items()}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "assignor"), [("crash", "range"), ("cooperative", "cooperative-sticky")]
+)
+def test_advice_exporter_and_delta_agree_on_what_each_strategy_costs(
+    live: Live, backlog: Backlog, spark: SparkSession, scenario: str, assignor: str
+) -> None:
+    from streaming.audit.queries import Audit
+
+    group = backlog.result(scenario, assignor).group_id
+    advice = Audit(spark, str(live.delta_path)).advise(group, since_ms=None, until_ms=None)
+    by_strategy = {r["strategy"]: r for r in advice.records()}
+    expected = _replayed(live, group)
+    assert set(by_strategy) == set(expected)
+    samples = scrape(live.job)
+    for strategy, (moved, seconds) in expected.items():
+        row = by_strategy[strategy]
+        assert row["partitions_moved"] == moved, strategy
+        assert row["paused_partition_seconds"] == pytest.approx(seconds, abs=1e-3), strategy
+        labels = frozenset({"cluster": "local", "group": group, "strategy": strategy}.items())
+        scraped = samples[("kafka_consumergroup_whatif_paused_partition_seconds_total", labels)]
+        assert scraped == pytest.approx(seconds, abs=1e-3), strategy
+        assert samples[("kafka_consumergroup_whatif_partitions_moved_total", labels)] == moved
+    # the rebalances were measured (collector snapshots), and the protocols differ: an eager
+    # strategy pauses strictly more than cooperative-sticky in the same rebalances
+    assert expected["actual"][1] > 0
+    assert expected["range"][1] > expected["cooperative-sticky"][1]
+    assert advice.footer is not None and advice.footer.startswith(("switch ", "keep "))
+    own = next(r for r in advice.records() if r["own"] and r["strategy"] != "actual")
+    assert own["strategy"] == assignor
+
+
+def _last_lag_rows(live: Live, group: str) -> dict[tuple[str, int], Any]:
+    last: dict[tuple[str, int], Any] = {}
+    for r in live.tables["partition_lag"]:
+        if r.group_id == group:
+            key = (r.topic, r.partition)
+            if key not in last or r.measured_ts_ms >= last[key].measured_ts_ms:
+                last[key] = r
+    return last
+
+
+def test_lag_status_of_a_consumer_that_stopped_and_of_groups_that_kept_up(
+    live: Live, backlog: Backlog
+) -> None:
+    """The steady group committed once, a few records in, and never again while the
+    collector went on measuring its end offsets: STOP (rule S3), the group ERR. A partition
+    whose committed offset reached the end is OK (rule S2), and so is a group all of whose
+    partitions did."""
+    assert backlog.steady is not None
+    steady = _last_lag_rows(live, backlog.steady.group)
+    assert steady
+    stopped = [r for r in steady.values() if r.lag_records]
+    assert stopped, "the steady members committed before consuming everything"
+    assert {(r.status, r.status_rule) for r in stopped} == {("STOP", 3)}
+    samples = scrape(live.job)
+    g = {"cluster": "local", "group": backlog.steady.group}
+    assert samples[("kafka_consumergroup_status", frozenset(g.items()))] == 3  # ERR
+    for r in stopped:
+        labels = frozenset({**g, "topic": r.topic, "partition": str(r.partition)}.items())
+        assert samples[("kafka_consumergroup_partition_status", labels)] == 4  # STOP
+    kept_up = []
+    for result in backlog.results.values():
+        last = _last_lag_rows(live, result.group_id)
+        for r in last.values():
+            if r.lag_records == 0:
+                assert (r.status, r.status_rule) == ("OK", 2), (result.group_id, r)
+        if last and all(r.lag_records == 0 for r in last.values()):
+            kept_up.append(result.group_id)
+            key = ("kafka_consumergroup_status", frozenset(
+                {"cluster": "local", "group": result.group_id}.items()
+            ))  # fmt: skip
+            assert samples[key] == 1, result.group_id  # OK
+    assert kept_up, "no scenario group ended caught up"

@@ -134,6 +134,8 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"decode_partitions": 0}, "decode_partitions"),
     ({"offset_commits_history": "sometimes"}, "offset_commits_history"),
     ({"consumer_session_timeout_ms": 0}, "consumer_session_timeout_ms"),
+    ({"lag_status_window_s": 0}, "lag_status_window_s"),
+    ({"lag_status_window_s": "10m"}, "lag_status_window_s"),
     ({"spark_conf": {"shuffle": "1"}}, "spark_conf"),
     ({"kafka_options": {"auto.offset.reset": "latest"}}, "kafka_options"),
     ({"kafka_options": {"kafka.bootstrap.servers": "x:1"}}, "kafka_options"),

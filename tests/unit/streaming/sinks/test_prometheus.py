@@ -168,6 +168,9 @@ def metrics_row(
     divergent: bool | None = True,
     error: str | None = None,
     spread: int = 1,
+    moved: int = 0,
+    paused: int = 0,
+    paused_seconds: float = 0.0,
 ) -> GroupMetricsRow:
     return GroupMetricsRow(
         event_id=event_id("group_metrics", CLUSTER, GROUP, generation, strategy),
@@ -187,12 +190,16 @@ def metrics_row(
         spread_partitions=spread,
         imbalance_ratio=ratio,
         cv=0.2,
-        moved_partitions=0,
+        moved_partitions=moved,
         revoked_partitions=0,
         assigned_partitions=3,
         moved_fraction=0.0,
         divergent=None if strategy == "actual" else divergent,
         divergent_member_count=1 if divergent else 0,
+        rebalance_protocol="eager",
+        paused_partitions=paused,
+        paused_partition_seconds=paused_seconds,
+        needs_followup=False,
     )
 
 
@@ -205,6 +212,7 @@ def status(
     strategy: str | None = "range",
     rebalance_protocol: str | None = "eager",
     group_protocol: str = "classic",
+    lag_status: str | None = None,
 ) -> GroupStatus:
     return GroupStatus(
         event_id=event_id("group_status", CLUSTER, GROUP),
@@ -228,11 +236,17 @@ def status(
         max_lag_seconds=2.0,
         collector_seen_ts_ms=None,
         skipped_records=0,
+        lag_status=lag_status,
     )
 
 
 def lag(
-    partition: int, records: int | None, seconds: float | None, *, at_ms: int
+    partition: int,
+    records: int | None,
+    seconds: float | None,
+    *,
+    at_ms: int,
+    status: str | None = None,
 ) -> PartitionLagRow:
     return PartitionLagRow(
         event_id=event_id("partition_lag", CLUSTER, GROUP, "t", partition, at_ms),
@@ -249,6 +263,8 @@ def lag(
         lag_seconds_method="interpolated",
         measured_ts_ms=at_ms,
         trigger="commit",
+        status=status,
+        status_rule=None if status is None else 3,
     )
 
 
@@ -486,6 +502,44 @@ def test_lag_series_and_their_removal(sink: PrometheusSink) -> None:
     # A lag row measured before the tombstone does not bring it back.
     sink.update([lag(1, 9, 1.0, at_ms=T0)])
     assert value(scrape(sink), "kafka_consumergroup_lag", **p1) is None
+
+
+def test_lag_status_codes_per_partition_and_group(sink: PrometheusSink) -> None:
+    p0 = {**G, "topic": "t", "partition": "0"}
+    sink.update([lag(0, 42, 3.5, at_ms=T0, status="STOP"), status(T0, lag_status="ERR")])
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_partition_status", **p0) == 4  # Burrow's STOP
+    assert value(s, "kafka_consumergroup_status", **G) == 3  # ERR
+    sink.update([lag(0, 0, 0.0, at_ms=T0 + 1, status="OK"), status(T0 + 1, lag_status="OK")])
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_partition_status", **p0) == 1
+    assert value(s, "kafka_consumergroup_status", **G) == 1
+    # no verdict: the series go; an offset tombstone removes the partition's
+    sink.update([status(T0 + 2, lag_status=None), offset_tombstone(0, at_ms=T0 + 3)])
+    s = scrape(sink)
+    assert value(s, "kafka_consumergroup_status", **G) is None
+    assert value(s, "kafka_consumergroup_partition_status", **p0) is None
+
+
+def test_whatif_counters_sum_the_metrics_rows_once(sink: PrometheusSink) -> None:
+    rows = [
+        metrics_row(1, "actual", moved=2, paused=3, paused_seconds=1.5),
+        metrics_row(1, "range", moved=2, paused=3, paused_seconds=1.5),
+        metrics_row(1, "cooperative-sticky", moved=1, paused=1, paused_seconds=0.5),
+        metrics_row(2, "cooperative-sticky", moved=2, paused=2, paused_seconds=4.0),
+        metrics_row(2, "sticky", error="boom", moved=9, paused=9, paused_seconds=9.0),
+    ]
+    sink.update(rows)
+    sink.update(rows)  # a replayed batch counts once
+    sink.update([metrics_row(0, "cooperative-sticky", moved=1, paused=1, paused_seconds=0.25)])
+    s = scrape(sink)
+    paused = "kafka_consumergroup_whatif_paused_partition_seconds_total"
+    moved = "kafka_consumergroup_whatif_partitions_moved_total"
+    assert value(s, paused, **G, strategy="actual") == 1.5
+    # an older generation still counts: the counters sum every rebalance
+    assert value(s, paused, **G, strategy="cooperative-sticky") == 4.75
+    assert value(s, moved, **G, strategy="cooperative-sticky") == 4
+    assert value(s, paused, **G, strategy="sticky") is None  # a failed strategy: no figure
 
 
 def test_a_group_whose_last_series_is_removed_keeps_no_entry(sink: PrometheusSink) -> None:
@@ -776,8 +830,8 @@ def test_metric_names_are_unique_and_all_exposed(sink: PrometheusSink) -> None:
             rebalance(1, [member("m-a", 0)]),
             metrics_row(1, "actual"),
             metrics_row(1, "range"),
-            status(T0 + 2000),
-            lag(0, 5, 1.0, at_ms=T0 + 2000),
+            status(T0 + 2000, lag_status="WARN"),
+            lag(0, 5, 1.0, at_ms=T0 + 2000, status="WARN"),
         ]
     )
     exposed = {name for name, _ in scrape(sink)}
