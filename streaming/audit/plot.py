@@ -18,7 +18,7 @@ Two subplots share the x axis, one column per rebalance (labelled with its gener
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streaming.audit import AuditError
 from streaming.audit.times import format_ms
@@ -110,14 +110,9 @@ def plot_timeline(timeline: Timeline, path: str | Path, *, title: str) -> Path:
         bottom.set_xticklabels([str(g) for g in timeline.generations], fontsize=8)
         bottom.set_xlim(-0.5, columns - 0.5)
         fig.tight_layout()
-        out = Path(path)
-        try:
-            fig.savefig(out, format="png", dpi=110)
-        except OSError as e:
-            raise AuditError(f"--plot: cannot write {out}: {e.strerror or e}") from None
+        return _save(fig, path)
     finally:
         plt.close(fig)
-    return out
 
 
 def plot_cumulative_paused(rows: Sequence[CostRow], path: str | Path, *, title: str) -> Path:
@@ -159,11 +154,17 @@ def plot_cumulative_paused(rows: Sequence[CostRow], path: str | Path, *, title: 
         ax.grid(alpha=0.3)
         fig.autofmt_xdate()
         fig.tight_layout()
-        out = Path(path)
-        try:
-            fig.savefig(out, format="png", dpi=110)
-        except OSError as e:
-            raise AuditError(f"--plot: cannot write {out}: {e.strerror or e}") from None
+        return _save(fig, path)
     finally:
         plt.close(fig)
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    """``fig`` as a PNG file at ``path``; :class:`AuditError` naming ``--plot`` when the file
+    cannot be written."""
+    out = Path(path)
+    try:
+        fig.savefig(out, format="png", dpi=110)
+    except OSError as e:
+        raise AuditError(f"--plot: cannot write {out}: {e.strerror or e}") from None
     return out
