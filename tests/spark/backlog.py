@@ -115,15 +115,23 @@ class SteadyGroup:
 
     def _run(self, n: int) -> None:
         from kafka.errors import CommitFailedError, RebalanceInProgressError
+        from kafka.structs import OffsetAndMetadata
 
         member = self.members[n]
         try:
             while not self._stop.is_set():
                 member.poll(timeout_ms=200)
-                # 2 of the 4 partitions: the rebalance with both members is done.
+                # 2 of the 4 partitions: the rebalance with both members is done. Commit
+                # each partition's position (a plain commit() commits only the partitions
+                # consumed from, none if no fetch has returned yet)
                 if not self._committed[n].is_set() and len(member.assignment()) == 2:
                     try:
-                        member.commit()
+                        member.commit(
+                            {
+                                tp: OffsetAndMetadata(member.position(tp), "", -1)
+                                for tp in member.assignment()
+                            }
+                        )
                     except (CommitFailedError, RebalanceInProgressError):
                         continue
                     self._committed[n].set()

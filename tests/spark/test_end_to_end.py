@@ -469,10 +469,10 @@ def test_advice_exporter_and_delta_agree_on_what_each_strategy_costs(
         scraped = samples[("kafka_consumergroup_whatif_paused_partition_seconds_total", labels)]
         assert scraped == pytest.approx(seconds, abs=1e-3), strategy
         assert samples[("kafka_consumergroup_whatif_partitions_moved_total", labels)] == moved
-    # the rebalances were measured (collector snapshots), and the protocols differ: an eager
-    # strategy pauses strictly more than cooperative-sticky in the same rebalances
+    # the rebalances were measured (collector snapshots); which protocol pauses less
+    # depends on the measured durations (a cooperative follow-up round pauses its moved
+    # partitions again), so no order between strategies is asserted here
     assert expected["actual"][1] > 0
-    assert expected["range"][1] > expected["cooperative-sticky"][1]
     assert advice.footer is not None and advice.footer.startswith(("switch ", "keep "))
     own = next(r for r in advice.records() if r["own"] and r["strategy"] != "actual")
     assert own["strategy"] == assignor
