@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streaming.sinks.tables import BAD_RECORD_KIND
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -51,7 +53,7 @@ DRIVER_KINDS = frozenset(
 )
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
-SOURCE_STATS, BAD_RECORD = "source_stats", "bad_record"
+SOURCE_STATS, BAD_RECORD = "source_stats", BAD_RECORD_KIND
 #: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
 DRIVER_CHUNK = 5_000
 

@@ -58,6 +58,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from streaming.sinks.micro_batch import DRIVER_KINDS
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import to_row
@@ -83,7 +84,6 @@ __all__ = [
     "load_reducer",
     "logical_now_ms",
     "observations_by_group",
-    "rows_to_observations",
     "summary_row",
     "track",
     "tracker_key",
@@ -117,7 +117,7 @@ EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
 #: The kinds whose rows the driver reads as JSON ``payload`` (the exporter's; a rebalance
 #: goes as its ``summary``); the source stats come as their typed ``source_stats`` struct.
-DRIVER_JSON_KINDS = frozenset({"group_metrics", "group_status", "partition_lag", "group_deleted"})
+DRIVER_JSON_KINDS = DRIVER_KINDS - {"rebalance"}
 STATE_SCHEMA = "state string"
 #: The key of a group's entry in its bucket's MapState.
 GROUP_KEY_SCHEMA = "group_id string"
@@ -163,13 +163,6 @@ _RUN_COLUMNS = (
     "run_history_offsets",
     "run_topic_id",
 )
-
-
-def rows_to_observations(frames: Iterable[pd.DataFrame]) -> tuple[list[Observation], int]:
-    """Observations of the decoded rows (of any groups, in row order), and how many could
-    not be rebuilt: :func:`observations_by_group` without the split."""
-    by_group, failed = observations_by_group(frames)
-    return [o for observations in by_group.values() for o in observations], failed
 
 
 def observations_by_group(

@@ -288,7 +288,7 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
     """The group lane reduces each chunk's commits of a partition between two other records
     of the group to runs; the tracker ends in the same state, with the same events (a run
     emits one commit-lag row for its last commit instead of one per commit)."""
-    from streaming.spark.stateful import observations_by_group, rows_to_observations
+    from streaming.spark.stateful import observations_by_group
     from streaming.tracking.events import PartitionLagRow
     from streaming.tracking.reducer import apply
     from streaming.tracking.state import GroupState
@@ -307,8 +307,12 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
             by_group_runs.setdefault(group, []).extend(observations)
     assert runs > 0
     by_group: dict[str, list[Any]] = {}
-    for o in rows_to_observations([decode_batch(table.drop_columns(["commit"])).to_pandas()])[0]:
-        by_group.setdefault(str(group_id_of(o.payload)), []).append(o)
+    whole, _failed = observations_by_group(
+        [decode_batch(table.drop_columns(["commit"])).to_pandas()]
+    )
+    for observations in whole.values():
+        for o in observations:
+            by_group.setdefault(str(group_id_of(o.payload)), []).append(o)
     assert by_group.keys() == by_group_runs.keys()
     for group, observations in by_group.items():
         one, one_events = apply(GroupState.new("c", group), observations, 10**13)
