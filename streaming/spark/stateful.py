@@ -58,10 +58,11 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from streaming.codec.model import OffsetCommitTombstone
 from streaming.sinks.micro_batch import DRIVER_KINDS
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
-from streaming.tracking.events import to_row
+from streaming.tracking.events import OffsetCommitRow, event_id, to_row
 from streaming.tracking.model import CommitRun, Observation
 from streaming.tracking.state import GroupState
 
@@ -93,7 +94,14 @@ __all__ = [
 def _events_schema() -> StructType:
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    from streaming.sinks.tables import BAD_RECORDS, TRACKER_TABLES, body_schema, relaxed
+    from streaming.sinks.tables import (
+        BAD_RECORDS,
+        COMMIT_STRUCT_COLUMN,
+        OFFSET_COMMITS,
+        TRACKER_TABLES,
+        body_schema,
+        relaxed,
+    )
 
     head = [
         StructField(name, LongType() if name == "event_ts_ms" else StringType(), True)
@@ -105,7 +113,8 @@ def _events_schema() -> StructType:
     ]
     types = {"string": StringType(), "int": IntegerType(), "bigint": LongType()}
     stats = StructType([StructField(n, types[t], True) for n, t in STATS_FIELDS])
-    return StructType([*head, *tables, StructField("source_stats", stats, True)])
+    commit = StructField(COMMIT_STRUCT_COLUMN, relaxed(body_schema(OFFSET_COMMITS)), True)
+    return StructType([*head, *tables, commit, StructField("source_stats", stats, True)])
 
 
 _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
@@ -162,17 +171,27 @@ _RUN_COLUMNS = (
     "run_history_ts_ms",
     "run_history_offsets",
     "run_topic_id",
+    "run_metadata",
+    "run_expire_ts_ms",
 )
 
 
 def observations_by_group(
     frames: Iterable[pd.DataFrame],
+    *,
+    commits: list[OffsetCommitRow] | None = None,
+    cluster: str = "",
 ) -> tuple[dict[str, list[Observation]], int]:
     """Each group's observations of the decoded rows (in row order), and how many rows could
     not be rebuilt (the decode stage quarantined them already; a mismatch here means a code
     change between stages). A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`)
     becomes a :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from
     its bytes.
+
+    ``commits``: when given, receives the ``offset_commits`` row of each run's last commit
+    and of each offset tombstone (of ``cluster``): with ``history="latest"`` the table keeps
+    each partition's last record of a batch, which is the last of these
+    (:func:`streaming.sinks.tables.commit_frame`).
 
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
@@ -190,30 +209,85 @@ def observations_by_group(
             if kind == COMMIT_RUN:
                 if run is None:
                     run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
-                observations.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
+                obs = _run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i)
+                observations.append(obs)
+                if commits is not None:
+                    commits.append(_run_commit_row(cluster, obs, run, i))
                 continue
             k, v = key[i], value[i]
             try:
-                observations.append(
-                    observation_of(
-                        source[i],
-                        None if k is None else bytes(k),
-                        None if v is None else bytes(v),
-                        partition=int(partition[i]),
-                        offset=int(offset[i]),
-                        timestamp_ms=int(ts_ms[i]),
-                    )
+                obs = observation_of(
+                    source[i],
+                    None if k is None else bytes(k),
+                    None if v is None else bytes(v),
+                    partition=int(partition[i]),
+                    offset=int(offset[i]),
+                    timestamp_ms=int(ts_ms[i]),
                 )
             except Exception:
                 failed += 1
+                continue
+            observations.append(obs)
+            if commits is not None and isinstance(obs.payload, OffsetCommitTombstone):
+                commits.append(_tombstone_row(cluster, obs, obs.payload))
     return out, failed
+
+
+def _commit_event_id(cluster: str, group_id: str, obs: Observation) -> str:
+    # the commit lane's id (streaming.spark.commits.commit_rows)
+    return event_id("commit", cluster, group_id, f"{obs.partition}:{obs.offset}")
+
+
+def _run_commit_row(
+    cluster: str, obs: Observation, run: tuple[list[Any], ...], i: int
+) -> OffsetCommitRow:
+    """The ``offset_commits`` row of a run's last commit (``obs``: the run's observation)."""
+    p = obs.payload
+    assert isinstance(p, CommitRun)
+    metadata = run[-2][i]
+    expire = _int_or_none(run[-1][i])
+    return OffsetCommitRow(
+        event_id=_commit_event_id(cluster, p.group_id, obs),
+        cluster=cluster,
+        group_id=p.group_id,
+        event_ts_ms=obs.timestamp_ms,
+        topic=p.topic,
+        partition=p.partition,
+        offset=p.offset,
+        leader_epoch=p.leader_epoch if p.leader_epoch >= 0 else None,
+        metadata=None if metadata is None else str(metadata),
+        commit_ts_ms=p.commit_ts_ms,
+        expire_ts_ms=expire if expire is not None and expire >= 0 else None,
+        deleted=False,
+        source_partition=obs.partition,
+        source_offset=obs.offset,
+    )
+
+
+def _tombstone_row(cluster: str, obs: Observation, p: OffsetCommitTombstone) -> OffsetCommitRow:
+    return OffsetCommitRow(
+        event_id=_commit_event_id(cluster, p.group_id, obs),
+        cluster=cluster,
+        group_id=p.group_id,
+        event_ts_ms=obs.timestamp_ms,
+        topic=p.topic,
+        partition=p.partition,
+        offset=None,
+        leader_epoch=None,
+        metadata=None,
+        commit_ts_ms=None,
+        expire_ts_ms=None,
+        deleted=True,
+        source_partition=obs.partition,
+        source_offset=obs.offset,
+    )
 
 
 def _run(
     partition: int, offset: int, ts_ms: int, run: tuple[list[Any], ...], i: int
 ) -> Observation:
     group, topic, tp_partition, committed, epoch, commit_ts, count, hist_ts, hist_off, tid = (
-        column[i] for column in run
+        column[i] for column in run[:10]
     )
     return Observation(
         "offsets",
@@ -239,7 +313,7 @@ def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
     its table's struct column (the struct takes the table's columns of it); ``payload``, the
     row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance,
     :func:`summary_row` as JSON (what the driver's exporter reads)."""
-    from streaming.sinks.tables import KIND_TO_TABLE
+    from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN, KIND_TO_TABLE
 
     kind = row["kind"]
     out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
@@ -252,7 +326,7 @@ def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
         payload=_json(row) if kind in DRIVER_JSON_KINDS else None,
         summary=_json(summary_row(row)) if kind == "rebalance" else None,
     )
-    table = KIND_TO_TABLE.get(kind)
+    table = COMMIT_STRUCT_COLUMN if kind == COMMIT_KIND else KIND_TO_TABLE.get(kind)
     if table is not None:
         out[table] = row
     return out
@@ -349,9 +423,10 @@ def _processor_class() -> type:
         """The trackers of one bucket of groups: each group's state in the bucket's
         MapState (group id -> GroupState JSON), time from the group's records."""
 
-        def __init__(self, cluster: str, config: TrackerConfig) -> None:
+        def __init__(self, cluster: str, config: TrackerConfig, commit_rows: bool) -> None:
             self._cluster = cluster
             self._config = config
+            self._commit_rows = commit_rows
 
         def init(self, handle: StatefulProcessorHandle) -> None:
             self._handle = handle
@@ -375,8 +450,11 @@ def _processor_class() -> type:
                 ]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             else:
-                by_group, _failed = observations_by_group(rows)
-                events: list[Any] = []
+                commits: list[OffsetCommitRow] | None = [] if self._commit_rows else None
+                by_group, _failed = observations_by_group(
+                    rows, commits=commits, cluster=self._cluster
+                )
+                events: list[Any] = list(commits or ())
                 for group_id, observations in by_group.items():
                     events.extend(self._step(group_id, observations))
                 out_rows = events_to_rows(events)
@@ -422,14 +500,25 @@ def tracker_key(group_id: Column) -> Column:
     return F.concat(F.lit(BUCKET_PREFIX), bucket.cast("string"))
 
 
-def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
+def track(
+    decoded: DataFrame,
+    *,
+    cluster: str,
+    config: TrackerConfig = DEFAULT_CONFIG,
+    commit_rows: bool = False,
+) -> DataFrame:
     """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
     (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
     keys are not buckets and keep no state: the bad rows go under :data:`BAD_KEY` and come
     out as ``bad_record`` rows, the source stats rows
     (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one query both
     tracks and quarantines and counts. Good rows without a group are dropped here; the
-    stats count them."""
+    stats count them.
+
+    ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
+    commit run's last commit and of each offset tombstone, what ``offset_commits`` keeps
+    with ``history="latest"`` (:func:`streaming.sinks.tables.commit_frame`): the commit
+    lane's rows without its second read of the source (:func:`streaming.job.start`)."""
     from pyspark.sql import functions as F
 
     group = F.col("group_id")
@@ -440,7 +529,7 @@ def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_C
     )
     routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
     routed = routed.withColumn(TRACKER_KEY, key)
-    processor = _processor_class()(cluster, config)
+    processor = _processor_class()(cluster, config, commit_rows)
     return routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=EVENTS_SCHEMA,
