@@ -140,11 +140,17 @@ class Sinks:
             self.prometheus.stop()
 
     def _count_records(
-        self, stats_rows: list[dict[str, Any]], batch_id: int, started: float
+        self,
+        stats_rows: list[dict[str, Any]],
+        batch_id: int,
+        started: float,
+        bad_rows: int = 0,
     ) -> None:
         """Sum a batch's source stats (:func:`streaming.spark.decode.source_stats`) per source
         partition: records, bad, without a group, offset gaps; to Prometheus (with the batch's
-        duration since ``started``, :func:`time.monotonic`) and a line."""
+        duration since ``started``, :func:`time.monotonic`) and a line. ``bad_rows``: the
+        batch's ``bad_record`` rows; more than the stats' bad records when the stateful step
+        quarantined rows of its own (:func:`streaming.spark.stateful.observations_by_group`)."""
         per_partition: dict[tuple[str, int], list[int]] = {}  # lo, hi, records, unrouted, bad
         for s in stats_rows:
             key = (str(s["topic"]), int(s["partition"]))
@@ -166,6 +172,7 @@ class Sinks:
                 if last is not None and lo > last + 1:
                     gaps += lo - last - 1
                 stats.last_offsets[key] = max(hi, last if last is not None else -1)
+            bad_count = max(bad_count, bad_rows)
             stats.input_records += records
             stats.bad_records += bad_count
             stats.unrouted_records += unrouted
@@ -256,7 +263,7 @@ class Sinks:
             self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
-        self._count_records(stats, batch_id, started)
+        self._count_records(stats, batch_id, started, kinds.get(BAD_RECORD, 0))
         events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
         with self._lock:
             for kind, n in events.items():

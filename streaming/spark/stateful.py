@@ -181,10 +181,12 @@ def observations_by_group(
     *,
     commits: list[OffsetCommitRow] | None = None,
     cluster: str = "",
-) -> tuple[dict[str, list[Observation]], int]:
-    """Each group's observations of the decoded rows (in row order), and how many rows could
-    not be rebuilt (the decode stage quarantined them already; a mismatch here means a code
-    change between stages). A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`)
+) -> tuple[dict[str, list[Observation]], list[dict[str, Any]]]:
+    """Each group's observations of the decoded rows (in row order), and the rows that could
+    not be rebuilt, as ``bad_records`` structs (:func:`bad_record_struct`) naming the error:
+    the decode stage accepted them, so a failure here means the stages disagree (a code
+    change between them), and the row is quarantined, never dropped. A ``CommitRun`` row
+    (:func:`streaming.spark.decode.decode_batch`)
     becomes a :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from
     its bytes.
 
@@ -196,7 +198,7 @@ def observations_by_group(
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
     out: dict[str, list[Observation]] = {}
-    failed = 0
+    failed: list[dict[str, Any]] = []
     for frame in frames:
         columns = ("source", "partition", "offset", "timestamp_ms", "key", "value", "group_id")
         source, partition, offset, ts_ms, key, value, group = (frame[c].tolist() for c in columns)
@@ -224,13 +226,28 @@ def observations_by_group(
                     offset=int(offset[i]),
                     timestamp_ms=int(ts_ms[i]),
                 )
-            except Exception:
-                failed += 1
+            except Exception as e:  # one row must never stop the step
+                failed.append(_failed_row(frame, i, e))
                 continue
             observations.append(obs)
             if commits is not None and isinstance(obs.payload, OffsetCommitTombstone):
                 commits.append(_tombstone_row(cluster, obs, obs.payload))
     return out, failed
+
+
+def _failed_row(frame: pd.DataFrame, i: int, error: Exception) -> dict[str, Any]:
+    from streaming.codec import DecodeError
+
+    row = frame.iloc[i]
+    return bad_record_struct(
+        {
+            **{c: row[c] for c in ("topic", "partition", "offset", "timestamp_ms", "key", "value")},
+            "error": f"the stateful step could not rebuild the record: {error}",
+            "error_type": type(error).__name__,
+            "error_field": getattr(error, "field", None),
+            "error_offset": error.offset if isinstance(error, DecodeError) else None,
+        }
+    )
 
 
 def _commit_event_id(cluster: str, group_id: str, obs: Observation) -> str:
@@ -451,13 +468,14 @@ def _processor_class() -> type:
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             else:
                 commits: list[OffsetCommitRow] | None = [] if self._commit_rows else None
-                by_group, _failed = observations_by_group(
+                by_group, failed = observations_by_group(
                     rows, commits=commits, cluster=self._cluster
                 )
                 events: list[Any] = list(commits or ())
                 for group_id, observations in by_group.items():
                     events.extend(self._step(group_id, observations))
                 out_rows = events_to_rows(events)
+                out_rows += [self._passed("bad_record", bad, bad_records=bad) for bad in failed]
                 yield pd.DataFrame({c: [r[c] for r in out_rows] for c in _EVENT_COLUMNS})
 
         def _passed(self, kind: str, row: Mapping[str, Any], **columns: Any) -> dict[str, Any]:

@@ -260,7 +260,7 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     decoded = decoded[decoded["error"].isna() & decoded["group_id"].notna()]
     got: list[OffsetCommitRow] = []
     _by_group, failed = observations_by_group([decoded], commits=got, cluster="c/1")
-    assert failed == 0
+    assert not failed
     latest: dict[tuple[str, str, int], dict[str, Any]] = {}
     for row in sorted(got, key=lambda r: (r.source_partition, r.source_offset)):
         latest[(row.group_id, row.topic, row.partition)] = asdict(row)
