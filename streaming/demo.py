@@ -84,7 +84,7 @@ class Summary:
                     continue
                 line = self.groups.setdefault(group, GroupLine(group))
                 kind = row.get("kind")
-                if kind == "rebalance":
+                if kind in ("rebalance", "rebalance_summary"):
                     self._rebalance(line, row)
                 elif kind == "group_status":
                     line.state = str(row.get("state") or "?")

@@ -43,8 +43,9 @@ __all__ = [
 
 Progress = Callable[[str], None]
 #: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts; a
-#: rebalance as :func:`streaming.spark.stateful.summary_row`), in order and in chunks of
-#: :data:`DRIVER_CHUNK`, before they are written to Delta.
+#: rebalance as its :class:`~streaming.tracking.events.RebalanceSummary`, kind
+#: ``rebalance_summary``), in order and in chunks of :data:`DRIVER_CHUNK`, before they are
+#: written to Delta.
 EventsListener = Callable[[list[dict[str, Any]]], None]
 #: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
 #: (commits, per-member assignments) goes from the executors to Delta only.
@@ -215,9 +216,9 @@ class Sinks:
         try:
             # one job computes the batch (persisted) and brings the driver every row's kind
             # (the counts, without a second job) and the text of the rows it needs: the
-            # exporter's (a rebalance as its summary_row: without the lists only Delta keeps;
-            # an offset tombstone of the commit lane ends its partition's lag series) and the
-            # source stats (typed); the batch cap (max_offsets_per_trigger) bounds them
+            # exporter's (a rebalance as its RebalanceSummary, without the lists only Delta
+            # keeps; an offset tombstone ends its partition's lag series) and the source
+            # stats (typed); the batch cap (max_offsets_per_trigger) bounds them
             needed = F.col("kind").isin(list(DRIVER_KINDS))
             commit = F.col(COMMIT_STRUCT_COLUMN)
             text = (
@@ -248,7 +249,7 @@ class Sinks:
                 ):
                     if text is not None:
                         parsed = json.loads(text)
-                        parsed["kind"] = kind  # the lane's tombstones are bare rows
+                        parsed.setdefault("kind", kind)  # offset tombstones are bare rows
                         driver.append(parsed)
                 if not driver:
                     continue

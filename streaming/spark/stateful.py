@@ -62,7 +62,14 @@ from streaming.codec.model import OffsetCommitTombstone
 from streaming.sinks.micro_batch import DRIVER_KINDS
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
-from streaming.tracking.events import OffsetCommitRow, event_id, to_row
+from streaming.tracking.events import (
+    OffsetCommitRow,
+    RebalanceEvent,
+    RebalanceSummary,
+    event_id,
+    from_row,
+    to_row,
+)
 from streaming.tracking.model import CommitRun, Observation
 from streaming.tracking.state import GroupState
 
@@ -85,7 +92,6 @@ __all__ = [
     "load_reducer",
     "logical_now_ms",
     "observations_by_group",
-    "summary_row",
     "track",
     "tracker_key",
 ]
@@ -120,8 +126,9 @@ def _events_schema() -> StructType:
 _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
 #: The stateful step's rows: the head (``payload``: the ``to_row`` dict as JSON for the
 #: kinds the driver reads, :data:`DRIVER_JSON_KINDS`; ``summary``: a rebalance's
-#: :func:`summary_row` as JSON), then one typed struct per table, filled on its kinds' rows
-#: (:func:`streaming.sinks.tables.body_schema`: the table's columns but the derived ones).
+#: :class:`~streaming.tracking.events.RebalanceSummary` as JSON), then one typed struct per
+#: table, filled on its kinds' rows (:func:`streaming.sinks.tables.body_schema`: the
+#: table's columns but the derived ones).
 EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
 #: The kinds whose rows the driver reads as JSON ``payload`` (the exporter's; a rebalance
@@ -325,11 +332,12 @@ def _run(
     )
 
 
-def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def event_row(row: Mapping[str, Any], summary: RebalanceSummary | None = None) -> dict[str, Any]:
     """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: the row itself in
     its table's struct column (the struct takes the table's columns of it); ``payload``, the
-    row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance,
-    :func:`summary_row` as JSON (what the driver's exporter reads)."""
+    row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance, its
+    :class:`~streaming.tracking.events.RebalanceSummary` as JSON (what the driver's exporter
+    and listener read; built from the row when not given)."""
     from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN, KIND_TO_TABLE
 
     kind = row["kind"]
@@ -341,7 +349,7 @@ def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
         event_id=row["event_id"],
         event_ts_ms=int(row["event_ts_ms"]),
         payload=_json(row) if kind in DRIVER_JSON_KINDS else None,
-        summary=_json(summary_row(row)) if kind == "rebalance" else None,
+        summary=_json(to_row(summary or _summary_of(row))) if kind == "rebalance" else None,
     )
     table = COMMIT_STRUCT_COLUMN if kind == COMMIT_KIND else KIND_TO_TABLE.get(kind)
     if table is not None:
@@ -349,38 +357,8 @@ def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def summary_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A rebalance row without what only the Delta table keeps: every expected assignment
-    keeps its strategy, side, ``own``, error and ``divergent`` flag but not its partitions,
-    withheld partitions, divergent members or figures (the ``group_metrics`` rows carry
-    each strategy's skew and churn); the members' own partition lists (``actual`` has them,
-    and the exporter counts each member's there), ``members_before``, ``departures``,
-    ``paused_partitions`` and the churn lists (moved partitions, who joined and left) are
-    emptied. The actual assignment and its figures, flags, causes, times and the members
-    after (ids, clients) stay: what the exporter and the demo's summary read."""
-    return {
-        **row,
-        "members_before": [],
-        "members_after": [{**member, "partitions": []} for member in row["members_after"]],
-        "departures": [],
-        "paused_partitions": [],
-        "churn": _lean_churn(row["churn"]),
-        "expected": [
-            {
-                **expected,
-                "assignment": None,
-                "withheld": [],
-                "divergent_members": [],
-                "skew": None,  # the group_metrics rows carry each strategy's figures
-                "churn": None,
-            }
-            for expected in row["expected"]
-        ],
-    }
-
-
-def _lean_churn(churn: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    return None if churn is None else {**churn, "moved": [], "joined": [], "left": []}
+def _summary_of(row: Mapping[str, Any]) -> RebalanceSummary:
+    return RebalanceSummary.of(from_row(RebalanceEvent, row))
 
 
 def _json(row: Mapping[str, Any]) -> str:
@@ -389,7 +367,13 @@ def _json(row: Mapping[str, Any]) -> str:
 
 def events_to_rows(events: Iterable[Any]) -> list[dict[str, Any]]:
     """Tracker events -> :data:`EVENTS_SCHEMA` dicts."""
-    return [event_row(to_row(event)) for event in events]
+    return [
+        event_row(
+            to_row(event),
+            RebalanceSummary.of(event) if isinstance(event, RebalanceEvent) else None,
+        )
+        for event in events
+    ]
 
 
 def _records(frames: Iterable[pd.DataFrame]) -> Iterator[dict[str, Any]]:
