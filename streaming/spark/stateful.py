@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streaming.codec.model import OffsetCommitTombstone
-from streaming.sinks.micro_batch import DRIVER_KINDS
+from streaming.sinks.micro_batch import DRIVER_KINDS, DRIVER_STRUCT_KINDS
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import (
@@ -131,9 +131,11 @@ _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payl
 #: table's columns but the derived ones).
 EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
-#: The kinds whose rows the driver reads as JSON ``payload`` (the exporter's; a rebalance
-#: goes as its ``summary``); the source stats come as their typed ``source_stats`` struct.
-DRIVER_JSON_KINDS = DRIVER_KINDS - {"rebalance"}
+#: The kinds whose rows the driver reads as JSON ``payload``: the exporter's kinds without a
+#: table struct (a rebalance goes as its ``summary``; group metrics and lag as their typed
+#: struct, :data:`~streaming.sinks.micro_batch.DRIVER_STRUCT_KINDS`); the source stats come
+#: as their typed ``source_stats`` struct.
+DRIVER_JSON_KINDS = DRIVER_KINDS - {"rebalance"} - DRIVER_STRUCT_KINDS.keys()
 STATE_SCHEMA = "state string"
 #: The key of a group's entry in its bucket's MapState.
 GROUP_KEY_SCHEMA = "group_id string"

@@ -30,3 +30,24 @@ def test_the_bad_counter_counts_the_stateful_steps_own_quarantined_rows() -> Non
     assert (sinks.stats.input_records, sinks.stats.bad_records) == (25, 4)
     assert lines[-1].startswith("[records] batch 1: 10 records, 3 bad")
     assert sinks.stats.offset_gaps == 0
+
+
+def test_the_driver_reads_each_row_from_its_json_or_its_one_struct() -> None:
+    from streaming.sinks.micro_batch import _driver_row
+
+    status = '{"kind": "group_status", "group_id": "g"}'
+    assert _driver_row("group_status", [status, None, None, None]) == {
+        "kind": "group_status",
+        "group_id": "g",
+    }
+    metrics = {"group_id": "g", "strategy": "range"}
+    assert _driver_row("group_metrics", [None, metrics, None, None]) == {
+        **metrics,
+        "kind": "group_metrics",
+    }
+    tombstone = {"group_id": "g", "topic": "t", "partition": 0, "deleted": True}
+    assert _driver_row("offset_commit", [None, None, None, tombstone]) == {
+        **tombstone,
+        "kind": "offset_commit",
+    }
+    assert _driver_row("offset_commit", [None, None, None, None]) is None  # not the driver's

@@ -854,7 +854,7 @@ def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> Non
     every series of every golden capture must be what the full rows give."""
     import json
 
-    from streaming.sinks.micro_batch import DRIVER_KINDS
+    from streaming.sinks.micro_batch import driver_row
     from streaming.spark.stateful import event_row, events_to_rows
     from streaming.tracking.events import RebalanceEvent, RebalanceSummary, from_row
     from tests.unit.streaming.tracking.test_golden import FIXTURES
@@ -868,9 +868,7 @@ def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> Non
         rows = events_to_rows(events)
         assert rows == [event_row(r) for r in whole]  # the summary rebuilt from the row
         full.update(whole)
-        summary.update(
-            [json.loads(r["summary"] or r["payload"]) for r in rows if r["kind"] in DRIVER_KINDS]
-        )
+        summary.update([d for d in map(driver_row, rows) if d is not None])
         small = [(r, w) for r, w in zip(rows, whole, strict=True) if r["summary"] is not None]
         rebalances += len(small)
         assert all(
