@@ -259,51 +259,51 @@ def _failed_row(frame: pd.DataFrame, i: int, error: Exception) -> dict[str, Any]
     )
 
 
-def _commit_event_id(cluster: str, group_id: str, obs: Observation) -> str:
-    # the commit lane's id (streaming.spark.commits.commit_rows)
-    return event_id("commit", cluster, group_id, f"{obs.partition}:{obs.offset}")
-
-
 def _run_commit_row(
     cluster: str, obs: Observation, run: tuple[list[Any], ...], i: int
 ) -> OffsetCommitRow:
     """The ``offset_commits`` row of a run's last commit (``obs``: the run's observation)."""
     p = obs.payload
     assert isinstance(p, CommitRun)
-    metadata = run[-2][i]
-    expire = _int_or_none(run[-1][i])
-    return OffsetCommitRow(
-        event_id=_commit_event_id(cluster, p.group_id, obs),
-        cluster=cluster,
-        group_id=p.group_id,
-        event_ts_ms=obs.timestamp_ms,
-        topic=p.topic,
-        partition=p.partition,
-        offset=p.offset,
-        leader_epoch=p.leader_epoch if p.leader_epoch >= 0 else None,
-        metadata=None if metadata is None else str(metadata),
-        commit_ts_ms=p.commit_ts_ms,
-        expire_ts_ms=expire if expire is not None and expire >= 0 else None,
-        deleted=False,
-        source_partition=obs.partition,
-        source_offset=obs.offset,
+    metadata, expire = run[-2][i], _int_or_none(run[-1][i])
+    committed = (
+        p.offset,
+        p.leader_epoch if p.leader_epoch >= 0 else None,
+        None if metadata is None else str(metadata),
+        p.commit_ts_ms,
+        expire if expire is not None and expire >= 0 else None,
     )
+    return _commit_row(cluster, obs, p.group_id, p.topic, p.partition, committed)
 
 
 def _tombstone_row(cluster: str, obs: Observation, p: OffsetCommitTombstone) -> OffsetCommitRow:
+    return _commit_row(cluster, obs, p.group_id, p.topic, p.partition, None)
+
+
+def _commit_row(
+    cluster: str,
+    obs: Observation,
+    group_id: str,
+    topic: str,
+    partition: int,
+    committed: tuple[int, int | None, str | None, int, int | None] | None,
+) -> OffsetCommitRow:
+    """An ``offset_commits`` row, as the commit lane builds it (``committed``: offset, leader
+    epoch, metadata, commit and expire times; None: a tombstone)."""
+    offset, epoch, metadata, commit_ts_ms, expire_ts_ms = committed or (None,) * 5
     return OffsetCommitRow(
-        event_id=_commit_event_id(cluster, p.group_id, obs),
+        event_id=event_id("commit", cluster, group_id, f"{obs.partition}:{obs.offset}"),
         cluster=cluster,
-        group_id=p.group_id,
+        group_id=group_id,
         event_ts_ms=obs.timestamp_ms,
-        topic=p.topic,
-        partition=p.partition,
-        offset=None,
-        leader_epoch=None,
-        metadata=None,
-        commit_ts_ms=None,
-        expire_ts_ms=None,
-        deleted=True,
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        leader_epoch=epoch,
+        metadata=metadata,
+        commit_ts_ms=commit_ts_ms,
+        expire_ts_ms=expire_ts_ms,
+        deleted=committed is None,
         source_partition=obs.partition,
         source_offset=obs.offset,
     )
