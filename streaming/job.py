@@ -23,10 +23,10 @@
               └───────────────────────┬──────────────────────────┘
                                       ▼ unionByName (every) / the group lane alone (latest)
     query "events": foreachBatch (streaming.sinks.micro_batch.Sinks) -> one job computes the
-                    batch (persisted) and collects the exporter's rows (DRIVER_KINDS;
-                    rebalances as their summary; the offset tombstones), the stats and
-                    every row's kind -> PrometheusSink.update first (detection latency),
-                    counters (input, bad, unrouted, offset gaps); then each table's rows
+                    batch (persisted) and counts its kinds, one collects the exporter's rows
+                    from the cache (DRIVER_KINDS; rebalances as their summary; the offset
+                    tombstones) and the stats -> PrometheusSink.update first (detection
+                    latency), counters (input, bad, unrouted, offset gaps); then each table's rows
                     (the tracker's typed struct of each table, streaming.sinks.tables.
                     table_frame; offset_commits from the offset_commit struct,
                     commit_frame) and the bad rows' struct -> DeltaSink, the tables side by side
