@@ -40,8 +40,8 @@ committed offsets: OffsetFetch does not serve them).
 
 Exceptions::
 
-    CollectorError                   root of this module's errors
-    ├── CollectorConfigError         (also ValueError) an invalid CollectorConfig or option
+    CollectorError                   root of this module's errors (a RebalanceMonitorError)
+    ├── CollectorConfigError         (also ConfigError) an invalid CollectorConfig or option
     └── SnapshotError                a snapshot could not be taken or published; the loop
                                      logs it and retries with backoff
 """
@@ -75,6 +75,14 @@ from kafka import (
     TopicPartition,
 )
 from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
+
+from streaming.errors import (
+    EXIT_FAILED,
+    ArgumentParser,
+    ConfigError,
+    RebalanceMonitorError,
+    cli_command,
+)
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVERS",
@@ -187,16 +195,18 @@ Json = dict[str, Any]
 # --------------------------------------------------------------------------- errors
 
 
-class CollectorError(Exception):
+class CollectorError(RebalanceMonitorError):
     """Root of the collector's errors."""
 
 
-class CollectorConfigError(CollectorError, ValueError):
+class CollectorConfigError(CollectorError, ConfigError):
     """An invalid collector configuration; the message names the setting."""
 
 
 class SnapshotError(CollectorError):
     """A snapshot could not be taken or published."""
+
+    exit_status = EXIT_FAILED
 
 
 # --------------------------------------------------------------------------- configuration
@@ -1273,46 +1283,36 @@ def run_collect(args: argparse.Namespace) -> int:
     1 no snapshot could be published; 2 invalid arguments, or the check before the first
     snapshot found the cluster unreachable or the login refused; 130 aborted by a second Ctrl-C.
     """
-    try:
-        options = {
-            **kafka_options_from_env(),
-            **dict(parse_kafka_option(text) for text in args.kafka_option),
-        }
-        if args.duration is not None and not (
-            math.isfinite(args.duration) and 0 < args.duration <= _MAX_S
-        ):
-            raise CollectorConfigError(
-                f"--duration: expected seconds in (0, {_MAX_S:g}], got {args.duration!r}"
-            )
-        if not (math.isfinite(args.broker_check_timeout) and args.broker_check_timeout >= 0):
-            raise CollectorConfigError(
-                f"--broker-check-timeout: expected seconds >= 0, got {args.broker_check_timeout!r}"
-            )
-        config = CollectorConfig(
-            bootstrap_servers=args.bootstrap_server,
-            interval_s=args.interval,
-            topic=args.topic,
-            cluster=args.cluster,
-            group_filter=args.group_filter,
-            kafka_options=options,
+    options = {
+        **kafka_options_from_env(),
+        **dict(parse_kafka_option(text) for text in args.kafka_option),
+    }
+    if args.duration is not None and not (
+        math.isfinite(args.duration) and 0 < args.duration <= _MAX_S
+    ):
+        raise CollectorConfigError(
+            f"--duration: expected seconds in (0, {_MAX_S:g}], got {args.duration!r}"
         )
-    except CollectorConfigError as exc:
-        print(f"rebalance-monitor collect: error: {exc}", file=sys.stderr)
-        return 2
+    if not (math.isfinite(args.broker_check_timeout) and args.broker_check_timeout >= 0):
+        raise CollectorConfigError(
+            f"--broker-check-timeout: expected seconds >= 0, got {args.broker_check_timeout!r}"
+        )
+    config = CollectorConfig(
+        bootstrap_servers=args.bootstrap_server,
+        interval_s=args.interval,
+        topic=args.topic,
+        cluster=args.cluster,
+        group_filter=args.group_filter,
+        kafka_options=options,
+    )
 
     _setup_logging(verbose=bool(args.verbose))
     if args.broker_check_timeout > 0:
-        from streaming.kafka_check import BrokerCheckError, check_broker
+        from streaming.kafka_check import check_broker
 
-        try:
-            check_broker(
-                config.bootstrap_servers,
-                config.check_configs(),
-                timeout_s=args.broker_check_timeout,
-            )
-        except BrokerCheckError as exc:
-            print(f"rebalance-monitor collect: error: kafka: {exc}", file=sys.stderr)
-            return 2
+        check_broker(
+            config.bootstrap_servers, config.check_configs(), timeout_s=args.broker_check_timeout
+        )
     stop = threading.Event()
     collector = Collector(config)
     with _stop_on_signals(stop):
@@ -1327,9 +1327,10 @@ def run_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+@cli_command("rebalance-monitor collect")
 def cli_collect(argv: Sequence[str] | None = None) -> int:
     """``rebalance-monitor collect [options]``; returns the exit code."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="rebalance-monitor collect",
         description=(
             "Every --interval seconds, snapshot every consumer group with the admin API "
@@ -1338,11 +1339,7 @@ def cli_collect(argv: Sequence[str] | None = None) -> int:
         ),
     )
     add_collect_arguments(parser)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else 2
-    return run_collect(args)
+    return run_collect(parser.parse_args(argv))
 
 
 def _setup_logging(*, verbose: bool) -> None:

@@ -27,7 +27,8 @@ Environment variables are ``REBALANCE_MONITOR_<FIELD>`` in capitals
 
 Exceptions::
 
-    JobConfigError      (ValueError) an invalid setting; the message names it
+    JobConfigError      (streaming.errors.ConfigError, a ValueError) an invalid setting;
+                        the message names it
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from streaming.errors import ConfigError
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVERS",
@@ -91,7 +94,7 @@ def _is_number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
-class JobConfigError(ValueError):
+class JobConfigError(ConfigError):
     """An invalid job setting; the message starts with the setting's name."""
 
 

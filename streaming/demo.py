@@ -41,6 +41,7 @@ from typing import IO, Any
 
 from streaming import kafka_local
 from streaming.config import load_config
+from streaming.errors import ArgumentParser, ConfigError, cli_command
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STATE = REPO / ".local" / "demo"
@@ -194,7 +195,7 @@ def _ensure_topic(bootstrap: str, topic: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=PROG,
         description=(
             "Run everything on the embedded default: the local broker, the simulator looping "
@@ -257,31 +258,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_command(PROG)
 def cli_demo(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
+    args = build_parser().parse_args(argv)
     if args.static:
         from streaming.demo_static import run as static
 
         print(static())
         return 0
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        print(f"{PROG}: error: --duration must be a positive number of seconds", file=sys.stderr)
-        return 2
+        raise ConfigError("--duration: must be a positive number of seconds")
     from streaming.job import QueryFailedError
-    from streaming.kafka_check import BrokerCheckError
 
-    try:
+    try:  # BrokerError (exit 1), BrokerCheckError (exit 2): streaming.errors.cli_command
         return run_demo(args)
-    except kafka_local.BrokerError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-    except BrokerCheckError as exc:
-        print(f"{PROG}: error: kafka: {exc}", file=sys.stderr)
-        return 2
     except QueryFailedError as exc:  # the job's log in --state-dir has the rest
         print(f"{PROG}: failed: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1

@@ -38,6 +38,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from streaming.errors import EXIT_FAILED, RebalanceMonitorError
+
 __all__ = [
     "CLIENT_USER",
     "MECHANISM",
@@ -64,8 +66,10 @@ LISTENER = "SECURED"
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
-class SecurityError(RuntimeError):
+class SecurityError(RebalanceMonitorError, RuntimeError):
     """The security material could not be made (keytool failed, a folder of another mode)."""
+
+    exit_status = EXIT_FAILED
 
 
 @dataclass(frozen=True)

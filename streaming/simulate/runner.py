@@ -53,6 +53,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from streaming.errors import ArgumentParser, cli_command
 from streaming.simulate.scenarios import (
     CLASSIC_ASSIGNORS,
     SCENARIOS,
@@ -68,7 +69,6 @@ from streaming.simulate.scenarios import (
     PartitionKey,
     Pause,
     Scenario,
-    ScenarioDefinitionError,
     ScenarioResult,
     SetGroupConfig,
     SetupError,
@@ -1009,7 +1009,7 @@ def run_scenario(
 
 
 def build_parser(prog: str = "rebalance-monitor simulate") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=prog,
         description=(
             "Play scripted membership changes with real consumer processes (kafka-python "
@@ -1092,27 +1092,19 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@cli_command("rebalance-monitor simulate")
 def cli_simulate(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:
     """``rebalance-monitor simulate``: returns 0 when every scenario passed its checks,
     1 when one failed, 2 on bad usage, 130 when interrupted."""
     out = stdout or sys.stdout
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2): return, do not exit
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args = parser.parse_args(argv)
     if args.list:
         out.write(describe_scenarios() + "\n")
         return EXIT_OK
     if not args.scenarios:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write("simulate: error: name a scenario (or 'all'); --list shows them\n")
-        return EXIT_USAGE
-    try:
-        scenarios = _selected(args)
-    except ScenarioDefinitionError as exc:
-        sys.stderr.write(f"simulate: error: {exc}\n")
-        return EXIT_USAGE
+        parser.error("name a scenario (or 'all'); --list shows them")
+    scenarios = _selected(args)  # ScenarioDefinitionError: exit 2 (errors.cli_command)
     reporter: Reporter = JsonReporter(out) if args.json else TextReporter(out)
     failed = False
     round_no = 0

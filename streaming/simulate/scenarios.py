@@ -46,6 +46,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from streaming.errors import EXIT_FAILED, EXIT_USAGE, ConfigError, RebalanceMonitorError
+
 __all__ = [
     "CLASSIC_ASSIGNORS",
     "SCENARIOS",
@@ -97,12 +99,16 @@ SERVER_ASSIGNORS = ("uniform", "range")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
-class SimulationError(Exception):
+class SimulationError(RebalanceMonitorError):
     """Root of the simulator's errors; the message is meant for a person."""
 
+    exit_status = EXIT_FAILED
 
-class ScenarioDefinitionError(SimulationError, ValueError):
+
+class ScenarioDefinitionError(SimulationError, ConfigError):
     """A scenario script is inconsistent; the message names the scenario and the step."""
+
+    exit_status = EXIT_USAGE
 
 
 class SetupError(SimulationError):

@@ -33,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from streaming.errors import ConfigError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -43,7 +45,7 @@ OFFSET_FETCHING_CONF = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 DEFAULT_KAFKA_OPTIONS: dict[str, str] = {"fetch.max.wait.ms": "10"}
 
 
-class SourceConfigError(ValueError):
+class SourceConfigError(ConfigError):
     """The Kafka source cannot be built as configured."""
 
 
