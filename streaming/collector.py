@@ -54,8 +54,6 @@ import contextlib
 import json
 import logging
 import math
-import os
-import re
 import signal
 import sys
 import threading
@@ -64,7 +62,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, MappingProxyType
+from types import FrameType
 from typing import Any, Literal
 
 import kafka.errors as kafka_errors  # type: ignore[import-untyped]
@@ -76,13 +74,20 @@ from kafka import (
 )
 from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
 
-from streaming.errors import (
-    EXIT_FAILED,
-    ArgumentParser,
-    ConfigError,
-    RebalanceMonitorError,
-    cli_command,
+from streaming.config import (
+    DEFAULT_BOOTSTRAP_SERVERS,
+    DEFAULT_CLUSTER,
+    DEFAULT_MEMBERSHIP_TOPIC,
+    KAFKA_OPTION_KEYS,
+    KAFKA_OPTIONS_ENV,
+    MAX_COLLECT_S,
+    CollectorConfig,
+    CollectorConfigError,
+    kafka_options_from_env,
+    load_collector_config,
+    parse_kafka_option,
 )
+from streaming.errors import EXIT_FAILED, ArgumentParser, RebalanceMonitorError, cli_command
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVERS",
@@ -119,45 +124,9 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "membership_event_v1.json"
-DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:19092"  # streaming.kafka_local.DEFAULT_PORT
 DEFAULT_INTERVAL_S = 5.0
-DEFAULT_TOPIC = "rebalance-monitor.membership"
-DEFAULT_CLUSTER = "local"
+DEFAULT_TOPIC = DEFAULT_MEMBERSHIP_TOPIC
 DEFAULT_CLIENT_ID = "rebalance-monitor-collector"
-
-#: Kafka client options the collector passes through to its admin client and producer:
-#: the security settings. ``ssl_context``, ``sasl_oauth_token_provider`` and
-#: ``sasl_kerberos_name`` take Python objects (Python API only, not ``--kafka-option``).
-KAFKA_OPTION_KEYS: frozenset[str] = frozenset(
-    {
-        "security_protocol",
-        "ssl_context",
-        "ssl_check_hostname",
-        "ssl_cafile",
-        "ssl_certfile",
-        "ssl_keyfile",
-        "ssl_password",
-        "ssl_crlfile",
-        "ssl_ciphers",
-        "sasl_mechanism",
-        "sasl_plain_username",
-        "sasl_plain_password",
-        "sasl_kerberos_name",
-        "sasl_kerberos_service_name",
-        "sasl_kerberos_domain_name",
-        "sasl_oauth_token_provider",
-    }
-)
-#: The collector's security options from the environment (:func:`kafka_options_from_env`).
-KAFKA_OPTIONS_ENV = "REBALANCE_MONITOR_COLLECT_KAFKA_OPTIONS"
-_OBJECT_OPTIONS = frozenset({"ssl_context", "sasl_oauth_token_provider", "sasl_kerberos_name"})
-_BOOL_OPTIONS = frozenset({"ssl_check_hostname"})
-_SECRET_OPTIONS = frozenset({"ssl_password", "sasl_plain_password"})
-_PRODUCER_ONLY_OPTIONS = frozenset({"ssl_ciphers"})  # KafkaAdminClient rejects it
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_SASL_MECHANISMS = ("PLAIN", "GSSAPI", "OAUTHBEARER", "SCRAM-SHA-256", "SCRAM-SHA-512")
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-_MAX_S = 10 * 365 * 86_400.0  # --duration, --interval: ten years at most (not inf)
 
 #: Group types whose membership DescribeGroups reports (ListGroups v5 ``group_type``;
 #: ``""`` when the broker is older than Kafka 4.0 and does not say).
@@ -199,215 +168,10 @@ class CollectorError(RebalanceMonitorError):
     """Root of the collector's errors."""
 
 
-class CollectorConfigError(CollectorError, ConfigError):
-    """An invalid collector configuration; the message names the setting."""
-
-
 class SnapshotError(CollectorError):
     """A snapshot could not be taken or published."""
 
     exit_status = EXIT_FAILED
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-@dataclass(frozen=True, kw_only=True)
-class CollectorConfig:
-    """What the collector connects to and where it publishes; validated on construction.
-
-    ``bootstrap_servers`` accepts a comma-separated string or a sequence of ``host:port``
-    and is stored as a tuple. ``group_filter`` is a regular expression that must match the
-    whole group id (``re.fullmatch``). ``kafka_options`` are passed to the admin client and
-    the producer; only the security settings in ``KAFKA_OPTION_KEYS`` are accepted, and
-    ``repr`` never shows them. ``topic_partitions`` and ``topic_replication_factor`` apply
-    when the collector creates the topic (``None``: the broker's defaults).
-    """
-
-    bootstrap_servers: tuple[str, ...] | str = (DEFAULT_BOOTSTRAP_SERVERS,)
-    interval_s: float = DEFAULT_INTERVAL_S
-    topic: str = DEFAULT_TOPIC
-    cluster: str = DEFAULT_CLUSTER
-    group_filter: str = ".*"
-    kafka_options: Mapping[str, Any] = field(default_factory=dict, repr=False, hash=False)
-    topic_partitions: int | None = None
-    topic_replication_factor: int | None = None
-    client_id: str = DEFAULT_CLIENT_ID
-    request_timeout_ms: int = 30_000
-    backoff_initial_s: float = 1.0
-    backoff_max_s: float = 60.0
-
-    def __post_init__(self) -> None:
-        servers = self.bootstrap_servers
-        if isinstance(servers, str):
-            servers = tuple(s.strip() for s in servers.split(","))
-        servers = tuple(servers)
-        if not servers or any(not _is_host_port(s) for s in servers):
-            raise CollectorConfigError(
-                "bootstrap_servers: expected host:port[,host:port...], "
-                f"got {self.bootstrap_servers!r}"
-            )
-        object.__setattr__(self, "bootstrap_servers", servers)
-        if not (math.isfinite(self.interval_s) and 0 < self.interval_s <= _MAX_S):
-            raise CollectorConfigError(
-                f"interval_s: must be positive (at most {_MAX_S:g} s), got {self.interval_s}"
-            )
-        if not _TOPIC_NAME.fullmatch(self.topic) or self.topic in (".", ".."):
-            raise CollectorConfigError(
-                f"topic: {self.topic!r} is not a valid Kafka topic name "
-                "(1-249 of a-z A-Z 0-9 . _ -, not '.' or '..')"
-            )
-        if not self.cluster.strip():
-            raise CollectorConfigError("cluster: the cluster label must not be empty")
-        try:
-            re.compile(self.group_filter)
-        except re.error as exc:
-            raise CollectorConfigError(f"group_filter: invalid regular expression: {exc}") from exc
-        for name in ("topic_partitions", "topic_replication_factor"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise CollectorConfigError(f"{name}: must be at least 1, got {value}")
-        if self.request_timeout_ms < 1:
-            raise CollectorConfigError("request_timeout_ms: must be positive")
-        if not 0 < self.backoff_initial_s <= self.backoff_max_s:
-            raise CollectorConfigError(
-                "backoff_initial_s and backoff_max_s: need 0 < backoff_initial_s <= backoff_max_s"
-            )
-        options = dict(self.kafka_options)
-        for key, value in options.items():
-            _check_kafka_option(key, value)
-        object.__setattr__(self, "kafka_options", MappingProxyType(options))
-
-    @property
-    def group_pattern(self) -> re.Pattern[str]:
-        return re.compile(self.group_filter)
-
-    def admin_configs(self) -> dict[str, Any]:
-        """Keyword arguments for ``KafkaAdminClient``."""
-        configs = self._common_configs()
-        configs.update(
-            {k: v for k, v in self.kafka_options.items() if k not in _PRODUCER_ONLY_OPTIONS}
-        )
-        return configs
-
-    def producer_configs(self) -> dict[str, Any]:
-        """Keyword arguments for ``KafkaProducer`` (acks=all; the JSON is encoded here)."""
-        configs = self._common_configs()
-        configs.update({"acks": "all", "linger_ms": 20, "max_block_ms": self.request_timeout_ms})
-        configs.update(self.kafka_options)
-        return configs
-
-    def check_configs(self) -> dict[str, Any]:
-        """The security options for :func:`streaming.kafka_check.check_broker`."""
-        return {k: v for k, v in self.kafka_options.items() if k not in _PRODUCER_ONLY_OPTIONS}
-
-    def redacted_options(self) -> dict[str, str]:
-        """``kafka_options`` for logs: secrets and objects masked."""
-        return {
-            k: "***" if k in _SECRET_OPTIONS | _OBJECT_OPTIONS else str(v)
-            for k, v in sorted(self.kafka_options.items())
-        }
-
-    def _common_configs(self) -> dict[str, Any]:
-        return {
-            "bootstrap_servers": list(self.bootstrap_servers),
-            "client_id": self.client_id,
-            "request_timeout_ms": self.request_timeout_ms,
-            "bootstrap_timeout_ms": self.request_timeout_ms,
-            # kafka-python's default (30 s) would hide a broker that is back; the loop has
-            # its own backoff between snapshots.
-            "reconnect_backoff_max_ms": 1000,
-        }
-
-
-def _is_host_port(value: str) -> bool:
-    host, sep, port = value.rpartition(":")
-    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
-
-
-def _check_kafka_option(key: str, value: Any, where: str = "kafka_options") -> None:
-    if key not in KAFKA_OPTION_KEYS:
-        allowed = ", ".join(sorted(KAFKA_OPTION_KEYS))
-        raise CollectorConfigError(
-            f"{where}: {key!r} is not a passthrough option (allowed: {allowed})"
-        )
-    if key in _OBJECT_OPTIONS:
-        if value is None:
-            raise CollectorConfigError(f"{where}: {key} must not be None")
-        return
-    if key in _BOOL_OPTIONS:
-        if not isinstance(value, bool):
-            raise CollectorConfigError(f"{where}: {key} must be true or false")
-        return
-    if not isinstance(value, str) or not value:
-        raise CollectorConfigError(f"{where}: {key} must be a non-empty string")
-    if key == "security_protocol" and value not in _SECURITY_PROTOCOLS:
-        raise CollectorConfigError(
-            f"{where}: security_protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}"
-        )
-    if key == "sasl_mechanism" and value not in _SASL_MECHANISMS:
-        raise CollectorConfigError(
-            f"{where}: sasl_mechanism must be one of {', '.join(_SASL_MECHANISMS)}"
-        )
-
-
-def parse_kafka_option(text: str, *, where: str = "--kafka-option") -> tuple[str, str | bool]:
-    """``"KEY=VALUE"`` from the command line -> ``(key, value)``, validated (``where`` names
-    the origin in error messages).
-
-    Keys may use dots or dashes (``security.protocol``, ``sasl-mechanism``); booleans
-    (``ssl_check_hostname``) accept true/false/yes/no/1/0.
-    """
-    key, sep, value = text.partition("=")
-    key = key.strip().lower().replace(".", "_").replace("-", "_")
-    if not sep or not key:
-        raise CollectorConfigError(f"{where}: expected KEY=VALUE, got {text!r}")
-    if key in _OBJECT_OPTIONS:
-        raise CollectorConfigError(
-            f"{where}: {key} takes a Python object; set it through CollectorConfig"
-        )
-    parsed: str | bool = value
-    if key in _BOOL_OPTIONS:
-        lowered = value.strip().lower()
-        if lowered in ("true", "yes", "1"):
-            parsed = True
-        elif lowered in ("false", "no", "0"):
-            parsed = False
-        else:
-            raise CollectorConfigError(f"{where}: {key} must be true or false")
-    _check_kafka_option(key, parsed, where)
-    return key, parsed
-
-
-def kafka_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str | bool]:
-    """The security options in ``$REBALANCE_MONITOR_COLLECT_KAFKA_OPTIONS`` (a JSON object of
-    what ``--kafka-option`` takes: ``{"sasl_plain_password": "..."}``; ``true``/``false``
-    for booleans), validated; ``{}`` when unset. It keeps secrets out of the process list;
-    ``--kafka-option`` flags override it key by key."""
-    env = os.environ if environ is None else environ
-    text = env.get(KAFKA_OPTIONS_ENV, "")
-    if not text.strip():
-        return {}
-    try:
-        given = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CollectorConfigError(f"{KAFKA_OPTIONS_ENV}: not valid JSON: {exc}") from None
-    if not isinstance(given, dict):
-        raise CollectorConfigError(
-            f"{KAFKA_OPTIONS_ENV}: expected a JSON object of option: value, "
-            f"got a JSON {type(given).__name__}"
-        )
-    out: dict[str, str | bool] = {}
-    for key, value in given.items():
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        if not isinstance(value, str):
-            raise CollectorConfigError(
-                f"{KAFKA_OPTIONS_ENV}: {key}: expected a string, got {json.dumps(value)}"
-            )
-        name, parsed = parse_kafka_option(f"{key}={value}", where=KAFKA_OPTIONS_ENV)
-        out[name] = parsed
-    return out
 
 
 # --------------------------------------------------------------------------- admin answers
@@ -1214,33 +978,52 @@ class Collector:
 # --------------------------------------------------------------------------- command line
 
 
+#: ``collect``'s flags of each setting (error messages name the flag a bad value came from).
+FLAGS: dict[str, str] = {
+    "bootstrap_servers": "--bootstrap-server",
+    "interval_s": "--interval",
+    "topic": "--topic",
+    "cluster": "--cluster",
+    "group_filter": "--group-filter",
+    "kafka_options": "--kafka-option",
+}
+
+
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare ``collect``'s arguments on ``parser`` (argparse only)."""
+    """Declare ``collect``'s arguments on ``parser`` (argparse only). A setting not given
+    comes from ``--config``'s ``[collect]`` table, then ``REBALANCE_MONITOR_COLLECT_*``, then
+    the default (:func:`streaming.config.load_collector_config`)."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML config file: its [collect] table (or its top level) has the settings "
+        "(streaming.config)",
+    )
     parser.add_argument(
         "--bootstrap-server",
-        default=DEFAULT_BOOTSTRAP_SERVERS,
+        default=None,
         metavar="HOST:PORT[,HOST:PORT]",
         help=f"brokers to bootstrap from (default {DEFAULT_BOOTSTRAP_SERVERS}, the local broker)",
     )
     parser.add_argument(
         "--interval",
         type=float,
-        default=DEFAULT_INTERVAL_S,
+        default=None,
         metavar="SECONDS",
         help=f"time between snapshots (default {DEFAULT_INTERVAL_S:g})",
     )
     parser.add_argument(
-        "--topic", default=DEFAULT_TOPIC, help=f"topic to publish to (default {DEFAULT_TOPIC})"
+        "--topic", default=None, help=f"topic to publish to (default {DEFAULT_TOPIC})"
     )
     parser.add_argument(
         "--cluster",
-        default=DEFAULT_CLUSTER,
+        default=None,
         metavar="NAME",
         help=f"cluster label written into every event (default {DEFAULT_CLUSTER})",
     )
     parser.add_argument(
         "--group-filter",
-        default=".*",
+        default=None,
         metavar="REGEX",
         help="only groups whose whole id matches this regular expression (default: all)",
     )
@@ -1259,8 +1042,9 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="client security option, repeatable: security_protocol, sasl_*, ssl_* "
-        f"(e.g. security_protocol=SASL_SSL); also ${KAFKA_OPTIONS_ENV} as a JSON object, "
+        help="client security option, repeatable: kafka-python's security_protocol, sasl_*, "
+        "ssl_* (e.g. security_protocol=SASL_SSL) or the job's Java settings (sasl.jaas.config, "
+        f"ssl.truststore.location...); also ${KAFKA_OPTIONS_ENV} as a JSON object, "
         "which keeps passwords out of the process list (flags win)",
     )
     parser.add_argument(
@@ -1276,6 +1060,27 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def config_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> CollectorConfig:
+    """The collector's configuration: defaults < ``--config`` < environment < flags."""
+    overrides: dict[str, Any] = {
+        "bootstrap_servers": args.bootstrap_server,
+        "interval_s": args.interval,
+        "topic": args.topic,
+        "cluster": args.cluster,
+        "group_filter": args.group_filter,
+    }
+    if args.kafka_option:
+        overrides["kafka_options"] = dict(parse_kafka_option(t) for t in args.kafka_option)
+    return load_collector_config(
+        config_file=getattr(args, "config", None),
+        environ=environ,
+        overrides=overrides,
+        flags=FLAGS,
+    )
+
+
 def run_collect(args: argparse.Namespace) -> int:
     """Run ``collect`` with parsed arguments.
 
@@ -1283,28 +1088,17 @@ def run_collect(args: argparse.Namespace) -> int:
     1 no snapshot could be published; 2 invalid arguments, or the check before the first
     snapshot found the cluster unreachable or the login refused; 130 aborted by a second Ctrl-C.
     """
-    options = {
-        **kafka_options_from_env(),
-        **dict(parse_kafka_option(text) for text in args.kafka_option),
-    }
     if args.duration is not None and not (
-        math.isfinite(args.duration) and 0 < args.duration <= _MAX_S
+        math.isfinite(args.duration) and 0 < args.duration <= MAX_COLLECT_S
     ):
         raise CollectorConfigError(
-            f"--duration: expected seconds in (0, {_MAX_S:g}], got {args.duration!r}"
+            f"--duration: expected seconds in (0, {MAX_COLLECT_S:g}], got {args.duration!r}"
         )
     if not (math.isfinite(args.broker_check_timeout) and args.broker_check_timeout >= 0):
         raise CollectorConfigError(
             f"--broker-check-timeout: expected seconds >= 0, got {args.broker_check_timeout!r}"
         )
-    config = CollectorConfig(
-        bootstrap_servers=args.bootstrap_server,
-        interval_s=args.interval,
-        topic=args.topic,
-        cluster=args.cluster,
-        group_filter=args.group_filter,
-        kafka_options=options,
-    )
+    config = config_from_args(args)
 
     _setup_logging(verbose=bool(args.verbose))
     if args.broker_check_timeout > 0:

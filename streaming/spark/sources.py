@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 CONSUMER_OFFSETS = "__consumer_offsets"
-DEFAULT_MEMBERSHIP_TOPIC = "rebalance-monitor.membership"
 OFFSET_FETCHING_CONF = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 #: Consumer settings of both sources, under the user's (module docstring).
 DEFAULT_KAFKA_OPTIONS: dict[str, str] = {"fetch.max.wait.ms": "10"}

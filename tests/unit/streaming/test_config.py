@@ -187,3 +187,108 @@ def test_parse_key_value() -> None:
     )
     with pytest.raises(JobConfigError, match=r"^--conf: expected KEY=VALUE"):
         parse_key_value("novalue", "--conf")
+
+
+# -- the Kafka connection and the collector's layers ------------------------------------------
+
+
+def test_a_connection_redacts_its_secrets_and_maps_java_settings() -> None:
+    from streaming.config import KafkaConnection
+
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="u" password="pw1";'
+    )
+    c = KafkaConnection.of(
+        "h1:9092, h2:9093",
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": jaas,
+            "ssl_cafile": "/ca.pem",
+        },
+    )
+    assert c.bootstrap_servers == ("h1:9092", "h2:9093") and c.servers == "h1:9092,h2:9093"
+    assert "pw1" not in repr(c) and "pw1" not in str(c)
+    assert c.redacted()["sasl.jaas.config"] == "***"
+    assert c.java() == {"sasl.jaas.config": jaas}  # kafka-python names stay Python's
+    python = c.kafka_python()
+    assert python["sasl_plain_username"] == "u" and python["sasl_plain_password"] == "pw1"
+    assert python["security_protocol"] == "SASL_SSL" and python["ssl_cafile"] == "/ca.pem"
+    with pytest.raises(AttributeError):
+        c.options = {}  # type: ignore[misc]
+
+
+def test_the_job_shares_the_connection_model() -> None:
+    c = load_config(environ={}, overrides={"kafka_options": {"security.protocol": "SSL"}})
+    assert c.kafka.bootstrap_servers == ("127.0.0.1:19092",)
+    assert c.kafka.kafka_python()["security_protocol"] == "SSL"
+
+
+def test_collector_layers_file_then_environment_then_flags(tmp_path: Path) -> None:
+    from streaming.config import load_collector_config
+
+    path = _write(
+        tmp_path,
+        """
+cluster = "job-level"
+[collect]
+bootstrap_servers = "file:1"
+cluster = "from-file"
+interval_s = 7
+topic = "file.topic"
+[collect.kafka_options]
+security_protocol = "SSL"
+ssl_check_hostname = false
+""",
+    )
+    env = {
+        "REBALANCE_MONITOR_COLLECT_CLUSTER": "from-env",
+        "REBALANCE_MONITOR_COLLECT_INTERVAL_S": "3",
+        "REBALANCE_MONITOR_COLLECT_KAFKA_OPTIONS": '{"ssl_cafile": "/env.pem"}',
+    }
+    c = load_collector_config(
+        config_file=path,
+        environ=env,
+        overrides={"bootstrap_servers": "flag:2", "cluster": None},
+    )
+    assert c.bootstrap_servers == ("flag:2",)
+    assert (c.cluster, c.interval_s, c.topic) == ("from-env", 3.0, "file.topic")
+    assert dict(c.kafka_options) == {
+        "security_protocol": "SSL",
+        "ssl_check_hostname": False,
+        "ssl_cafile": "/env.pem",
+    }
+    # the job reads the same file and leaves the [collect] table to the collector
+    assert load_config(config_file=path, environ={}).cluster == "job-level"
+
+
+@pytest.mark.parametrize(
+    ("file_text", "env", "overrides", "origin"),
+    [
+        ("[collect]\ninterval_s = -1\n", {}, {}, "(from the config file "),
+        ("", {"REBALANCE_MONITOR_COLLECT_INTERVAL_S": "-1"}, {}, "$REBALANCE_MONITOR_COLLECT_"),
+        ("", {}, {"interval_s": -1.0}, "(from --interval)"),
+        ("", {"REBALANCE_MONITOR_COLLECT_INTERVAL_S": "soon"}, {}, "REBALANCE_MONITOR_COLLECT_"),
+        ("[collect]\nno_such = 1\n", {}, {}, "unknown setting in the config file"),
+    ],
+)
+def test_collector_errors_name_where_the_value_came_from(
+    tmp_path: Path, file_text: str, env: dict[str, str], overrides: dict[str, object], origin: str
+) -> None:
+    from streaming.collector import FLAGS
+    from streaming.config import CollectorConfigError, load_collector_config
+
+    path = _write(tmp_path, file_text)
+    with pytest.raises(CollectorConfigError) as raised:
+        load_collector_config(config_file=path, environ=env, overrides=overrides, flags=FLAGS)
+    message = str(raised.value)
+    assert message.split(":")[0] in ("interval_s", "no_such"), message
+    assert origin in message, message
+
+
+def test_job_errors_name_the_environment_variable() -> None:
+    with pytest.raises(
+        JobConfigError, match=r"^metrics_port: .*\(from \$REBALANCE_MONITOR_METRICS_PORT\)"
+    ):
+        load_config(environ={"REBALANCE_MONITOR_METRICS_PORT": "70000"})
