@@ -295,6 +295,46 @@ class KafkaConnection:
     __str__ = __repr__
 
 
+def write_properties(path: Path, options: Mapping[str, str]) -> Path:
+    """``options`` as a Java ``.properties`` file, readable by its owner only (0600): how
+    a child process (a simulated member, a Java tool) gets settings that must not be on its
+    command line."""
+    lines = [f"{_escape(k)}={_escape(v)}" for k, v in sorted(options.items())]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """What :func:`write_properties` wrote (``key=value`` lines, ``#`` comments)."""
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith(("#", "!")):
+            continue
+        key, _, value = line.partition("=")
+        out[_unescape(key.strip())] = _unescape(value)
+    return out
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            out.append("\n" if text[i + 1] == "n" else text[i + 1])
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
 def tuple_servers(value: str | Sequence[str]) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(s.strip() for s in value.split(","))
