@@ -61,11 +61,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
 
-import kafka.errors as kafka_errors  # type: ignore[import-untyped]
+import kafka.errors as kafka_errors
+import msgspec  # type: ignore[import-untyped]
 from kafka import (
     KafkaAdminClient,
     KafkaProducer,
@@ -74,6 +74,7 @@ from kafka import (
 )
 from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
 
+from streaming import membership_event as wire
 from streaming.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
     DEFAULT_CLUSTER,
@@ -88,6 +89,7 @@ from streaming.config import (
     parse_kafka_option,
 )
 from streaming.errors import EXIT_FAILED, ArgumentParser, RebalanceMonitorError, cli_command
+from streaming.membership_event import SCHEMA_PATH, SCHEMA_VERSION, Issue, Stage
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVERS",
@@ -122,8 +124,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "membership_event_v1.json"
 DEFAULT_INTERVAL_S = 5.0
 DEFAULT_TOPIC = DEFAULT_MEMBERSHIP_TOPIC
 DEFAULT_CLIENT_ID = "rebalance-monitor-collector"
@@ -149,15 +149,6 @@ _BATCH = 200  # groups per DescribeGroups / OffsetFetch / DescribeConfigs round
 #: The KIP-848 group config (and, prefixed ``group.``, the broker default) of the session.
 SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
 
-Stage = Literal[
-    "describe_cluster",
-    "describe_groups",
-    "list_group_offsets",
-    "describe_topics",
-    "list_partition_offsets",
-    "describe_configs",
-    "decode_member",
-]
 Json = dict[str, Any]
 
 
@@ -175,24 +166,6 @@ class SnapshotError(CollectorError):
 
 
 # --------------------------------------------------------------------------- admin answers
-
-
-@dataclass(frozen=True)
-class Issue:
-    """An admin call that failed for one group, one topic, or the whole snapshot."""
-
-    stage: Stage
-    message: str
-    group_id: str | None = None
-    topic: str | None = None
-
-    def to_json(self) -> Json:
-        return {
-            "stage": self.stage,
-            "message": self.message,
-            "group_id": self.group_id,
-            "topic": self.topic,
-        }
 
 
 #: (offset, metadata, leader_epoch): kafka-python's ``OffsetAndMetadata`` is such a tuple.
@@ -227,15 +200,19 @@ class AdminAnswers:
 
 @dataclass(frozen=True)
 class MembershipEvent:
-    """One record for the membership topic: ``key`` (str) and ``value`` (a JSON object)."""
+    """One record for the membership topic: ``key`` (str) and ``value`` (the event as its
+    JSON object, :func:`streaming.membership_event.to_json`)."""
 
     key: str
     value: Json
 
+    @classmethod
+    def of(cls, key: str, event: wire.GroupEvent | wire.TopicsEvent) -> MembershipEvent:
+        return cls(key, wire.to_json(event))
+
     def encode(self) -> tuple[bytes, bytes]:
         """The record's key and value bytes (UTF-8; compact JSON)."""
-        value = json.dumps(self.value, separators=(",", ":"), ensure_ascii=False)
-        return self.key.encode("utf-8"), value.encode("utf-8")
+        return self.key.encode("utf-8"), msgspec.json.encode(self.value)
 
 
 def is_classic(listed: Mapping[str, Any]) -> bool:
@@ -272,7 +249,7 @@ def group_topics(
 
 
 def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> list[MembershipEvent]:
-    """Turn one snapshot's admin answers into its events (schema version 1).
+    """Turn one snapshot's admin answers into its events (:mod:`streaming.membership_event`).
 
     One ``group`` event per listed group (sorted by group id, key = group id), then one
     ``topics`` event (key = ``cluster``) describing the topics the groups touch, the
@@ -280,9 +257,8 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
     event; all others into the ``topics`` event. Pure: no I/O, no clock.
     """
     cluster_info = answers.cluster or {}
-    envelope_base: Json = {
+    envelope: Json = {
         "schema_version": SCHEMA_VERSION,
-        "event_type": None,  # placeholder: keeps the key second in the JSON
         "cluster": cluster,
         "kafka_cluster_id": cluster_info.get("cluster_id"),
         "snapshot_id": snapshot_id,
@@ -300,7 +276,8 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
     events: list[MembershipEvent] = []
     touched: set[str] = set()
     for group_id in sorted(listed_by_id):
-        value, topics = _group_event(
+        event, topics = _group_event(
+            envelope,
             listed_by_id[group_id],
             answers.descriptions.get(group_id),
             answers.committed.get(group_id),
@@ -309,26 +286,27 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
             answers.session_timeouts.get(group_id),
         )
         touched.update(topics)
-        events.append(MembershipEvent(group_id, {**envelope_base, **value}))
+        events.append(MembershipEvent.of(group_id, event))
 
     # Issues naming a group that was not listed (should not happen) still get reported.
     for group_id, issues in sorted(group_issues.items()):
         if group_id not in listed_by_id:
             other_issues.extend(issues)
 
-    topics_value = _topics_event(answers, touched, other_issues, sorted(listed_by_id))
-    events.append(MembershipEvent(cluster, {**envelope_base, **topics_value}))
+    topics_event = _topics_event(envelope, answers, touched, other_issues, sorted(listed_by_id))
+    events.append(MembershipEvent.of(cluster, topics_event))
     return events
 
 
 def _group_event(
+    envelope: Json,
     listed: Mapping[str, Any],
     description: Mapping[str, Any] | None,
     committed: Mapping[tuple[str, int], Committed] | None,
     end_offsets: Mapping[tuple[str, int], int],
     issues: list[Issue],
     session_timeout_ms: int | None = None,
-) -> tuple[Json, set[str]]:
+) -> tuple[wire.GroupEvent, set[str]]:
     group_id = str(listed["group_id"])
     issues = list(issues)
     classic = is_classic(listed)
@@ -340,7 +318,7 @@ def _group_event(
         if "not a classic group" in str(description["error"]):
             classic = False
 
-    members: list[Json] | None = None
+    members: list[wire.Member] | None = None
     if described:
         assert description is not None
         protocol_type = _none_if_empty(description.get("protocol_type"))
@@ -357,109 +335,111 @@ def _group_event(
         state = _none_if_empty(listed.get("group_state"))
         protocol_name = None
 
-    offsets: list[Json] | None = None
+    offsets: list[wire.CommittedOffset] | None = None
     if committed is not None:
         offsets = []
         for (topic, partition), entry in sorted(committed.items()):
             offset, metadata, epoch = int(entry[0]), entry[1], entry[2]
             end = end_offsets.get((topic, partition))
             offsets.append(
-                {
-                    "topic": topic,
-                    "partition": partition,
-                    "offset": offset,
-                    "leader_epoch": None if epoch is None or epoch < 0 else epoch,
-                    "metadata": metadata,
-                    "end_offset": end,
-                    "lag": end - offset if end is not None and offset >= 0 else None,
-                }
+                wire.CommittedOffset(
+                    topic=topic,
+                    partition=partition,
+                    offset=offset,
+                    leader_epoch=None if epoch is None or epoch < 0 else epoch,
+                    metadata=metadata,
+                    end_offset=end,
+                    lag=end - offset if end is not None and offset >= 0 else None,
+                )
             )
 
     topics = group_topics(description if described else None, committed)
-    value: Json = {
-        "event_type": "group",
-        "group_id": group_id,
-        "group_type": _none_if_empty(listed.get("group_type")),
-        "protocol_type": protocol_type,
-        "state": state,
-        "protocol_name": protocol_name,
-        "membership_source": "describe_groups" if classic else "consumer_offsets",
-        "member_count": None if members is None else len(members),
-        "members": members,
-        "topics": sorted(topics),
-        "committed_offsets": offsets,
-        "session_timeout_ms": session_timeout_ms,
-        "errors": [i.to_json() for i in issues],
-    }
-    return value, topics
+    event = wire.GroupEvent(
+        **envelope,
+        event_type="group",
+        group_id=group_id,
+        group_type=_none_if_empty(listed.get("group_type")),
+        protocol_type=protocol_type,
+        state=state,
+        protocol_name=protocol_name,
+        membership_source="describe_groups" if classic else "consumer_offsets",
+        member_count=None if members is None else len(members),
+        members=members,
+        topics=sorted(topics),
+        committed_offsets=offsets,
+        session_timeout_ms=session_timeout_ms,
+        errors=issues,
+    )
+    return event, topics
 
 
-def _member(raw: Mapping[str, Any], protocol_type: str | None) -> tuple[Json, str | None]:
+def _member(raw: Mapping[str, Any], protocol_type: str | None) -> tuple[wire.Member, str | None]:
     """One DescribeGroups member -> event member, and a decode problem if any."""
-    member: Json = {
-        "member_id": str(raw.get("member_id") or ""),
+    member_id = str(raw.get("member_id") or "")
+    common: Json = {
+        "member_id": member_id,
         "group_instance_id": raw.get("group_instance_id"),
         "client_id": str(raw.get("client_id") or ""),
         "client_host": str(raw.get("client_host") or ""),
-        "rack_id": None,
-        "subscribed_topics": None,
-        "owned_partitions": None,
-        "subscription_generation_id": None,
-        "assignment": None,
-        "assigned_partition_count": None,
     }
     if protocol_type != "consumer":
-        return member, None  # connect and other protocols: opaque metadata
+        return wire.Member(**common), None  # connect and other protocols: opaque metadata
     problems: list[str] = []
     subscription = raw.get("member_metadata")
     if isinstance(subscription, Mapping):
-        member["subscribed_topics"] = sorted({str(t) for t in subscription.get("topics") or ()})
+        common["subscribed_topics"] = sorted({str(t) for t in subscription.get("topics") or ()})
         if "owned_partitions" in subscription:  # subscription v1+
-            member["owned_partitions"] = _topic_partitions(subscription["owned_partitions"])
+            common["owned_partitions"] = _topic_partitions(subscription["owned_partitions"])
         if "generation_id" in subscription:  # v2+
-            member["subscription_generation_id"] = subscription["generation_id"]
-        member["rack_id"] = subscription.get("rack_id")  # v3+
+            common["subscription_generation_id"] = subscription["generation_id"]
+        common["rack_id"] = subscription.get("rack_id")  # v3+
     elif subscription:  # kafka-python could not decode it and left the raw bytes
-        problems.append(f"member {member['member_id']}: undecodable subscription")
+        problems.append(f"member {member_id}: undecodable subscription")
     assignment = raw.get("member_assignment")
     if isinstance(assignment, Mapping):
         parts = _topic_partitions(assignment.get("assigned_partitions") or ())
-        member["assignment"] = parts
-        member["assigned_partition_count"] = sum(len(e["partitions"]) for e in parts)
+        common["assignment"] = parts
+        common["assigned_partition_count"] = sum(len(e.partitions) for e in parts)
     elif assignment:
-        problems.append(f"member {member['member_id']}: undecodable assignment")
-    return member, "; ".join(problems) or None
+        problems.append(f"member {member_id}: undecodable assignment")
+    return wire.Member(**common), "; ".join(problems) or None
 
 
-def _topic_partitions(entries: Iterable[Mapping[str, Any]]) -> list[Json]:
+def _topic_partitions(entries: Iterable[Mapping[str, Any]]) -> list[wire.TopicPartitions]:
     merged: dict[str, set[int]] = {}
     for entry in entries:
         merged.setdefault(str(entry["topic"]), set()).update(
             int(p) for p in entry["partitions"] or ()
         )
-    return [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(merged.items())]
+    return [
+        wire.TopicPartitions(topic=t, partitions=sorted(ps)) for t, ps in sorted(merged.items())
+    ]
 
 
 def _topics_event(
-    answers: AdminAnswers, touched: set[str], issues: list[Issue], group_ids: list[str]
-) -> Json:
+    envelope: Json,
+    answers: AdminAnswers,
+    touched: set[str],
+    issues: list[Issue],
+    group_ids: list[str],
+) -> wire.TopicsEvent:
     cluster_info = answers.cluster or {}
     brokers = sorted(
         (
-            {
-                "broker_id": int(b["broker_id"]),
-                "host": str(b.get("host") or ""),
-                "port": int(b.get("port") or 0),
-                "rack": b.get("rack"),
-                "is_fenced": b.get("is_fenced"),
-            }
+            wire.Broker(
+                broker_id=int(b["broker_id"]),
+                host=str(b.get("host") or ""),
+                port=int(b.get("port") or 0),
+                rack=b.get("rack"),
+                is_fenced=b.get("is_fenced"),
+            )
             for b in cluster_info.get("brokers") or ()
         ),
-        key=lambda b: b["broker_id"],
+        key=lambda b: b.broker_id,
     )
-    racks = {b["broker_id"]: b["rack"] for b in brokers}
+    racks = {b.broker_id: b.rack for b in brokers}
     described = {str(t["name"]): t for t in answers.topics if t.get("name")}
-    topics: list[Json] = []
+    topics: list[wire.Topic] = []
     for name in sorted(touched | set(described)):
         meta = described.get(name)
         if meta is None:
@@ -470,27 +450,28 @@ def _topics_event(
             topics.append(_topic_entry(name, error=kafka_errors.for_code(code).__name__, meta=meta))
             continue
         partitions = [
-            {
-                "partition": int(p["partition_index"]),
-                "leader_id": int(p.get("leader_id", -1)),
-                "replicas": [int(r) for r in p.get("replica_nodes") or ()],
-                "isr": [int(r) for r in p.get("isr_nodes") or ()],
-                "offline_replicas": [int(r) for r in p.get("offline_replicas") or ()],
-                "replica_racks": [racks.get(int(r)) for r in p.get("replica_nodes") or ()],
-                "end_offset": answers.end_offsets.get((name, int(p["partition_index"]))),
-            }
+            wire.Partition(
+                partition=int(p["partition_index"]),
+                leader_id=int(p.get("leader_id", -1)),
+                replicas=[int(r) for r in p.get("replica_nodes") or ()],
+                isr=[int(r) for r in p.get("isr_nodes") or ()],
+                offline_replicas=[int(r) for r in p.get("offline_replicas") or ()],
+                replica_racks=[racks.get(int(r)) for r in p.get("replica_nodes") or ()],
+                end_offset=answers.end_offsets.get((name, int(p["partition_index"]))),
+            )
             for p in sorted(meta.get("partitions") or (), key=lambda p: p["partition_index"])
         ]
         topics.append(_topic_entry(name, meta=meta, partitions=partitions))
-    return {
-        "event_type": "topics",
-        "group_ids": group_ids,
-        "controller_id": cluster_info.get("controller_id"),
-        "brokers": brokers,
-        "end_offsets_ts_ms": answers.end_offsets_ts_ms,
-        "topics": topics,
-        "errors": [i.to_json() for i in issues],
-    }
+    return wire.TopicsEvent(
+        **envelope,
+        event_type="topics",
+        group_ids=group_ids,
+        controller_id=cluster_info.get("controller_id"),
+        brokers=brokers,
+        end_offsets_ts_ms=answers.end_offsets_ts_ms,
+        topics=topics,
+        errors=issues,
+    )
 
 
 def _topic_entry(
@@ -498,17 +479,17 @@ def _topic_entry(
     *,
     error: str | None = None,
     meta: Mapping[str, Any] | None = None,
-    partitions: list[Json] | None = None,
-) -> Json:
+    partitions: list[wire.Partition] | None = None,
+) -> wire.Topic:
     meta = meta or {}
-    return {
-        "topic": name,
-        "topic_id": _kafka_uuid(meta.get("topic_id")),
-        "is_internal": meta.get("is_internal"),
-        "partition_count": None if partitions is None else len(partitions),
-        "error": error,
-        "partitions": partitions or [],
-    }
+    return wire.Topic(
+        topic=name,
+        topic_id=_kafka_uuid(meta.get("topic_id")),
+        is_internal=meta.get("is_internal"),
+        partition_count=None if partitions is None else len(partitions),
+        error=error,
+        partitions=partitions or [],
+    )
 
 
 def _kafka_uuid(value: Any) -> str | None:
@@ -529,7 +510,8 @@ def _none_if_empty(value: Any) -> str | None:
 
 
 def load_schema() -> Json:
-    """The JSON Schema (draft 2020-12) of the events, ``membership_event_v1.json``."""
+    """The JSON Schema (draft 2020-12) of the events, ``membership_event_v1.json``
+    (generated from :mod:`streaming.membership_event`)."""
     schema: Json = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return schema
 
