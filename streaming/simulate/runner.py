@@ -62,6 +62,7 @@ from streaming.config import (
     write_properties,
 )
 from streaming.errors import ArgumentParser, ConfigError, cli_command
+from streaming.simulate.model import PartitionKey
 from streaming.simulate.scenarios import (
     CLASSIC_ASSIGNORS,
     SCENARIOS,
@@ -74,7 +75,6 @@ from streaming.simulate.scenarios import (
     MemberFailedError,
     MemberSpec,
     MemberView,
-    PartitionKey,
     Pause,
     Scenario,
     ScenarioResult,

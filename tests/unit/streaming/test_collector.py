@@ -1064,7 +1064,7 @@ def test_cli_takes_security_options_from_the_environment_and_flags_win(
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(collector, "Collector", Recording)
+    monkeypatch.setattr(collector.cli, "Collector", Recording)
     env = {
         "security.protocol": "SASL_SSL",
         "sasl-mechanism": "SCRAM-SHA-512",
