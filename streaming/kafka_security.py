@@ -228,8 +228,6 @@ def client_options(
 
 def write_client_properties(folder: Path, options: dict[str, str]) -> Path:
     """``security/client.properties`` (0600) for other Java tools."""
-    path = _dir(folder) / "client.properties"
-    lines = [f"{k}={v}" for k, v in sorted(options.items())]
-    path.write_text("\n".join(lines) + "\n")
-    os.chmod(path, 0o600)
-    return path
+    from streaming.config import write_properties
+
+    return write_properties(_dir(folder) / "client.properties", options)
