@@ -14,6 +14,7 @@ from streaming.config import (
     parse_key_value,
     under_spark_submit,
 )
+from streaming.errors import ConfigError
 
 pytestmark = [pytest.mark.unit]
 
@@ -292,3 +293,75 @@ def test_job_errors_name_the_environment_variable() -> None:
         JobConfigError, match=r"^metrics_port: .*\(from \$REBALANCE_MONITOR_METRICS_PORT\)"
     ):
         load_config(environ={"REBALANCE_MONITOR_METRICS_PORT": "70000"})
+
+
+def test_the_collector_takes_the_job_s_java_settings() -> None:
+    """``collect --kafka-option`` takes what ``run --kafka-option`` takes (mapped once)."""
+    from streaming.config import CollectorConfig, CollectorConfigError, parse_kafka_option
+
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="monitor" password="s3cret";'
+    )
+    java = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": jaas,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/ca.pem",
+    }
+    options = dict(parse_kafka_option(f"{k}={v}") for k, v in java.items())
+    c = CollectorConfig(kafka_options=options)
+    assert c.check_configs() == {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "monitor",
+        "sasl_plain_password": "s3cret",
+        "ssl_cafile": "/ca.pem",
+    }
+    assert "s3cret" not in repr(c) and "s3cret" not in str(c.kafka)
+    with pytest.raises(CollectorConfigError, match=r"location has no kafka-python"):
+        CollectorConfig(kafka_options={"ssl.truststore.location": "/trust.jks"})
+
+
+def test_properties_files_round_trip_and_are_private(tmp_path: Path) -> None:
+    from streaming.config import read_properties, write_properties
+
+    options = {"sasl.jaas.config": 'x required password="a\\\\b=c";', "k": "two\nlines"}
+    path = write_properties(tmp_path / "client.properties", options)
+    assert read_properties(path) == options
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_the_simulator_takes_the_job_s_settings_flags_over_the_environment() -> None:
+    import argparse
+
+    from streaming.simulate.member import security_options
+    from streaming.simulate.runner import connection_from_args
+
+    args = argparse.Namespace(
+        bootstrap_server="h:1",
+        kafka_option=['sasl.jaas.config=x required username="u" password="flag";'],
+    )
+    env = {
+        "REBALANCE_MONITOR_KAFKA_OPTIONS": '{"security.protocol": "SASL_PLAINTEXT", '
+        '"sasl.mechanism": "PLAIN", "sasl.jaas.config": "overridden"}'
+    }
+    c = connection_from_args(args, env)
+    assert c.bootstrap_servers == ("h:1",)
+    assert c.kafka_python()["sasl_plain_password"] == "flag"
+    assert c.kafka_python()["security_protocol"] == "SASL_PLAINTEXT"
+    with pytest.raises(ConfigError, match="REBALANCE_MONITOR_KAFKA_OPTIONS must be a JSON"):
+        connection_from_args(args, {"REBALANCE_MONITOR_KAFKA_OPTIONS": "[1]"})
+    assert security_options("h:1", None) == {}
+
+
+def test_a_member_maps_its_client_config(tmp_path: Path) -> None:
+    from streaming.config import write_properties
+    from streaming.simulate.member import security_options
+
+    path = write_properties(
+        tmp_path / "client.properties",
+        {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": "/c"},
+    )
+    assert security_options("h:1", path) == {"security_protocol": "SSL", "ssl_cafile": "/c"}
