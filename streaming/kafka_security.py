@@ -228,6 +228,6 @@ def client_options(
 
 def write_client_properties(folder: Path, options: dict[str, str]) -> Path:
     """``security/client.properties`` (0600) for other Java tools."""
-    from streaming.config import write_properties
+    from streaming.kafka_connection import write_properties
 
     return write_properties(_dir(folder) / "client.properties", options)

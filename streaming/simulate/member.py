@@ -247,7 +247,7 @@ def security_options(servers: str, client_config: Path | None) -> dict[str, Any]
     """kafka-python's keyword arguments for the settings in ``client_config`` (none: {})."""
     if client_config is None:
         return {}
-    from streaming.config import KafkaConnection, read_properties
+    from streaming.kafka_connection import KafkaConnection, read_properties
 
     return KafkaConnection(tuple(servers.split(",")), read_properties(client_config)).kafka_python()
 

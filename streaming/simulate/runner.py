@@ -56,12 +56,14 @@ from typing import Any, TextIO
 from streaming.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
     ENV_PREFIX,
-    PRODUCER_ONLY_OPTIONS,
-    KafkaConnection,
     parse_key_value,
-    write_properties,
 )
 from streaming.errors import ArgumentParser, ConfigError, cli_command
+from streaming.kafka_connection import (
+    PRODUCER_ONLY_OPTIONS,
+    KafkaConnection,
+    write_properties,
+)
 from streaming.simulate.model import PartitionKey
 from streaming.simulate.scenarios import (
     CLASSIC_ASSIGNORS,

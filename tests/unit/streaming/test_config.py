@@ -194,7 +194,7 @@ def test_parse_key_value() -> None:
 
 
 def test_a_connection_redacts_its_secrets_and_maps_java_settings() -> None:
-    from streaming.config import KafkaConnection
+    from streaming.kafka_connection import KafkaConnection
 
     jaas = (
         "org.apache.kafka.common.security.scram.ScramLoginModule required "
@@ -325,7 +325,7 @@ def test_the_collector_takes_the_job_s_java_settings() -> None:
 
 
 def test_properties_files_round_trip_and_are_private(tmp_path: Path) -> None:
-    from streaming.config import read_properties, write_properties
+    from streaming.kafka_connection import read_properties, write_properties
 
     options = {"sasl.jaas.config": 'x required password="a\\\\b=c";', "k": "two\nlines"}
     path = write_properties(tmp_path / "client.properties", options)
@@ -357,7 +357,7 @@ def test_the_simulator_takes_the_job_s_settings_flags_over_the_environment() -> 
 
 
 def test_a_member_maps_its_client_config(tmp_path: Path) -> None:
-    from streaming.config import write_properties
+    from streaming.kafka_connection import write_properties
     from streaming.simulate.member import security_options
 
     path = write_properties(
