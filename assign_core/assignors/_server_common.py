@@ -1142,12 +1142,16 @@ class ServerGroup:
             len({frozenset(m.topics) for m in members}) <= 1
         )
         self._subscriptions: dict[tuple[str, ...], list[int]] = {}
+        self._member_subscriptions: list[list[int] | None] = [None] * len(members)
         # filled by ``current``: dense runs (topic, lo, hi) and other owned partitions
         self._runs: list[tuple[int, int, int]] = []
         self._scattered: dict[int, list[int]] = {}
         self._flats: list[OwnedFlat] = []
 
     def subscription(self, i: int) -> list[int]:
+        known = self._member_subscriptions[i]
+        if known is not None:
+            return known
         names = self.spec.members[i].topics
         sub = self._subscriptions.get(names)
         if sub is None:
@@ -1156,6 +1160,7 @@ class ServerGroup:
                 list(names), string_hash, _str_cmp, hashset_copy_capacity(len(names))
             )
             sub = self._subscriptions[names] = [index[n] for n in ordered if n in index]
+        self._member_subscriptions[i] = sub
         return sub
 
     @cached_property

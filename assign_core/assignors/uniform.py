@@ -40,6 +40,9 @@ from functools import cached_property
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift, setitem
 from operator import sub as sub_
+from typing import Any
+
+import numpy as np
 
 from assign_core.assignors._client_common import gc_paused
 from assign_core.assignors._server_common import (
@@ -65,6 +68,8 @@ from assign_core.model import AssignmentResult, GroupSpec, Side, TopicPartition
 _MAX_ITERATION_COUNT = 16
 #: A map that never held this many keys has no bin that ``computeIfAbsent`` treeifies.
 _CIA_LIMIT = 8
+#: A set that received fewer additions than this never had a bin to treeify.
+_SET_BIN_LIMIT = 9
 
 
 #: The target of a member that owned nothing: ``new HashMap<>(0)`` filled by
@@ -465,10 +470,24 @@ class _Hetero:
         self.topics: TopicTable = g.topics
         n = len(g.order)
         self.sizes = [0] * n
-        self.subscribers: dict[int, list[int]] = {}
+        # members by subscription (a parser shares equal ones), in order of their first
+        # member: each topic's subscribers ascending, the topics in order of first appearance
+        by_subscription: dict[int, tuple[list[int], list[int]]] = {}
         for pos, i in enumerate(g.order):
-            for t in g.subscription(i):
-                self.subscribers.setdefault(t, []).append(pos)
+            sub = g.subscription(i)
+            entry = by_subscription.get(id(sub))
+            if entry is None:
+                by_subscription[id(sub)] = (sub, [pos])
+            else:
+                entry[1].append(pos)
+        runs: dict[int, list[list[int]]] = {}
+        for sub, positions in by_subscription.values():
+            for t in sub:
+                runs.setdefault(t, []).append(positions)
+        self.subscribers: dict[int, list[int]] = {
+            t: list(r[0]) if len(r) == 1 else sorted(chain.from_iterable(r))
+            for t, r in runs.items()
+        }
         # no changes (and no dropped topic): the target is still the current assignment
         self.events: list[list[int]] = [[] for _ in range(n)]
         # unsubscribed topics removed from the copy, in the current map's order
@@ -629,9 +648,17 @@ class _Hetero:
         lists.prefetch(self.subscribers)
         tables = {t: lists.get(t) for t in self.subscribers}
         by_member: list[list[TopicPartition]] = [[] for _ in members]
+        current = g.current
+        batched = self._fresh_batch(
+            [pos for pos, i in enumerate(g.order) if not current[i] and self.events[pos]], tables
+        )
         for pos, i in enumerate(g.order):
             ev = self.events[pos]
-            owned = g.current[i]
+            owned = current[i]
+            done = batched.get(pos)
+            if done is not None:
+                by_member[i] = done
+                continue
             if not ev and pos not in self.dropped:
                 if isinstance(owned, tuple):
                     by_member[i] = owned[3]
@@ -774,6 +801,149 @@ class _Hetero:
             )
         )
 
+    def _fresh_batch(
+        self, positions: list[int], tables: dict[int, list[TopicPartition]]
+    ) -> dict[int, list[TopicPartition]]:
+        """:meth:`_fresh` of many members at once, with numpy: one sort of every change.
+
+        Done for the members whose changes are additions only, of partitions below 65536, at
+        most 8 per topic, into a map no bin of which can have held 8 topics (the others are
+        left out of the answer, for :meth:`_fresh`). Each change's sort key is (member,
+        rank of its topic in the member's map, its bin in the topic's set), as there."""
+        k = len(positions)
+        if k < _BATCH_MIN or len(self.topics.counts) >= 1 << 15:
+            return {}
+        g = self.g
+        evs = [self.events[pos] for pos in positions]
+        lens = np.fromiter(map(len, evs), np.int64, k)
+        starts = np.zeros(k + 1, np.int64)
+        np.cumsum(lens, out=starts[1:])
+        flat = np.fromiter(chain.from_iterable(evs), np.int64, int(starts[-1]))
+        heads = starts[:-1]
+        ok = np.minimum.reduceat(flat, heads) >= 0  # removals: _fresh
+        flat = np.where(flat < 0, ~flat, flat)
+        ts = flat >> _SHIFT
+        ps = flat & _LOW
+        ok &= np.maximum.reduceat(ps, heads) < 65536
+        mem = np.repeat(np.arange(k, dtype=np.int64), lens)
+        n_topics = len(self.topics.counts)
+        # the (member, topic) pairs: the member's sets, in order of (member, topic)
+        pairs, first, inverse, adds = np.unique(
+            mem * n_topics + ts, return_index=True, return_inverse=True, return_counts=True
+        )
+        inverse = inverse.reshape(-1)
+        pm = pairs // n_topics
+        pt = pairs % n_topics
+        z = np.bincount(pm, minlength=k)
+        pair_heads = np.zeros(k + 1, np.int64)
+        np.cumsum(z, out=pair_heads[1:])
+        # insertion index of each topic in its member's map (first computeIfAbsent)
+        inserted = np.argsort(first, kind="stable")
+        j = np.empty(len(pairs), np.int64)
+        j[inserted] = np.arange(len(pairs)) - pair_heads[pm[inserted]]
+        # new HashMap<>(0): the capacity holding z - 1 keys, grown once more by a call after
+        # the last insertion
+        if int(z.max()) > len(_CIA_CAPACITIES):
+            return {}
+        caps = np.array(_CIA_CAPACITIES, np.int64)[z - 1]
+        later = np.maximum.reduceat(first, pair_heads[:-1]) < starts[1:] - 1
+        caps = np.where(later & (z > caps * 3 // 4), caps * 2, caps)
+        spreads = np.array(self.topics.spreads, np.int64)[pt]
+        # a map no bin of which may have reached 8 keys while it had fewer bins
+        roomy = np.fromiter(
+            (self._roomy(g.subscription(g.order[pos])) for pos in positions), bool, k
+        )
+        suspect = ~roomy & (z >= _CIA_LIMIT)
+        level = 16
+        while suspect.any() and level <= int(caps[suspect].max()):
+            held = np.minimum(z, level * 3 // 4 + 1)
+            check = suspect & (caps >= level) & (held >= _CIA_LIMIT)
+            sel = check[pm] & (j < held[pm])
+            bins, sizes = np.unique(
+                pm[sel] * level + (spreads[sel] & (level - 1)), return_counts=True
+            )
+            ok[bins[sizes >= _CIA_LIMIT] // level] = False
+            suspect &= ok
+            level *= 2
+        # by bin of the map, a later insertion first within a bin
+        by_bin = np.lexsort((-j, spreads & (caps[pm] - 1), pm))
+        rank = np.empty(len(pairs), np.int64)
+        rank[by_bin] = np.arange(len(pairs)) - pair_heads[pm[by_bin]]
+        # each set: new HashSet<>(estimate), grown by its additions, which it iterates by
+        # bin if they span fewer than 8 tables of the estimate (else: _fresh)
+        estimates = self.estimates
+        est = np.zeros(n_topics, np.int64)
+        est[list(estimates)] = list(estimates.values())
+        set_caps = est[pt]
+        many = adds >= _SET_BIN_LIMIT
+        if many.any():
+            lo = np.full(len(pairs), 1 << 40, np.int64)
+            hi = np.zeros(len(pairs), np.int64)
+            np.minimum.at(lo, inverse, ps)
+            np.maximum.at(hi, inverse, ps)
+            # no bin of a table of 16 or more bins holds 9 of a span of fewer than 8 tables
+            doubt = many & (hi - lo >= (_SET_BIN_LIMIT - 1) * np.maximum(set_caps, 16))
+            if doubt.any():
+                self._unsafe_sets(doubt, inverse, ps, adds, set_caps, pm, ok)
+        growing = adds > set_caps * 3 // 4
+        while growing.any():
+            set_caps = np.where(growing, set_caps * 2, set_caps)
+            growing = adds > set_caps * 3 // 4
+        keys = mem << 32 | rank[inverse] << 16 | (ps & (set_caps - 1)[inverse])
+        chosen = ok[mem]
+        order = np.flatnonzero(chosen)[np.argsort(keys[chosen], kind="stable")]
+        offsets = np.zeros(n_topics, np.int64)
+        flat_tps: list[TopicPartition] = []
+        counts = self.topics.counts
+        for t, tps in tables.items():
+            offsets[t] = len(flat_tps)
+            flat_tps += tps[: counts[t]]
+        ordered = list(map(flat_tps.__getitem__, (offsets[ts[order]] + ps[order]).tolist()))
+        out: dict[int, list[TopicPartition]] = {}
+        at = 0
+        for pos, n in zip(compress(positions, ok.tolist()), lens[ok].tolist(), strict=True):
+            out[pos] = ordered[at : at + n]
+            at += n
+        return out
+
+    @staticmethod
+    def _unsafe_sets(
+        doubt: np.ndarray[Any, np.dtype[np.bool_]],
+        inverse: np.ndarray[Any, np.dtype[np.int64]],
+        ps: np.ndarray[Any, np.dtype[np.int64]],
+        adds: np.ndarray[Any, np.dtype[np.int64]],
+        set_caps: np.ndarray[Any, np.dtype[np.int64]],
+        pm: np.ndarray[Any, np.dtype[np.int64]],
+        ok: np.ndarray[Any, np.dtype[np.bool_]],
+    ) -> None:
+        """:func:`~assign_core.assignors._server_common.adds_iterate_by_bin` of the sets in
+        ``doubt`` (``_put_only_safe``): clears ``ok`` of a member with a set a bin of which
+        held 9 partitions while the set had some capacity."""
+        chosen = np.flatnonzero(doubt[inverse])
+        by_set = chosen[np.argsort(inverse[chosen], kind="stable")]
+        set_of = inverse[by_set]
+        nth = np.arange(len(by_set)) - np.searchsorted(set_of, set_of)  # addition index
+        n = adds[set_of]
+        base = set_caps[set_of]
+        parts = ps[by_set]
+        top = int(base.max())
+        while int(n.max()) > top * 3 // 4:
+            top *= 2
+        level = 16
+        while level <= top:
+            held = np.minimum(n, level * 3 // 4 + 1)  # keys present while it had `level` bins
+            check = (
+                (level >= base)
+                & ((level == base) | ((level // 2) * 3 // 4 + 1 < n))
+                & (held >= _SET_BIN_LIMIT)
+                & (nth < held)
+            )
+            bins, sizes = np.unique(
+                set_of[check] * level + (parts[check] & (level - 1)), return_counts=True
+            )
+            ok[pm[bins[sizes >= _SET_BIN_LIMIT] // level]] = False
+            level *= 2
+
     def _replay(
         self, pos: int, i: int, ev: list[int], lists: TopicPartitionLists
     ) -> list[TopicPartition]:
@@ -843,6 +1013,11 @@ def _cia_capacity(size: int) -> int:
         cap *= 2
     return cap
 
+
+#: From this many members that owned nothing, :meth:`_Hetero._fresh_batch` orders them.
+_BATCH_MIN = 4
+#: ``_cia_capacity(size)`` for the sizes of a member's map.
+_CIA_CAPACITIES = [_cia_capacity(size) for size in range(1 << 12)]
 
 #: rank << 32, the high part of the sort keys of ``_Hetero._fresh``
 _RANKS = [r << _SHIFT for r in range(1 << 16)]

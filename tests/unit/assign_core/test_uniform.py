@@ -401,6 +401,41 @@ def test_first_assignment_equals_the_general_path(counts: list[int], n_members: 
         assert one_pass == uniform_module._materialize(g, olds, states)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 400), min_size=2, max_size=24),
+    n_members=st.integers(4, 80),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_batched_fresh_targets_equal_the_per_member_path(
+    counts: list[int], n_members: int, seed: int
+) -> None:
+    """A heterogeneous group's members that owned nothing are ordered in one numpy sort; it
+    gives the lists each member's own replay gives (members with many partitions of a topic,
+    crowded maps and a few members owning partitions mixed in)."""
+    rng = random.Random(seed)
+    names = [f"topic-{i}" for i in range(len(counts))]
+    members = []
+    for i in range(n_members):
+        subs = rng.sample(names, rng.randint(1, len(names)))
+        owned = []
+        if rng.random() < 0.2:
+            t = rng.choice(subs)
+            owned = [[t, p] for p in range(min(counts[names.index(t)], rng.randint(1, 5)))]
+        members.append({"member_id": f"m-{i}", "topics": subs, "owned_partitions": owned})
+    scenario = {"topics": dict(zip(names, counts, strict=True)), "members": members}
+    group = parse_scenario(scenario)
+    results = []
+    for batch_min in (1, 1 << 30):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(uniform_module, "_BATCH_MIN", batch_min)
+            try:
+                results.append(UniformAssignor().assign(group).assignment)
+            except AssignmentError as e:
+                results.append({"error": str(e)})
+    assert results[0] == results[1]
+
+
 def _put_only_safe_reference(spreads: list[int], cap: int) -> bool:
     """The check as first written: every capacity the table passes through, sorted bins."""
     n = len(spreads)
