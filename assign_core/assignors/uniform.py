@@ -54,15 +54,17 @@ from assign_core.assignors._server_common import (
     ServerGroup,
     TopicPartitionLists,
     TopicTable,
+    old_view,
+)
+from assign_core.errors import AssignmentError
+from assign_core.javacompat import table_size_for
+from assign_core.javacompat.hashmap import (
     adds_iterate_by_bin,
     float_capacity,
     grown_capacity,
     hashset_copy_capacity,
     int_set_order,
-    old_view,
 )
-from assign_core.errors import AssignmentError
-from assign_core.javacompat import table_size_for
 from assign_core.model import AssignmentResult, GroupSpec, Side, TopicPartition
 
 _MAX_ITERATION_COUNT = 16
@@ -916,7 +918,7 @@ class _Hetero:
         pm: np.ndarray[Any, np.dtype[np.int64]],
         ok: np.ndarray[Any, np.dtype[np.bool_]],
     ) -> None:
-        """:func:`~assign_core.assignors._server_common.adds_iterate_by_bin` of the sets in
+        """:func:`~assign_core.javacompat.hashmap.adds_iterate_by_bin` of the sets in
         ``doubt`` (``_put_only_safe``): clears ``ok`` of a member with a set a bin of which
         held 9 partitions while the set had some capacity."""
         chosen = np.flatnonzero(doubt[inverse])
