@@ -38,6 +38,7 @@ from assign_core.javacompat import (
     spread,
     string_hash,
     string_hashes,
+    table_size_for,
     uuid_hash,
     uuid_sort_key,
 )
@@ -792,3 +793,27 @@ class MemberMap:
 
     def order(self) -> list[tuple[int, list[int]]]:
         return [(t, self.sets[t].order()) for t in self.map.order()]
+
+
+class _Olds:
+    """Members' current assignments in iteration order, computed once."""
+
+    __slots__ = ("_g", "_views")
+
+    def __init__(self, g: ServerGroup) -> None:
+        self._g = g
+        self._views: dict[int, list[OldTopic]] = {}
+
+    def __call__(self, i: int) -> list[OldTopic]:
+        view = self._views.get(i)
+        if view is None:
+            view = self._views[i] = old_view(self._g.current[i], self._g.topics)
+        return view
+
+    def copy(self, i: int) -> MemberMap:
+        """``deepCopyAssignment`` of member ``i``'s current assignment."""
+        copy = MemberMap(self._g.topics, table_size_for(len(self(i))))
+        for o in self(i):
+            copy.map.put(o.topic)
+            copy.sets[o.topic] = IntSetLog(hashset_copy_capacity(len(o.partitions)), o.partitions)
+        return copy

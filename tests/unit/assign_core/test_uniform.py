@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assign_core.assignors import _uniform_heterogeneous as uniform_heterogeneous
 from assign_core.assignors import get_assignor
 from assign_core.assignors import uniform as uniform_module
 from assign_core.assignors._server_common import MapModel, TopicTable
@@ -426,7 +427,7 @@ def test_batched_fresh_targets_equal_the_per_member_path(
     results = []
     for batch_min in (1, 1 << 30):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(uniform_module, "_BATCH_MIN", batch_min)
+            mp.setattr(uniform_heterogeneous, "_BATCH_MIN", batch_min)
             try:
                 results.append(UniformAssignor().assign(group).assignment)
             except AssignmentError as e:
