@@ -231,11 +231,15 @@ class _Hetero:
             if -1 in owners:
                 unassigned[t] = list(compress(range(len(owners)), map(eq, owners, repeat(-1))))
         sizes = self.sizes
+        sizes_np = np.array(sizes, np.int64)  # the same, for the sorts
         events = self.events
         append = list.append
         for t in sorted(unassigned, key=self.topic_key):
-            ordered = sorted(self.subscribers[t], key=sizes.__getitem__)
-            levels = list(map(sizes.__getitem__, ordered))  # ascending
+            subscribers = np.array(self.subscribers[t], np.int64)
+            subscriber_sizes = sizes_np[subscribers]
+            by_size = np.argsort(subscriber_sizes, kind="stable")
+            ordered = subscribers[by_size].tolist()
+            levels = subscriber_sizes[by_size].tolist()  # ascending
             free = unassigned[t]
             left = len(free)
             recipients: list[int] = []
@@ -245,6 +249,7 @@ class _Hetero:
                 served = ordered[: min(bisect_right(levels, level), left)]
                 recipients += served
                 deque(map(setitem, repeat(sizes), served, repeat(level + 1)), 0)
+                sizes_np[served] = level + 1
                 left -= len(served)
                 level += 1
             owners = self.owners[t]
