@@ -31,9 +31,9 @@ from assign_core.assignors._server_common import (
     ServerGroup,
     TopicPartitionLists,
     TopicTable,
-    float_capacity,
 )
 from assign_core.javacompat import java_str_key, table_size_for
+from assign_core.javacompat.hashmap import float_capacity
 from assign_core.model import AssignmentResult, GroupSpec, Member, Side, TopicPartition
 
 _EMPTY = slice(0, 0)

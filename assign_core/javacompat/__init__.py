@@ -11,8 +11,9 @@ reference client's runtime):
 * :class:`JavaHashOrder`: the iteration order of a ``HashMap``/``HashSet`` given its
   construction and its history of insertions and removals.
 
-Treeified buckets (8 or more colliding keys in a table of 64 or more) are not emulated: with
-real ids this does not happen.
+Treeified buckets (8 or more colliding keys in a table of 64 or more) are not emulated here:
+with real ids this does not happen. :mod:`assign_core.javacompat.hashmap` is the exact table
+model (tree bins included) and the fast order functions the server-side assignors use.
 """
 
 from __future__ import annotations

@@ -1,0 +1,726 @@
+"""``UniformHeterogeneousAssignmentBuilder`` of the coordinator's ``uniform`` assignor (see
+:mod:`assign_core.assignors.uniform`): revoke unsubscribed topics, assign the unassigned
+partitions topic by topic (most partitions per subscriber first) round-robin over the least
+loaded subscribers, then move partitions from the most to the least loaded subscribers until
+balanced (at most 16 passes over the topics).
+
+Every member's target assignment is kept as the list of its changes and replayed on the Java
+collections' model at the end; the members that owned nothing are ordered together, in one
+numpy sort, where their maps and sets provably iterate by bin.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter, deque
+from collections.abc import Sequence
+from functools import cached_property
+from itertools import chain, compress, repeat
+from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift, setitem
+from operator import sub as sub_
+from typing import Any
+
+import numpy as np
+
+from assign_core.assignors._server_common import (
+    MapModel,
+    OwnedFlat,
+    ServerGroup,
+    TopicPartitionLists,
+    TopicTable,
+    _Olds,
+)
+from assign_core.errors import AssignmentError
+from assign_core.javacompat import table_size_for
+from assign_core.javacompat.hashmap import (
+    adds_iterate_by_bin,
+    float_capacity,
+    grown_capacity,
+    hashset_copy_capacity,
+    int_set_order,
+)
+from assign_core.model import TopicPartition
+
+_MAX_ITERATION_COUNT = 16
+#: A map that never held this many keys has no bin that ``computeIfAbsent`` treeifies.
+_CIA_LIMIT = 8
+#: A set that received fewer additions than this never had a bin to treeify.
+_SET_BIN_LIMIT = 9
+
+
+class _Balancer:
+    """``MemberAssignmentBalancer``: round-robins over the least and the most loaded."""
+
+    __slots__ = (
+        "least_count",
+        "least_end",
+        "most_count",
+        "most_end",
+        "most_start",
+        "next_least",
+        "next_most",
+        "sizes",
+        "sorted",
+    )
+
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+        self.sorted: list[int] = []
+        self.least_end = 0
+        self.least_count = -1
+        self.next_least = 0
+        self.most_start = 0
+        self.most_end = 0
+        self.most_count = 1
+        self.next_most = -1
+
+    def initialize(self, members: list[int]) -> int:
+        sizes = self.sizes
+        # members are ascending: a stable sort by size orders by (size, index)
+        self.sorted = s = sorted(members, key=sizes.__getitem__)
+        n = len(s)
+        self.least_end = 0
+        self.least_count = sizes[s[0]] - 1
+        self.next_least = 0
+        self.most_start = n
+        self.most_end = n
+        self.most_count = sizes[s[-1]] + 1
+        self.next_most = n - 1
+        return sizes[s[-1]] - sizes[s[0]]
+
+    def next_least_loaded(self) -> int:
+        s = self.sorted
+        if self.next_least >= self.least_end:
+            self.least_count += 1
+            sizes = self.sizes
+            while self.least_end < len(s) and sizes[s[self.least_end]] == self.least_count:
+                self.least_end += 1
+            self.next_least = 0
+        m = s[self.next_least]
+        self.next_least += 1
+        return m
+
+    def next_most_loaded(self) -> int:
+        s = self.sorted
+        sizes = self.sizes
+        if self.next_most < self.most_start:
+            if self.most_end <= self.most_start and self.most_start > 0:
+                self.most_count = sizes[s[self.most_start - 1]]
+            else:
+                self.most_count -= 1
+            while self.most_start > 0 and sizes[s[self.most_start - 1]] == self.most_count:
+                self.most_start -= 1
+            self.next_most = self.most_end - 1
+        if self.next_most < 0:
+            return -1
+        m = s[self.next_most]
+        self.next_most -= 1
+        return m
+
+    def exclude_most_loaded(self) -> None:
+        s = self.sorted
+        i = self.next_most + 1
+        j = self.most_end - 1
+        s[i], s[j] = s[j], s[i]
+        self.most_end -= 1
+
+    def is_balanced(self) -> bool:
+        return self.most_count - self.least_count <= 1
+
+
+_SHIFT = 32
+_LOW = (1 << _SHIFT) - 1
+
+
+class _Hetero:
+    """``UniformHeterogeneousAssignmentBuilder`` with every member's target assignment kept as
+    the list of its changes (``topic << 32 | partition`` added, ``~`` that removed), replayed
+    on the Java collections' model at the end."""
+
+    def __init__(self, g: ServerGroup, olds: _Olds) -> None:
+        self.g = g
+        self.olds = olds
+        self.topics: TopicTable = g.topics
+        n = len(g.order)
+        self.sizes = [0] * n
+        # members by subscription (a parser shares equal ones), in order of their first
+        # member: each topic's subscribers ascending, the topics in order of first appearance
+        by_subscription: dict[int, tuple[list[int], list[int]]] = {}
+        for pos, i in enumerate(g.order):
+            sub = g.subscription(i)
+            entry = by_subscription.get(id(sub))
+            if entry is None:
+                by_subscription[id(sub)] = (sub, [pos])
+            else:
+                entry[1].append(pos)
+        runs: dict[int, list[list[int]]] = {}
+        for sub, positions in by_subscription.values():
+            for t in sub:
+                runs.setdefault(t, []).append(positions)
+        self.subscribers: dict[int, list[int]] = {
+            t: list(r[0]) if len(r) == 1 else sorted(chain.from_iterable(r))
+            for t, r in runs.items()
+        }
+        # no changes (and no dropped topic): the target is still the current assignment
+        self.events: list[list[int]] = [[] for _ in range(n)]
+        # unsubscribed topics removed from the copy, in the current map's order
+        self.dropped: dict[int, list[int]] = {}
+        self.owners: dict[int, list[int]] = {}
+        self._grown: dict[tuple[int, int], int] = {}
+        self._roomy_cache: dict[int, bool] = {}
+
+    def topic_key(self, t: int) -> tuple[float, int, tuple[int, int]]:
+        s = len(self.subscribers[t])
+        return (-(self.topics.counts[t] / s), s, self.topics.cmp_keys[t])
+
+    def _drop(self, pos: int, t: int) -> None:
+        self.dropped.setdefault(pos, []).append(t)
+
+    def revoke(self) -> None:
+        """``maybeRevokePartitions``: sizes and owners from the subscribed topics of the
+        current assignments (a later member overwrites an earlier one's ownership)."""
+        g = self.g
+        counts = self.topics.counts
+        sizes = self.sizes
+        owners = self.owners = {t: [-1] * counts[t] for t in self.subscribers}
+        subscribed_sets: dict[int, set[int]] = {}
+        for pos, i in enumerate(g.order):
+            owned = g.current[i]
+            if not owned:
+                continue
+            sub = g.subscription(i)
+            subscribed = subscribed_sets.get(id(sub))
+            if subscribed is None:
+                subscribed = subscribed_sets[id(sub)] = set(sub)
+            if isinstance(owned, tuple):
+                t, lo, hi, _ = owned
+                if t in subscribed:
+                    sizes[pos] += hi - lo + 1
+                    owners[t][lo : hi + 1] = [pos] * (hi - lo + 1)
+                else:
+                    self._drop(pos, t)
+                continue
+            if isinstance(owned, OwnedFlat) and subscribed.issuperset(owned.topics):
+                st = owned.starts
+                group_sizes = list(map(sub_, st[1:], st[:-1]))
+                per_partition = chain.from_iterable(
+                    map(repeat, [owners[t] for t in owned.topics], group_sizes)
+                )
+                try:
+                    deque(map(setitem, per_partition, owned.parts, repeat(pos)), 0)
+                except IndexError:
+                    raise _beyond(self.topics, owned.topics, owned.parts) from None
+                sizes[pos] += len(owned.parts)
+                continue
+            for o in self.olds(i):
+                t = o.topic
+                if t in subscribed:
+                    if max(o.partitions) >= counts[t]:
+                        raise _beyond(self.topics, [t], o.partitions)
+                    sizes[pos] += len(o.partitions)
+                    deque(map(setitem, repeat(owners[t]), o.partitions, repeat(pos)), 0)
+                else:
+                    self._drop(pos, t)
+
+    def assign_remaining(self) -> None:
+        """Each topic's unassigned partitions, ascending, to ``nextLeastLoadedMember()``:
+        with the subscribers sorted by (size, index), round ``r`` serves, in order, the
+        prefix of those whose size was at most ``base + r - 1`` (``base``: the least size)."""
+        unassigned: dict[int, list[int]] = {}
+        for t, owners in self.owners.items():
+            if -1 in owners:
+                unassigned[t] = list(compress(range(len(owners)), map(eq, owners, repeat(-1))))
+        sizes = self.sizes
+        sizes_np = np.array(sizes, np.int64)  # the same, for the sorts
+        events = self.events
+        append = list.append
+        for t in sorted(unassigned, key=self.topic_key):
+            subscribers = np.array(self.subscribers[t], np.int64)
+            subscriber_sizes = sizes_np[subscribers]
+            by_size = np.argsort(subscriber_sizes, kind="stable")
+            ordered = subscribers[by_size].tolist()
+            levels = subscriber_sizes[by_size].tolist()  # ascending
+            free = unassigned[t]
+            left = len(free)
+            recipients: list[int] = []
+            level = levels[0]
+            while left > 0:
+                # the members at this level: all those served so far, and those that had it
+                served = ordered[: min(bisect_right(levels, level), left)]
+                recipients += served
+                deque(map(setitem, repeat(sizes), served, repeat(level + 1)), 0)
+                sizes_np[served] = level + 1
+                left -= len(served)
+                level += 1
+            owners = self.owners[t]
+            deque(map(setitem, repeat(owners), free, recipients), 0)
+            base = t << _SHIFT
+            deque(map(append, map(events.__getitem__, recipients), map(or_, repeat(base), free)), 0)
+
+    def move(self, t: int, p: int, pos: int) -> None:
+        """``assignPartition``."""
+        key = t << _SHIFT | p
+        owners = self.owners[t]
+        old = owners[p]
+        if old != -1:
+            self.events[old].append(~key)
+            self.sizes[old] -= 1
+        self.events[pos].append(key)
+        owners[p] = pos
+        self.sizes[pos] += 1
+
+    def balance(self) -> None:
+        topic_ids = [t for t, subs in self.subscribers.items() if len(subs) >= 2]
+        if not topic_ids:
+            return
+        ordered = sorted(topic_ids, key=self.topic_key)
+        last = -1
+        balancer = _Balancer(self.sizes)
+        for _ in range(_MAX_ITERATION_COUNT):
+            for index, t in enumerate(ordered):
+                if index == last:
+                    return
+                moved = self.balance_topic(t, balancer)
+                if moved > 0 or last == -1:
+                    last = index
+
+    def balance_topic(self, t: int, balancer: _Balancer) -> int:
+        if balancer.initialize(self.subscribers[t]) <= 1:
+            return 0
+        owners = self.owners[t]
+        # partitions by (owner, partition); each owner's range [start, end)
+        partitions = sorted(range(len(owners)), key=owners.__getitem__)
+        by_owner = list(map(owners.__getitem__, partitions))
+        if by_owner:
+            firsts = [0, *compress(range(1, len(by_owner)), map(ne, by_owner, by_owner[1:]))]
+            heads = list(map(by_owner.__getitem__, firsts))
+            start = dict(zip(heads, firsts, strict=True))
+            end = dict(zip(heads, [*firsts[1:], len(by_owner)], strict=True))
+        else:
+            start = {}
+            end = {}
+        moved = 0
+        while not balancer.is_balanced():
+            while True:
+                most = balancer.next_most_loaded()
+                if most == -1 or (most in end and end[most] - start[most] > 0):
+                    break
+                balancer.exclude_most_loaded()
+            if most == -1:
+                break
+            p = partitions[end[most] - 1]
+            end[most] -= 1
+            least = balancer.next_least_loaded()
+            if balancer.is_balanced():
+                break
+            self.move(t, p, least)
+            moved += 1
+        return moved
+
+    # -- the result ---------------------------------------------------------------------------
+
+    def materialize(self) -> dict[str, list[TopicPartition]]:
+        g = self.g
+        members = g.spec.members
+        lists = TopicPartitionLists(self.topics)
+        lists.prefetch(self.subscribers)
+        tables = {t: lists.get(t) for t in self.subscribers}
+        by_member: list[list[TopicPartition]] = [[] for _ in members]
+        current = g.current
+        batched = self._fresh_batch(
+            [pos for pos, i in enumerate(g.order) if not current[i] and self.events[pos]], tables
+        )
+        for pos, i in enumerate(g.order):
+            ev = self.events[pos]
+            owned = current[i]
+            done = batched.get(pos)
+            if done is not None:
+                by_member[i] = done
+                continue
+            if not ev and pos not in self.dropped:
+                if isinstance(owned, tuple):
+                    by_member[i] = owned[3]
+                elif isinstance(owned, OwnedFlat):
+                    by_member[i] = owned.tps
+                elif owned:
+                    by_member[i] = [tp for o in self.olds(i) for tp in o.tps]
+                continue
+            if not owned and ev:
+                fresh = self._fresh(ev, tables, g.subscription(i))
+                if fresh is not None:
+                    by_member[i] = fresh
+                    continue
+            by_member[i] = self._replay(pos, i, ev, lists)
+        return dict(zip([m.member_id for m in members], by_member, strict=True))
+
+    @cached_property
+    def set_masks(self) -> dict[int, int]:
+        """Per topic, ``capacity - 1`` of a member's set that never grew."""
+        return {t: cap - 1 for t, cap in self.estimates.items()}
+
+    @cached_property
+    def small_sets(self) -> int:
+        """Sets with fewer partitions than this never grew nor filled a bin."""
+        return min([9, *(cap * 3 // 4 + 1 for cap in self.estimates.values())])
+
+    @cached_property
+    def estimates(self) -> dict[int, int]:
+        """Per topic, the table size of ``new HashSet<>((int) (ceil(P / S) / 0.75f + 1))``."""
+        counts = self.topics.counts
+        return {
+            t: table_size_for(float_capacity((counts[t] + len(subs) - 1) // len(subs)))
+            for t, subs in self.subscribers.items()
+        }
+
+    def _roomy(self, subscription: list[int]) -> bool:
+        """No 8 of these topics share a bin of 16 (nor then of any larger table)."""
+        roomy = self._roomy_cache.get(id(subscription))
+        if roomy is None:
+            spreads = self.topics.spreads
+            roomy = _no_full_bin([spreads[t] for t in subscription], 16, _CIA_LIMIT)
+            self._roomy_cache[id(subscription)] = roomy
+        return roomy
+
+    def _fresh(
+        self, ev: list[int], tables: dict[int, list[TopicPartition]], subscription: list[int]
+    ) -> list[TopicPartition] | None:
+        """The target of a member that owned nothing, from its changes, or ``None`` if the
+        general replay must compute it.
+
+        Its map got ``computeIfAbsent`` for every partition added (a new key goes first in
+        its bin, the table grows on the call after the one that crossed the threshold); a
+        removal does not touch the map unless it empties a set (then: ``None``). A set
+        iterates by bin, then addition order; a removal leaves the others' order alone."""
+        if min(ev) < 0:
+            removals = list(map(gt, repeat(0), ev))
+            removed = set(map(invert, compress(ev, removals)))
+            adds = list(compress(ev, map(not_, removals)))
+            kept = list(compress(adds, map(not_, map(removed.__contains__, adds))))
+            if len(kept) + len(removed) != len(adds) or len(set(adds)) != len(adds):
+                return None  # a partition removed twice or added back
+        else:
+            adds = kept = ev
+            removed = set()
+        n = len(adds)
+        ts = list(map(rshift, adds, repeat(_SHIFT)))
+        first = dict(zip(reversed(ts), range(n - 1, -1, -1), strict=True))  # topic -> 1st call
+        inserted = sorted(first, key=first.__getitem__)
+        z = len(inserted)
+        # new HashMap<>(0): before each insertion the table holds the keys (z - 1 before the
+        # last); a call after the last insertion grows it once more if needed
+        cap = _cia_capacity(z - 1)
+        if first[inserted[-1]] < n - 1 and z > cap * 3 // 4:
+            cap *= 2
+        spreads = self.topics.spreads
+        crowded = False
+        if z >= _CIA_LIMIT and not self._roomy(subscription):
+            # while the table had c bins it held at most c * 3 / 4 + 1 keys: none of those
+            # bins may have reached 8 (computeIfAbsent would have treeified or resized)
+            level = 16
+            while level <= cap and not crowded:
+                k = min(z, level * 3 // 4 + 1)
+                crowded = k >= _CIA_LIMIT and not _no_full_bin(
+                    [spreads[t] for t in inserted[:k]], level, _CIA_LIMIT
+                )
+                level *= 2
+        if crowded:  # the simulator, on the calls that matter (each insertion, then one more)
+            calls: list[tuple[str, int]] = []
+            for j, t in enumerate(inserted):
+                calls.append(("c", t))
+                after = first[inserted[j + 1]] if j + 1 < z else n
+                if after > first[t] + 1:
+                    calls.append(("c", t))
+            by_map = self.topics.replay(1, calls)
+            rank = dict(zip(by_map, _RANKS, strict=False))
+        else:  # by bin, a later insertion first within a bin
+            bins = list(map(and_, map(spreads.__getitem__, inserted), repeat(cap - 1)))
+            by_bin = sorted(
+                range(z), key=list(map(sub_, map(mul, bins, repeat(z)), range(z))).__getitem__
+            )
+            rank = dict(zip(map(inserted.__getitem__, by_bin), _RANKS, strict=False))
+        masks = self.set_masks
+        counts = Counter(ts)  # additions per set: at least its largest size
+        small = self.small_sets
+        if max(counts.values()) >= small:
+            masks = {t: masks[t] for t in inserted}
+            estimates = self.estimates
+            lost = {k >> _SHIFT for k in removed} if kept is not adds else set()
+            ps = list(map(and_, adds, repeat(_LOW)))
+            for t in compress(counts, map(le, repeat(small), counts.values())):
+                c = counts[t]
+                pending = estimates[t]
+                if t in lost and c > pending * 3 // 4:
+                    return None  # its capacity depends on when it lost the partition
+                if c >= 9:
+                    group = [p for p, t2 in zip(ps, ts, strict=True) if t2 == t]
+                    if not _safe_adds(group, pending):
+                        return None
+                masks[t] = grown_capacity(pending, c) - 1
+        if kept is not adds:
+            ts = list(map(rshift, kept, repeat(_SHIFT)))
+            if len(set(ts)) != z:
+                return None  # a set emptied: its topic left the map
+        ps = list(map(and_, kept, repeat(_LOW)))
+        if max(ps) >= 65536:
+            return None
+        keys = list(
+            map(
+                or_,
+                map(rank.__getitem__, ts),
+                map(and_, ps, map(masks.__getitem__, ts)),
+            )
+        )
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        return list(
+            map(
+                getitem,
+                map(tables.__getitem__, map(ts.__getitem__, order)),
+                map(ps.__getitem__, order),
+            )
+        )
+
+    def _fresh_batch(
+        self, positions: list[int], tables: dict[int, list[TopicPartition]]
+    ) -> dict[int, list[TopicPartition]]:
+        """:meth:`_fresh` of many members at once, with numpy: one sort of every change.
+
+        Done for the members whose changes are additions only, of partitions below 65536, at
+        most 8 per topic, into a map no bin of which can have held 8 topics (the others are
+        left out of the answer, for :meth:`_fresh`). Each change's sort key is (member,
+        rank of its topic in the member's map, its bin in the topic's set), as there."""
+        k = len(positions)
+        if k < _BATCH_MIN or len(self.topics.counts) >= 1 << 15:
+            return {}
+        g = self.g
+        evs = [self.events[pos] for pos in positions]
+        lens = np.fromiter(map(len, evs), np.int64, k)
+        starts = np.zeros(k + 1, np.int64)
+        np.cumsum(lens, out=starts[1:])
+        flat = np.fromiter(chain.from_iterable(evs), np.int64, int(starts[-1]))
+        heads = starts[:-1]
+        ok = np.minimum.reduceat(flat, heads) >= 0  # removals: _fresh
+        flat = np.where(flat < 0, ~flat, flat)
+        ts = flat >> _SHIFT
+        ps = flat & _LOW
+        ok &= np.maximum.reduceat(ps, heads) < 65536
+        mem = np.repeat(np.arange(k, dtype=np.int64), lens)
+        n_topics = len(self.topics.counts)
+        # the (member, topic) pairs: the member's sets, in order of (member, topic)
+        pairs, first, inverse, adds = np.unique(
+            mem * n_topics + ts, return_index=True, return_inverse=True, return_counts=True
+        )
+        inverse = inverse.reshape(-1)
+        pm = pairs // n_topics
+        pt = pairs % n_topics
+        z = np.bincount(pm, minlength=k)
+        pair_heads = np.zeros(k + 1, np.int64)
+        np.cumsum(z, out=pair_heads[1:])
+        # insertion index of each topic in its member's map (first computeIfAbsent)
+        inserted = np.argsort(first, kind="stable")
+        j = np.empty(len(pairs), np.int64)
+        j[inserted] = np.arange(len(pairs)) - pair_heads[pm[inserted]]
+        # new HashMap<>(0): the capacity holding z - 1 keys, grown once more by a call after
+        # the last insertion
+        if int(z.max()) > len(_CIA_CAPACITIES):
+            return {}
+        caps = np.array(_CIA_CAPACITIES, np.int64)[z - 1]
+        later = np.maximum.reduceat(first, pair_heads[:-1]) < starts[1:] - 1
+        caps = np.where(later & (z > caps * 3 // 4), caps * 2, caps)
+        spreads = np.array(self.topics.spreads, np.int64)[pt]
+        # a map no bin of which may have reached 8 keys while it had fewer bins
+        roomy = np.fromiter(
+            (self._roomy(g.subscription(g.order[pos])) for pos in positions), bool, k
+        )
+        suspect = ~roomy & (z >= _CIA_LIMIT)
+        level = 16
+        while suspect.any() and level <= int(caps[suspect].max()):
+            held = np.minimum(z, level * 3 // 4 + 1)
+            check = suspect & (caps >= level) & (held >= _CIA_LIMIT)
+            sel = check[pm] & (j < held[pm])
+            bins, sizes = np.unique(
+                pm[sel] * level + (spreads[sel] & (level - 1)), return_counts=True
+            )
+            ok[bins[sizes >= _CIA_LIMIT] // level] = False
+            suspect &= ok
+            level *= 2
+        # by bin of the map, a later insertion first within a bin
+        by_bin = np.lexsort((-j, spreads & (caps[pm] - 1), pm))
+        rank = np.empty(len(pairs), np.int64)
+        rank[by_bin] = np.arange(len(pairs)) - pair_heads[pm[by_bin]]
+        # each set: new HashSet<>(estimate), grown by its additions, which it iterates by
+        # bin if they span fewer than 8 tables of the estimate (else: _fresh)
+        estimates = self.estimates
+        est = np.zeros(n_topics, np.int64)
+        est[list(estimates)] = list(estimates.values())
+        set_caps = est[pt]
+        many = adds >= _SET_BIN_LIMIT
+        if many.any():
+            lo = np.full(len(pairs), 1 << 40, np.int64)
+            hi = np.zeros(len(pairs), np.int64)
+            np.minimum.at(lo, inverse, ps)
+            np.maximum.at(hi, inverse, ps)
+            # no bin of a table of 16 or more bins holds 9 of a span of fewer than 8 tables
+            doubt = many & (hi - lo >= (_SET_BIN_LIMIT - 1) * np.maximum(set_caps, 16))
+            if doubt.any():
+                self._unsafe_sets(doubt, inverse, ps, adds, set_caps, pm, ok)
+        growing = adds > set_caps * 3 // 4
+        while growing.any():
+            set_caps = np.where(growing, set_caps * 2, set_caps)
+            growing = adds > set_caps * 3 // 4
+        keys = mem << 32 | rank[inverse] << 16 | (ps & (set_caps - 1)[inverse])
+        chosen = ok[mem]
+        order = np.flatnonzero(chosen)[np.argsort(keys[chosen], kind="stable")]
+        offsets = np.zeros(n_topics, np.int64)
+        flat_tps: list[TopicPartition] = []
+        counts = self.topics.counts
+        for t, tps in tables.items():
+            offsets[t] = len(flat_tps)
+            flat_tps += tps[: counts[t]]
+        ordered = list(map(flat_tps.__getitem__, (offsets[ts[order]] + ps[order]).tolist()))
+        out: dict[int, list[TopicPartition]] = {}
+        at = 0
+        for pos, n in zip(compress(positions, ok.tolist()), lens[ok].tolist(), strict=True):
+            out[pos] = ordered[at : at + n]
+            at += n
+        return out
+
+    @staticmethod
+    def _unsafe_sets(
+        doubt: np.ndarray[Any, np.dtype[np.bool_]],
+        inverse: np.ndarray[Any, np.dtype[np.int64]],
+        ps: np.ndarray[Any, np.dtype[np.int64]],
+        adds: np.ndarray[Any, np.dtype[np.int64]],
+        set_caps: np.ndarray[Any, np.dtype[np.int64]],
+        pm: np.ndarray[Any, np.dtype[np.int64]],
+        ok: np.ndarray[Any, np.dtype[np.bool_]],
+    ) -> None:
+        """:func:`~assign_core.javacompat.hashmap.adds_iterate_by_bin` of the sets in
+        ``doubt`` (``_put_only_safe``): clears ``ok`` of a member with a set a bin of which
+        held 9 partitions while the set had some capacity."""
+        chosen = np.flatnonzero(doubt[inverse])
+        by_set = chosen[np.argsort(inverse[chosen], kind="stable")]
+        set_of = inverse[by_set]
+        nth = np.arange(len(by_set)) - np.searchsorted(set_of, set_of)  # addition index
+        n = adds[set_of]
+        base = set_caps[set_of]
+        parts = ps[by_set]
+        top = int(base.max())
+        while int(n.max()) > top * 3 // 4:
+            top *= 2
+        level = 16
+        while level <= top:
+            held = np.minimum(n, level * 3 // 4 + 1)  # keys present while it had `level` bins
+            check = (
+                (level >= base)
+                & ((level == base) | ((level // 2) * 3 // 4 + 1 < n))
+                & (held >= _SET_BIN_LIMIT)
+                & (nth < held)
+            )
+            bins, sizes = np.unique(
+                set_of[check] * level + (parts[check] & (level - 1)), return_counts=True
+            )
+            ok[pm[bins[sizes >= _SET_BIN_LIMIT] // level]] = False
+            level *= 2
+
+    def _replay(
+        self, pos: int, i: int, ev: list[int], lists: TopicPartitionLists
+    ) -> list[TopicPartition]:
+        """Apply the changes to the ``deepCopyAssignment`` of the current assignment, on the
+        map model and each set's list of calls."""
+        base = self.olds(i)
+        model = MapModel(self.topics, table_size_for(len(base)))
+        calls: dict[int, list[int]] = {}
+        pending: dict[int, int] = {}
+        live: dict[int, set[int]] = {}
+        for o in base:
+            model.put(o.topic)
+            calls[o.topic] = list(o.partitions)
+            pending[o.topic] = hashset_copy_capacity(len(o.partitions))
+            live[o.topic] = set(o.partitions)
+        for t in self.dropped.get(pos, ()):
+            model.remove(t)
+            del live[t]
+        estimate = self.estimates
+        grown = False  # the map's size changed since its last computeIfAbsent
+        for e in ev:
+            if e >= 0:
+                t = e >> _SHIFT
+                p = e & _LOW
+                members = live.get(t)
+                if members is None:
+                    model.compute_if_absent(t)
+                    members = live[t] = set()
+                    calls[t] = []
+                    pending[t] = estimate[t]
+                    grown = True
+                elif grown:
+                    model.compute_if_absent(t)  # may resize, lazily
+                    grown = False
+                if p not in members:
+                    members.add(p)
+                    calls[t].append(p)
+            else:
+                e = ~e
+                t = e >> _SHIFT
+                p = e & _LOW
+                members = live.get(t)
+                if members is not None and p in members:
+                    members.discard(p)
+                    calls[t].append(~p)
+                    if not members:
+                        model.remove(t)
+                        del live[t]
+        out: list[TopicPartition] = []
+        for t in model.order():
+            out += lists.of(t, int_set_order(pending[t], calls[t]))
+        return out
+
+
+def _beyond(topics: TopicTable, ts: list[int], parts: Sequence[int]) -> AssignmentError:
+    names = ", ".join(topics.names[t] for t in ts)
+    return AssignmentError(
+        f"a current assignment of {names} names a partition beyond the topic's partitions "
+        f"(max {max(parts)}; Java: ArrayIndexOutOfBoundsException)"
+    )
+
+
+def _cia_capacity(size: int) -> int:
+    """The least capacity of ``new HashMap<>(0)``'s doubling chain holding ``size`` keys."""
+    cap = 1
+    while size > cap * 3 // 4:
+        cap *= 2
+    return cap
+
+
+#: From this many members that owned nothing, :meth:`_Hetero._fresh_batch` orders them.
+_BATCH_MIN = 4
+#: ``_cia_capacity(size)`` for the sizes of a member's map.
+_CIA_CAPACITIES = [_cia_capacity(size) for size in range(1 << 12)]
+
+#: rank << 32, the high part of the sort keys of ``_Hetero._fresh``
+_RANKS = [r << _SHIFT for r in range(1 << 16)]
+
+
+def _no_full_bin(spreads: list[int], cap: int, limit: int) -> bool:
+    bins = sorted(map((cap - 1).__and__, spreads))
+    return not any(map(eq, bins, bins[limit - 1 :]))
+
+
+def _safe_adds(partitions: list[int], pending: int) -> bool:
+    """Adding ``partitions`` to a fresh ``HashSet<>(pending)`` iterates them by bin of its
+    final table."""
+    if adds_iterate_by_bin(pending, partitions):
+        return True
+    return int_set_order(pending, partitions) == sorted(
+        partitions, key=(grown_capacity(pending, len(partitions)) - 1).__and__
+    )
+
+
+def _heterogeneous(g: ServerGroup, olds: _Olds) -> _Hetero | None:
+    h = _Hetero(g, olds)
+    if not h.subscribers:
+        return None
+    h.revoke()
+    h.assign_remaining()
+    h.balance()
+    return h
