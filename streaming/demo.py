@@ -10,7 +10,9 @@
       └── the Structured Streaming job (local Spark, this process)
             -> Delta tables under .local/demo/delta
             -> Prometheus exporter on http://127.0.0.1:9108/metrics
-            -> the terminal summary below, refreshed every few seconds
+            -> the terminal: a table of the groups redrawn in place (rich), each
+               group's rebalances counted by cause; off a terminal one line per
+               rebalance, and the table once at the end
 
 It runs until Ctrl-C or ``--duration``; then it stops the simulator (which closes its
 members), the collector, the job, and the broker if the demo started it. The job starts from
@@ -18,8 +20,14 @@ the latest offsets (``--from-earliest`` replays what the broker already holds), 
 scenarios and the collector only once its first micro-batch is done, so every group is seen
 from its first record (``--duration`` counts from then); it keeps its
 checkpoint and tables in ``.local/demo`` (cleared at start unless ``--keep-state``). Logs of
-the helpers go to ``.local/demo/*.log``. ``--static`` prints the what-if comparison of the
-source documents' scenarios instead (no broker, no Spark).
+the helpers go to ``.local/demo/*.log``: the job's progress lines to ``job.log``, everything
+Spark's JVM and its Python workers print to ``spark.log`` (never to the terminal,
+:func:`streaming.spark.session.launch_jvm`). While Spark starts, creates the tables and runs
+its first micro-batch (a minute or more on a busy machine) a spinner says which, with the
+time elapsed (:func:`streaming.console.waiting`). Groups known only from the collector's
+snapshots (no coordinator record yet, such as the Kafka source's own consumer) are named
+under the table with what is known of them, not given a row. ``--static`` prints the what-if
+comparison of the source documents' scenarios instead (no broker, no Spark).
 """
 
 from __future__ import annotations
