@@ -114,7 +114,7 @@ class Summary:
                     self.lines.append(f"{_clock(row.get('event_ts_ms'))}  {group}  deleted")
                     continue
                 line = self.groups.setdefault(group, GroupLine(group))
-                if kind == "rebalance":
+                if kind in ("rebalance", "rebalance_summary"):
                     self._rebalance(line, row)
                     self.lines.append(_event_line(line, row))
                 elif kind == "group_status":

@@ -9,28 +9,34 @@
     envelope -> with_commit                streaming.spark.commits: offset commits decoded in
                                       │    the JVM (jvm/udf), a typed ``commit`` column
               ┌───────────────────────┴──────────────────────────┐
-              ▼ commit lane (JVM only)                           ▼ group lane
+              ▼ commit lane (JVM only,                           ▼ group lane
+                offset_commits_history=every)
     commit_rows: offset_commits rows,      decode: mapInArrow on the executors; commits as
     one typed struct column                runs (vectorized), the rest decoded by the codec;
               │                            per source partition a stats row
               │                                                  ▼
               │                            track: transformWithStateInPandas, state per
               │                            group on RocksDB; bad rows and stats rows pass
-              │                            through under keys of their own
+              │                            through under keys of their own; with
+              │                            history=latest, the offset_commits rows too
+              │                            (each run's last commit, each tombstone)
               └───────────────────────┬──────────────────────────┘
-                                      ▼ unionByName
+                                      ▼ unionByName (every) / the group lane alone (latest)
     query "events": foreachBatch (streaming.sinks.micro_batch.Sinks) -> one job computes the
                     batch (persisted) and collects the exporter's rows (DRIVER_KINDS;
-                    rebalances as their summary; the lane's offset tombstones), the stats and
+                    rebalances as their summary; the offset tombstones), the stats and
                     every row's kind -> PrometheusSink.update first (detection latency),
                     counters (input, bad, unrouted, offset gaps); then each table's rows
                     (the tracker's typed struct of each table, streaming.sinks.tables.
-                    table_frame; offset_commits from the lane's struct, commit_frame) and the
-                    bad rows' struct -> DeltaSink, the tables side by side
+                    table_frame; offset_commits from the offset_commit struct,
+                    commit_frame) and the bad rows' struct -> DeltaSink, the tables side by side
                     (txnAppId/txnVersion); two progress lines per batch ([records], [events])
 
-The Kafka source is read twice per micro-batch, once by each lane (Spark plans a union's
-branches apart); the JVM read is the cheap part of a record's way (``bench/steady.py``).
+With the default ``offset_commits_history=latest`` the table keeps each partition's last
+record of a micro-batch, which is the last commit of one of the group lane's runs (or a
+tombstone): the stateful step writes those rows, and the source is read once per
+micro-batch. With ``every`` the commit lane writes every commit, and the source is read
+twice per micro-batch, once by each lane (Spark plans a union's branches apart).
 
 One query, so every record is decoded once: the quarantine and the counters ride through
 the stateful step instead of a second query decoding the same records (``bench/stream.py``
@@ -145,7 +151,8 @@ def start(
     # 2. offset commits decoded in the JVM (the commit lane's column)
     records = with_commit(records)
 
-    # 3a. commit lane: offset_commits rows, typed, no Python
+    # 3a. commit lane (every commit kept): offset_commits rows, typed, no Python
+    every = config.offset_commits_history != "latest"
     commits = commit_rows(
         records.withColumn("timestamp_ms", F.unix_millis("timestamp")),
         cluster=config.cluster,
@@ -158,10 +165,10 @@ def start(
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
-    events = track(decoded, cluster=config.cluster, config=tracker)
+    events = track(decoded, cluster=config.cluster, config=tracker, commit_rows=not every)
 
     # 4. sinks
-    rows = events.unionByName(commits, allowMissingColumns=True)
+    rows = events.unionByName(commits, allowMissingColumns=True) if every else events
     return [_start_query(rows, "events", sinks.events_batch, config, once=once)]
 
 

@@ -15,12 +15,12 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.sinks.tables import BAD_RECORD_KIND
+from streaming.sinks.tables import BAD_RECORD_KIND, GROUP_METRICS, PARTITION_LAG
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -32,25 +32,35 @@ if TYPE_CHECKING:
 __all__ = [
     "BAD_RECORD",
     "DRIVER_KINDS",
+    "DRIVER_STRUCT_KINDS",
     "SOURCE_STATS",
     "EventsListener",
     "JobStats",
     "Progress",
     "Sinks",
     "app_id",
+    "driver_row",
     "table_frames",
 ]
 
 Progress = Callable[[str], None]
 #: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts; a
-#: rebalance as :func:`streaming.spark.stateful.summary_row`), in order and in chunks of
-#: :data:`DRIVER_CHUNK`, before they are written to Delta.
+#: rebalance as its :class:`~streaming.tracking.events.RebalanceSummary`, kind
+#: ``rebalance_summary``), in order and in chunks of :data:`DRIVER_CHUNK`, before they are
+#: written to Delta.
 EventsListener = Callable[[list[dict[str, Any]]], None]
 #: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
 #: (commits, per-member assignments) goes from the executors to Delta only.
 DRIVER_KINDS = frozenset(
     {"rebalance", "group_metrics", "group_status", "partition_lag", "group_deleted"}
 )
+
+#: The driver's kinds it reads typed, from their table's struct column (the others, JSON:
+#: a rebalance's summary, the kinds without a table).
+DRIVER_STRUCT_KINDS = {"group_metrics": GROUP_METRICS, "partition_lag": PARTITION_LAG}
+_TOMBSTONE = "tombstone"
+#: The driver's kinds it reads as JSON (``summary`` or ``payload``).
+_TEXT_KINDS = DRIVER_KINDS - DRIVER_STRUCT_KINDS.keys()
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
 SOURCE_STATS, BAD_RECORD = "source_stats", BAD_RECORD_KIND
@@ -140,11 +150,17 @@ class Sinks:
             self.prometheus.stop()
 
     def _count_records(
-        self, stats_rows: list[dict[str, Any]], batch_id: int, started: float
+        self,
+        stats_rows: list[dict[str, Any]],
+        batch_id: int,
+        started: float,
+        bad_rows: int = 0,
     ) -> None:
         """Sum a batch's source stats (:func:`streaming.spark.decode.source_stats`) per source
         partition: records, bad, without a group, offset gaps; to Prometheus (with the batch's
-        duration since ``started``, :func:`time.monotonic`) and a line."""
+        duration since ``started``, :func:`time.monotonic`) and a line. ``bad_rows``: the
+        batch's ``bad_record`` rows; more than the stats' bad records when the stateful step
+        quarantined rows of its own (:func:`streaming.spark.stateful.observations_by_group`)."""
         per_partition: dict[tuple[str, int], list[int]] = {}  # lo, hi, records, unrouted, bad
         for s in stats_rows:
             key = (str(s["topic"]), int(s["partition"]))
@@ -166,6 +182,7 @@ class Sinks:
                 if last is not None and lo > last + 1:
                     gaps += lo - last - 1
                 stats.last_offsets[key] = max(hi, last if last is not None else -1)
+            bad_count = max(bad_count, bad_rows)
             stats.input_records += records
             stats.bad_records += bad_count
             stats.unrouted_records += unrouted
@@ -207,22 +224,24 @@ class Sinks:
         df = df.persist()
         try:
             # one job computes the batch (persisted) and brings the driver every row's kind
-            # (the counts, without a second job) and the text of the rows it needs: the
-            # exporter's (a rebalance as its summary_row: without the lists only Delta keeps;
-            # an offset tombstone of the commit lane ends its partition's lag series) and the
-            # source stats (typed); the batch cap (max_offsets_per_trigger) bounds them
-            needed = F.col("kind").isin(list(DRIVER_KINDS))
+            # (the counts, without a second job) and the rows it needs: the exporter's, typed
+            # (their table's struct: DRIVER_STRUCT_KINDS; an offset tombstone's commit
+            # struct, which ends its partition's lag series), or as JSON (a rebalance as its
+            # RebalanceSummary, without the lists only Delta keeps; the kinds without a
+            # table), and the source stats (typed); the batch cap (max_offsets_per_trigger)
+            # bounds them
+            kind = F.col("kind")
             commit = F.col(COMMIT_STRUCT_COLUMN)
-            text = (
-                F.when(needed, F.coalesce(F.col("summary"), F.col("payload")))
-                .when(
-                    (F.col("kind") == COMMIT_KIND) & commit["deleted"],
-                    F.to_json(commit, {"ignoreNullFields": "false"}),  # nulls are fields too
-                )
-                .alias("text")
-            )
+            text = F.when(
+                kind.isin(sorted(_TEXT_KINDS)),
+                F.coalesce(F.col("summary"), F.col("payload")),
+            ).alias("text")
+            tombstone = F.when((kind == COMMIT_KIND) & commit["deleted"], commit)
+            typed = [F.col(table) for table in DRIVER_STRUCT_KINDS.values()]
+            columns = ["text", *DRIVER_STRUCT_KINDS.values(), _TOMBSTONE]
             # Arrow buffers, not a row object each
-            small = df.select("kind", text, SOURCE_STATS).toArrow()
+            small = df.select("kind", text, *typed, tombstone.alias(_TOMBSTONE), SOURCE_STATS)
+            small = small.toArrow()
             counts = pc.value_counts(small["kind"])
             kinds: dict[str, int] = dict(
                 zip(
@@ -235,14 +254,12 @@ class Sinks:
             stats: list[dict[str, Any]] = small.filter(is_stats)[SOURCE_STATS].to_pylist()
             for start in range(0, small.num_rows, DRIVER_CHUNK):  # no filtered copy: memory
                 chunk = small.slice(start, DRIVER_CHUNK)
+                values = [chunk[c].to_pylist() for c in columns]
                 driver = []
-                for kind, text in zip(
-                    chunk["kind"].to_pylist(), chunk["text"].to_pylist(), strict=True
-                ):
-                    if text is not None:
-                        parsed = json.loads(text)
-                        parsed["kind"] = kind  # the lane's tombstones are bare rows
-                        driver.append(parsed)
+                for i, row_kind in enumerate(chunk["kind"].to_pylist()):
+                    row = _driver_row(row_kind, [v[i] for v in values])
+                    if row is not None:
+                        driver.append(row)
                 if not driver:
                     continue
                 if self.prometheus is not None:
@@ -256,13 +273,39 @@ class Sinks:
             self.delta.write_batch(batch_id, frames)
         finally:
             df.unpersist()
-        self._count_records(stats, batch_id, started)
+        self._count_records(stats, batch_id, started, kinds.get(BAD_RECORD, 0))
         events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
         with self._lock:
             for kind, n in events.items():
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
         shown = ", ".join(f"{k}={n}" for k, n in sorted(events.items())) or "none"
         self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
+
+
+def driver_row(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the driver reads of one of the stateful step's rows (a
+    :data:`streaming.spark.stateful.EVENTS_SCHEMA` dict), as :meth:`Sinks.events_batch` reads
+    it from the batch's Arrow columns; None: a row only Delta reads."""
+    from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
+
+    kind = row["kind"]
+    text = row["summary"] or row["payload"] if kind in _TEXT_KINDS else None
+    commit = row.get(COMMIT_STRUCT_COLUMN)
+    tombstone = commit if kind == COMMIT_KIND and commit and commit["deleted"] else None
+    return _driver_row(kind, [text, *(row.get(t) for t in DRIVER_STRUCT_KINDS.values()), tombstone])
+
+
+def _driver_row(kind: str, values: list[Any]) -> dict[str, Any] | None:
+    """A row the driver needs, from its ``text`` (JSON) or its one non-null struct."""
+    text, *structs = values
+    if text is not None:
+        row: dict[str, Any] = json.loads(text)
+        row.setdefault("kind", kind)
+        return row
+    for struct in structs:
+        if struct is not None:
+            return {**struct, "kind": kind}
+    return None
 
 
 def table_frames(

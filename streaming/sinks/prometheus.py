@@ -73,6 +73,7 @@ from streaming.tracking.events import (
     OffsetCommitRow,
     PartitionLagRow,
     RebalanceEvent,
+    RebalanceSummary,
     from_row,
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
@@ -347,7 +348,7 @@ class PrometheusSink:
             self._applied.popitem(last=False)
 
     def _apply(self, event: Any, group: _GroupKey) -> None:
-        if isinstance(event, RebalanceEvent):
+        if isinstance(event, RebalanceEvent | RebalanceSummary):
             self._rebalance(event, group)
         elif isinstance(event, GroupMetricsRow):
             self._group_metrics(event, group)
@@ -369,7 +370,7 @@ class PrometheusSink:
             self._delete_group(event, group)
         # MemberAssignmentRow: the Delta table's business; the gauges come from the rebalance.
 
-    def _rebalance(self, ev: RebalanceEvent, group: _GroupKey) -> None:
+    def _rebalance(self, ev: RebalanceEvent | RebalanceSummary, group: _GroupKey) -> None:
         if ev.is_rebalance:
             self._inc(mn.REBALANCES, (*group, ev.cause), 1)
             self._inc(mn.PARTITIONS_MOVED, group, max(0, ev.churn.moved_partitions))
@@ -388,12 +389,10 @@ class PrometheusSink:
         info = None if own is None else (*group, own, ev.rebalance_protocol, ev.group_protocol)
         self._set_assignor(group, info, from_rebalance=True)
         current: set[tuple[str, ...]] = set()
-        for member in ev.members_after:
-            labels = (*group, member.member_id, member.client_id or "")
+        for member_id, client_id, partitions in _members_after(ev):
+            labels = (*group, member_id, client_id or "")
             current.add(labels)
-            self._set(
-                mn.MEMBER_ASSIGNED_PARTITIONS, labels, len(ev.actual.get(member.member_id, ()))
-            )
+            self._set(mn.MEMBER_ASSIGNED_PARTITIONS, labels, partitions)
         for gone in self._members.get(group, set()) - current:
             self._remove(mn.MEMBER_ASSIGNED_PARTITIONS, gone)
         self._members[group] = current
@@ -524,10 +523,20 @@ def _strategy_label(strategy: str | None, group_protocol: str | None) -> str | N
     return strategy
 
 
-def _own_strategy(ev: RebalanceEvent) -> str | None:
+def _own_strategy(ev: RebalanceEvent | RebalanceSummary) -> str | None:
     """The own strategy of a rebalance: its ``own`` expected assignment (the name its
     ``GroupMetricsRow`` and ``divergent`` series carry), else the event's ``strategy``."""
-    for expected in ev.expected:
-        if expected.own:
-            return expected.strategy
-    return _strategy_label(ev.strategy, ev.group_protocol)
+    if isinstance(ev, RebalanceSummary):
+        own = ev.own_strategy
+    else:
+        own = next((x.strategy for x in ev.expected if x.own), None)
+    return own if own is not None else _strategy_label(ev.strategy, ev.group_protocol)
+
+
+def _members_after(ev: RebalanceEvent | RebalanceSummary) -> list[tuple[str, str | None, int]]:
+    """Each member after the rebalance: id, client id, assigned partitions."""
+    if isinstance(ev, RebalanceSummary):
+        return [(m.member_id, m.client_id, m.assigned_partitions) for m in ev.members_after]
+    return [
+        (m.member_id, m.client_id, len(ev.actual.get(m.member_id, ()))) for m in ev.members_after
+    ]

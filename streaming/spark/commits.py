@@ -5,11 +5,14 @@ commits every partition it owns every few seconds. They take this lane::
 
     envelope rows ──► with_commit: ``commit`` = rm_offset_commit(key, value)   (JVM, jvm/udf)
         │                         (null: not a well-formed commit or offset tombstone)
-        ├──► commit_rows: the ``offset_commits`` table's columns as one typed struct
-        │    (``offset_commit``), event ids built as the tracker builds them
-        │    (``rm_quote`` = Python's ``urllib.parse.quote(safe="")``)
+        ├──► commit_rows (``offset_commits_history=every``): the ``offset_commits``
+        │    table's columns as one typed struct (``offset_commit``), event ids built as
+        │    the tracker builds them (``rm_quote`` = Python's ``urllib.parse.quote(safe="")``)
         └──► the group lane (streaming.spark.decode): commits reach the per-group tracker
-             only as per-run aggregates (CommitRun), everything else as today
+             only as per-run aggregates (CommitRun), everything else as today; with
+             ``latest`` (the default) the stateful step writes the ``offset_commit`` rows of
+             each run's last commit and of each tombstone, equal to this lane's last rows
+             (:func:`streaming.spark.stateful.track`), and the source is read once
 
 ``rm_offset_commit`` (``jvm/udf/.../OffsetCommitUdf.java``, built by ``make setup``) accepts
 exactly the commits the Python codec accepts and returns null for everything else: other

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARROW_ENVELOPE",
+    "COMMIT_FIELDS",
     "DECODED_SCHEMA",
     "ENVELOPE_SCHEMA",
     "STATS_KEY",
@@ -108,7 +109,8 @@ DECODED_SCHEMA = (
     f"stats {STATS_TYPE_DDL}, "
     "run_topic string, run_partition int, run_offset bigint, run_leader_epoch int, "
     "run_commit_ts_ms bigint, run_count int, run_history_ts_ms array<bigint>, "
-    "run_history_offsets array<bigint>, run_topic_id string"
+    "run_history_offsets array<bigint>, run_topic_id string, run_metadata string, "
+    "run_expire_ts_ms bigint"
 )
 #: The ``group_id`` of a source-stats row (:func:`source_stats`); no Kafka group is named so.
 STATS_KEY = "\x00rebalance-monitor:source-stats"
@@ -126,6 +128,21 @@ ARROW_ENVELOPE = pa.schema(
         ("value", pa.binary()),
     ]
 )
+#: The fields of the commit lane's ``commit`` struct a decode task receives: what a run
+#: needs, and its last commit's ``metadata`` and ``expire_ts_ms`` (the ``offset_commits``
+#: row the stateful step writes of it, :func:`streaming.spark.stateful.track`).
+COMMIT_FIELDS = (
+    "group_id",
+    "topic",
+    "partition",
+    "version",
+    "offset",
+    "leader_epoch",
+    "commit_ts_ms",
+    "topic_id",
+    "metadata",
+    "expire_ts_ms",
+)
 #: What a run row carries beside the decoded columns (null on every other row).
 _RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("run_topic", pa.string()),
@@ -137,6 +154,8 @@ _RUN_FIELDS: list[tuple[str, pa.DataType]] = [
     ("run_history_ts_ms", pa.list_(pa.int64())),
     ("run_history_offsets", pa.list_(pa.int64())),
     ("run_topic_id", pa.string()),
+    ("run_metadata", pa.string()),
+    ("run_expire_ts_ms", pa.int64()),
 ]
 _ARROW_DECODED = pa.schema(
     [
@@ -348,6 +367,16 @@ def _segments(groups: pa.Array, rows: Any, boundaries: list[tuple[str, int]], n:
     return np.where(codes >= 0, found, 0)
 
 
+def _field_or_nulls(
+    commit: pa.StructArray, name: str, type_: pa.DataType, rows: pa.Array
+) -> pa.Array:
+    """``commit``'s field ``name`` at ``rows``; nulls when the struct has no such field (a
+    ``commit`` column built without it, as some tests do)."""
+    if commit.type.get_field_index(name) < 0:
+        return pa.nulls(len(rows), type=type_)
+    return commit.field(name).take(rows).cast(type_)
+
+
 def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: int) -> pa.Table:
     """One ``CommitRun`` row per (group, topic, partition, source partition, segment) of
     commit rows ``rows`` (in offset order within each source partition)."""
@@ -397,6 +426,10 @@ def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: i
         pa.ListArray.from_arrays(list_offsets, commit.field("commit_ts_ms").take(hist_rows)),
         pa.ListArray.from_arrays(list_offsets, commit.field("offset").take(hist_rows)),
         commit.field("topic_id").take(last_rows),
+        *(
+            _field_or_nulls(commit, name, type_, last_rows)
+            for name, type_ in (("metadata", pa.string()), ("expire_ts_ms", pa.int64()))
+        ),
     ]
     return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
 
@@ -562,13 +595,11 @@ def decode(
         # a commit reaches Python as the fields a run needs, without its bytes (the
         # offset_commits rows are the commit lane's); a tombstone keeps its key
         commit = F.col("commit")
-        fields = ("group_id", "topic", "partition", "version", "offset", "leader_epoch")
         key = F.when(commit.isNull() | (commit["version"] < 0), key).alias("key")
         value = F.when(commit.isNull(), value).alias("value")
         extra = [
             F.when(
-                commit.isNotNull(),
-                F.struct(*(commit[f].alias(f) for f in (*fields, "commit_ts_ms", "topic_id"))),
+                commit.isNotNull(), F.struct(*(commit[f].alias(f) for f in COMMIT_FIELDS))
             ).alias("commit")
         ]
     prepared = envelope_df.select(

@@ -58,10 +58,18 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from streaming.sinks.micro_batch import DRIVER_KINDS
+from streaming.codec.model import OffsetCommitTombstone
+from streaming.sinks.micro_batch import DRIVER_KINDS, DRIVER_STRUCT_KINDS
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
-from streaming.tracking.events import to_row
+from streaming.tracking.events import (
+    OffsetCommitRow,
+    RebalanceEvent,
+    RebalanceSummary,
+    event_id,
+    from_row,
+    to_row,
+)
 from streaming.tracking.model import CommitRun, Observation
 from streaming.tracking.state import GroupState
 
@@ -84,7 +92,6 @@ __all__ = [
     "load_reducer",
     "logical_now_ms",
     "observations_by_group",
-    "summary_row",
     "track",
     "tracker_key",
 ]
@@ -93,7 +100,14 @@ __all__ = [
 def _events_schema() -> StructType:
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    from streaming.sinks.tables import BAD_RECORDS, TRACKER_TABLES, body_schema, relaxed
+    from streaming.sinks.tables import (
+        BAD_RECORDS,
+        COMMIT_STRUCT_COLUMN,
+        OFFSET_COMMITS,
+        TRACKER_TABLES,
+        body_schema,
+        relaxed,
+    )
 
     head = [
         StructField(name, LongType() if name == "event_ts_ms" else StringType(), True)
@@ -105,19 +119,23 @@ def _events_schema() -> StructType:
     ]
     types = {"string": StringType(), "int": IntegerType(), "bigint": LongType()}
     stats = StructType([StructField(n, types[t], True) for n, t in STATS_FIELDS])
-    return StructType([*head, *tables, StructField("source_stats", stats, True)])
+    commit = StructField(COMMIT_STRUCT_COLUMN, relaxed(body_schema(OFFSET_COMMITS)), True)
+    return StructType([*head, *tables, commit, StructField("source_stats", stats, True)])
 
 
 _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
 #: The stateful step's rows: the head (``payload``: the ``to_row`` dict as JSON for the
 #: kinds the driver reads, :data:`DRIVER_JSON_KINDS`; ``summary``: a rebalance's
-#: :func:`summary_row` as JSON), then one typed struct per table, filled on its kinds' rows
-#: (:func:`streaming.sinks.tables.body_schema`: the table's columns but the derived ones).
+#: :class:`~streaming.tracking.events.RebalanceSummary` as JSON), then one typed struct per
+#: table, filled on its kinds' rows (:func:`streaming.sinks.tables.body_schema`: the
+#: table's columns but the derived ones).
 EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
-#: The kinds whose rows the driver reads as JSON ``payload`` (the exporter's; a rebalance
-#: goes as its ``summary``); the source stats come as their typed ``source_stats`` struct.
-DRIVER_JSON_KINDS = DRIVER_KINDS - {"rebalance"}
+#: The kinds whose rows the driver reads as JSON ``payload``: the exporter's kinds without a
+#: table struct (a rebalance goes as its ``summary``; group metrics and lag as their typed
+#: struct, :data:`~streaming.sinks.micro_batch.DRIVER_STRUCT_KINDS`); the source stats come
+#: as their typed ``source_stats`` struct.
+DRIVER_JSON_KINDS = DRIVER_KINDS - {"rebalance"} - DRIVER_STRUCT_KINDS.keys()
 STATE_SCHEMA = "state string"
 #: The key of a group's entry in its bucket's MapState.
 GROUP_KEY_SCHEMA = "group_id string"
@@ -162,22 +180,34 @@ _RUN_COLUMNS = (
     "run_history_ts_ms",
     "run_history_offsets",
     "run_topic_id",
+    "run_metadata",
+    "run_expire_ts_ms",
 )
 
 
 def observations_by_group(
     frames: Iterable[pd.DataFrame],
-) -> tuple[dict[str, list[Observation]], int]:
-    """Each group's observations of the decoded rows (in row order), and how many rows could
-    not be rebuilt (the decode stage quarantined them already; a mismatch here means a code
-    change between stages). A ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`)
+    *,
+    commits: list[OffsetCommitRow] | None = None,
+    cluster: str = "",
+) -> tuple[dict[str, list[Observation]], list[dict[str, Any]]]:
+    """Each group's observations of the decoded rows (in row order), and the rows that could
+    not be rebuilt, as ``bad_records`` structs (:func:`bad_record_struct`) naming the error:
+    the decode stage accepted them, so a failure here means the stages disagree (a code
+    change between them), and the row is quarantined, never dropped. A ``CommitRun`` row
+    (:func:`streaming.spark.decode.decode_batch`)
     becomes a :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from
     its bytes.
+
+    ``commits``: when given, receives the ``offset_commits`` row of each run's last commit
+    and of each offset tombstone (of ``cluster``): with ``history="latest"`` the table keeps
+    each partition's last record of a batch, which is the last of these
+    (:func:`streaming.sinks.tables.commit_frame`).
 
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
     out: dict[str, list[Observation]] = {}
-    failed = 0
+    failed: list[dict[str, Any]] = []
     for frame in frames:
         columns = ("source", "partition", "offset", "timestamp_ms", "key", "value", "group_id")
         source, partition, offset, ts_ms, key, value, group = (frame[c].tolist() for c in columns)
@@ -190,30 +220,100 @@ def observations_by_group(
             if kind == COMMIT_RUN:
                 if run is None:
                     run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
-                observations.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
+                obs = _run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i)
+                observations.append(obs)
+                if commits is not None:
+                    commits.append(_run_commit_row(cluster, obs, run, i))
                 continue
             k, v = key[i], value[i]
             try:
-                observations.append(
-                    observation_of(
-                        source[i],
-                        None if k is None else bytes(k),
-                        None if v is None else bytes(v),
-                        partition=int(partition[i]),
-                        offset=int(offset[i]),
-                        timestamp_ms=int(ts_ms[i]),
-                    )
+                obs = observation_of(
+                    source[i],
+                    None if k is None else bytes(k),
+                    None if v is None else bytes(v),
+                    partition=int(partition[i]),
+                    offset=int(offset[i]),
+                    timestamp_ms=int(ts_ms[i]),
                 )
-            except Exception:
-                failed += 1
+            except Exception as e:  # one row must never stop the step
+                failed.append(_failed_row(frame, i, e))
+                continue
+            observations.append(obs)
+            if commits is not None and isinstance(obs.payload, OffsetCommitTombstone):
+                commits.append(_tombstone_row(cluster, obs, obs.payload))
     return out, failed
+
+
+def _failed_row(frame: pd.DataFrame, i: int, error: Exception) -> dict[str, Any]:
+    from streaming.codec import DecodeError
+
+    row = frame.iloc[i]
+    return bad_record_struct(
+        {
+            **{c: row[c] for c in ("topic", "partition", "offset", "timestamp_ms", "key", "value")},
+            "error": f"the stateful step could not rebuild the record: {error}",
+            "error_type": type(error).__name__,
+            "error_field": getattr(error, "field", None),
+            "error_offset": error.offset if isinstance(error, DecodeError) else None,
+        }
+    )
+
+
+def _run_commit_row(
+    cluster: str, obs: Observation, run: tuple[list[Any], ...], i: int
+) -> OffsetCommitRow:
+    """The ``offset_commits`` row of a run's last commit (``obs``: the run's observation)."""
+    p = obs.payload
+    assert isinstance(p, CommitRun)
+    metadata, expire = run[-2][i], _int_or_none(run[-1][i])
+    committed = (
+        p.offset,
+        p.leader_epoch if p.leader_epoch >= 0 else None,
+        None if metadata is None else str(metadata),
+        p.commit_ts_ms,
+        expire if expire is not None and expire >= 0 else None,
+    )
+    return _commit_row(cluster, obs, p.group_id, p.topic, p.partition, committed)
+
+
+def _tombstone_row(cluster: str, obs: Observation, p: OffsetCommitTombstone) -> OffsetCommitRow:
+    return _commit_row(cluster, obs, p.group_id, p.topic, p.partition, None)
+
+
+def _commit_row(
+    cluster: str,
+    obs: Observation,
+    group_id: str,
+    topic: str,
+    partition: int,
+    committed: tuple[int, int | None, str | None, int, int | None] | None,
+) -> OffsetCommitRow:
+    """An ``offset_commits`` row, as the commit lane builds it (``committed``: offset, leader
+    epoch, metadata, commit and expire times; None: a tombstone)."""
+    offset, epoch, metadata, commit_ts_ms, expire_ts_ms = committed or (None,) * 5
+    return OffsetCommitRow(
+        event_id=event_id("commit", cluster, group_id, f"{obs.partition}:{obs.offset}"),
+        cluster=cluster,
+        group_id=group_id,
+        event_ts_ms=obs.timestamp_ms,
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        leader_epoch=epoch,
+        metadata=metadata,
+        commit_ts_ms=commit_ts_ms,
+        expire_ts_ms=expire_ts_ms,
+        deleted=committed is None,
+        source_partition=obs.partition,
+        source_offset=obs.offset,
+    )
 
 
 def _run(
     partition: int, offset: int, ts_ms: int, run: tuple[list[Any], ...], i: int
 ) -> Observation:
     group, topic, tp_partition, committed, epoch, commit_ts, count, hist_ts, hist_off, tid = (
-        column[i] for column in run
+        column[i] for column in run[:10]
     )
     return Observation(
         "offsets",
@@ -234,12 +334,13 @@ def _run(
     )
 
 
-def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def event_row(row: Mapping[str, Any], summary: RebalanceSummary | None = None) -> dict[str, Any]:
     """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: the row itself in
     its table's struct column (the struct takes the table's columns of it); ``payload``, the
-    row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance,
-    :func:`summary_row` as JSON (what the driver's exporter reads)."""
-    from streaming.sinks.tables import KIND_TO_TABLE
+    row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance, its
+    :class:`~streaming.tracking.events.RebalanceSummary` as JSON (what the driver's exporter
+    and listener read; built from the row when not given)."""
+    from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN, KIND_TO_TABLE
 
     kind = row["kind"]
     out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
@@ -250,46 +351,16 @@ def event_row(row: Mapping[str, Any]) -> dict[str, Any]:
         event_id=row["event_id"],
         event_ts_ms=int(row["event_ts_ms"]),
         payload=_json(row) if kind in DRIVER_JSON_KINDS else None,
-        summary=_json(summary_row(row)) if kind == "rebalance" else None,
+        summary=_json(to_row(summary or _summary_of(row))) if kind == "rebalance" else None,
     )
-    table = KIND_TO_TABLE.get(kind)
+    table = COMMIT_STRUCT_COLUMN if kind == COMMIT_KIND else KIND_TO_TABLE.get(kind)
     if table is not None:
         out[table] = row
     return out
 
 
-def summary_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A rebalance row without what only the Delta table keeps: every expected assignment
-    keeps its strategy, side, ``own``, error and ``divergent`` flag but not its partitions,
-    withheld partitions, divergent members or figures (the ``group_metrics`` rows carry
-    each strategy's skew and churn); the members' own partition lists (``actual`` has them,
-    and the exporter counts each member's there), ``members_before``, ``departures``,
-    ``paused_partitions`` and the churn lists (moved partitions, who joined and left) are
-    emptied. The actual assignment and its figures, flags, causes, times and the members
-    after (ids, clients) stay: what the exporter and the demo's summary read."""
-    return {
-        **row,
-        "members_before": [],
-        "members_after": [{**member, "partitions": []} for member in row["members_after"]],
-        "departures": [],
-        "paused_partitions": [],
-        "churn": _lean_churn(row["churn"]),
-        "expected": [
-            {
-                **expected,
-                "assignment": None,
-                "withheld": [],
-                "divergent_members": [],
-                "skew": None,  # the group_metrics rows carry each strategy's figures
-                "churn": None,
-            }
-            for expected in row["expected"]
-        ],
-    }
-
-
-def _lean_churn(churn: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    return None if churn is None else {**churn, "moved": [], "joined": [], "left": []}
+def _summary_of(row: Mapping[str, Any]) -> RebalanceSummary:
+    return RebalanceSummary.of(from_row(RebalanceEvent, row))
 
 
 def _json(row: Mapping[str, Any]) -> str:
@@ -298,7 +369,13 @@ def _json(row: Mapping[str, Any]) -> str:
 
 def events_to_rows(events: Iterable[Any]) -> list[dict[str, Any]]:
     """Tracker events -> :data:`EVENTS_SCHEMA` dicts."""
-    return [event_row(to_row(event)) for event in events]
+    return [
+        event_row(
+            to_row(event),
+            RebalanceSummary.of(event) if isinstance(event, RebalanceEvent) else None,
+        )
+        for event in events
+    ]
 
 
 def _records(frames: Iterable[pd.DataFrame]) -> Iterator[dict[str, Any]]:
@@ -349,9 +426,10 @@ def _processor_class() -> type:
         """The trackers of one bucket of groups: each group's state in the bucket's
         MapState (group id -> GroupState JSON), time from the group's records."""
 
-        def __init__(self, cluster: str, config: TrackerConfig) -> None:
+        def __init__(self, cluster: str, config: TrackerConfig, commit_rows: bool) -> None:
             self._cluster = cluster
             self._config = config
+            self._commit_rows = commit_rows
 
         def init(self, handle: StatefulProcessorHandle) -> None:
             self._handle = handle
@@ -375,11 +453,15 @@ def _processor_class() -> type:
                 ]
                 yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
             else:
-                by_group, _failed = observations_by_group(rows)
-                events: list[Any] = []
+                commits: list[OffsetCommitRow] | None = [] if self._commit_rows else None
+                by_group, failed = observations_by_group(
+                    rows, commits=commits, cluster=self._cluster
+                )
+                events: list[Any] = list(commits or ())
                 for group_id, observations in by_group.items():
                     events.extend(self._step(group_id, observations))
                 out_rows = events_to_rows(events)
+                out_rows += [self._passed("bad_record", bad, bad_records=bad) for bad in failed]
                 yield pd.DataFrame({c: [r[c] for r in out_rows] for c in _EVENT_COLUMNS})
 
         def _passed(self, kind: str, row: Mapping[str, Any], **columns: Any) -> dict[str, Any]:
@@ -422,14 +504,25 @@ def tracker_key(group_id: Column) -> Column:
     return F.concat(F.lit(BUCKET_PREFIX), bucket.cast("string"))
 
 
-def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_CONFIG) -> DataFrame:
+def track(
+    decoded: DataFrame,
+    *,
+    cluster: str,
+    config: TrackerConfig = DEFAULT_CONFIG,
+    commit_rows: bool = False,
+) -> DataFrame:
     """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
     (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
     keys are not buckets and keep no state: the bad rows go under :data:`BAD_KEY` and come
     out as ``bad_record`` rows, the source stats rows
     (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one query both
     tracks and quarantines and counts. Good rows without a group are dropped here; the
-    stats count them."""
+    stats count them.
+
+    ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
+    commit run's last commit and of each offset tombstone, what ``offset_commits`` keeps
+    with ``history="latest"`` (:func:`streaming.sinks.tables.commit_frame`): the commit
+    lane's rows without its second read of the source (:func:`streaming.job.start`)."""
     from pyspark.sql import functions as F
 
     group = F.col("group_id")
@@ -440,7 +533,7 @@ def track(decoded: DataFrame, *, cluster: str, config: TrackerConfig = DEFAULT_C
     )
     routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
     routed = routed.withColumn(TRACKER_KEY, key)
-    processor = _processor_class()(cluster, config)
+    processor = _processor_class()(cluster, config, commit_rows)
     return routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=EVENTS_SCHEMA,

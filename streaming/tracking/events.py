@@ -12,6 +12,8 @@ PartitionLagRow        committed partition x (commit or collector snapshot): lag
                        and in seconds
 GroupDeleted           group tombstone (so metric series of the group can be removed)
 GroupStatus            ``apply`` call that changed the group: a snapshot for gauges
+RebalanceSummary       RebalanceEvent, what the driver reads of it (built by the job on the
+                       executors; not a table's row)
 =====================  ====================================================================
 
 Every row has ``event_id``: a stable key built from the group and the log position (or
@@ -40,6 +42,7 @@ from assign_core.model import TopicPartition
 __all__ = [
     "EVENT_TYPES",
     "Cause",
+    "ChurnCounts",
     "ChurnFigures",
     "Completion",
     "Departure",
@@ -56,8 +59,10 @@ __all__ = [
     "PartitionLagRow",
     "RebalanceEvent",
     "RebalanceProtocol",
+    "RebalanceSummary",
     "SkewFigures",
     "StaticRejoin",
+    "SummaryMember",
     "TrackerEvent",
     "WithheldPartition",
     "event_id",
@@ -273,6 +278,80 @@ class RebalanceEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class SummaryMember:
+    """A member after a rebalance as the driver reads it: who, and how many partitions."""
+
+    member_id: str
+    client_id: str | None
+    assigned_partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChurnCounts:
+    """The counts of a rebalance's :class:`ChurnFigures`, without the lists."""
+
+    moved_partitions: int
+    revoked_partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceSummary:
+    """What the driver reads of a :class:`RebalanceEvent`: the exporter's series of the
+    rebalance and the demo's table. Built on the executors (:meth:`of`) so that the lists
+    only the ``rebalance_events`` table keeps (members before, departures, paused
+    partitions, the expected assignments, the churn's lists, each member's partitions) never
+    cross to the driver. ``own_strategy``: the strategy of the ``own`` expected assignment
+    (None: no expected assignment is the group's own)."""
+
+    kind: ClassVar[str] = "rebalance_summary"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    group_protocol: GroupProtocol
+    strategy: str | None
+    rebalance_protocol: RebalanceProtocol
+    is_rebalance: bool
+    generation_before: int | None
+    generation_after: int
+    cause: Cause
+    completed_ts_ms: int
+    duration_ms: int | None
+    members_after: tuple[SummaryMember, ...]
+    actual_skew: SkewFigures
+    churn: ChurnCounts
+    own_strategy: str | None
+    own_strategy_divergent: bool | None
+
+    @classmethod
+    def of(cls, ev: RebalanceEvent) -> RebalanceSummary:
+        own = next((x.strategy for x in ev.expected if x.own), None)
+        return cls(
+            event_id=ev.event_id,
+            cluster=ev.cluster,
+            group_id=ev.group_id,
+            event_ts_ms=ev.event_ts_ms,
+            group_protocol=ev.group_protocol,
+            strategy=ev.strategy,
+            rebalance_protocol=ev.rebalance_protocol,
+            is_rebalance=ev.is_rebalance,
+            generation_before=ev.generation_before,
+            generation_after=ev.generation_after,
+            cause=ev.cause,
+            completed_ts_ms=ev.completed_ts_ms,
+            duration_ms=ev.duration_ms,
+            members_after=tuple(
+                SummaryMember(m.member_id, m.client_id, len(ev.actual.get(m.member_id, ())))
+                for m in ev.members_after
+            ),
+            actual_skew=ev.actual_skew,
+            churn=ChurnCounts(ev.churn.moved_partitions, ev.churn.revoked_partitions),
+            own_strategy=own,
+            own_strategy_divergent=ev.own_strategy_divergent,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class MemberAssignmentRow:
     """One partition of one member's actual assignment in one generation."""
 
@@ -445,6 +524,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
     cls.kind: cls
     for cls in (
         RebalanceEvent,
+        RebalanceSummary,
         MemberAssignmentRow,
         GroupMetricsRow,
         OffsetCommitRow,

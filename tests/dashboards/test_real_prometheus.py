@@ -21,7 +21,6 @@ separately every rule must be loaded and evaluated healthy. About 10 s.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from streaming.sinks.micro_batch import driver_row
 from streaming.sinks.prometheus import PrometheusSink
 from streaming.spark.stateful import events_to_rows, logical_now_ms
 from streaming.tracking import GroupState, RebalanceEvent, apply
@@ -66,9 +66,7 @@ def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, in
             return  # the last member leaves: keep the group as it was while it ran
         started = time.monotonic()
         rows = [  # what the driver reads of the job's rows (a rebalance: its summary)
-            json.loads(row["summary"] or row["payload"])
-            for row in events_to_rows(events)
-            if row["summary"] or row["payload"]
+            driver for driver in map(driver_row, events_to_rows(events)) if driver is not None
         ]
         sink.update(rows)
         gaps = offset_gaps(chunk, last_offsets)

@@ -196,3 +196,74 @@ def test_offset_commits_keep_every_commit_or_the_last_per_partition(spark: Spark
     assert latest == {("a", 0): (5, 12, False), ("a", 1): (3, 20, False), ("b", 0): (6, None, True)}
     with pytest.raises(ValueError, match="history"):
         commit_frame(lane, history="sometimes")
+
+
+def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSession) -> None:
+    """``history="latest"`` takes the ``offset_commits`` rows from the stateful step (each
+    run's last commit, each offset tombstone) instead of the lane: per partition, the last of
+    them is the lane's last row, field for field (runs split by a group record, tombstones,
+    v3 and v4 values, null and UTF-8 metadata, an expire time, a refused commit)."""
+    from dataclasses import asdict
+
+    from pyspark.sql import functions as F
+
+    from streaming.sinks.tables import commit_frame
+    from streaming.spark.decode import decode
+    from streaming.spark.stateful import observations_by_group
+    from streaming.tracking.events import OffsetCommitRow
+
+    register(spark)
+
+    def key(group: str, partition: int) -> bytes:
+        return b"\x00\x01\x00\x01" + group.encode() + b"\x00\x01t" + partition.to_bytes(4, "big")
+
+    def v1(offset: int) -> bytes:  # with an expire time
+        return (
+            b"\x00\x01" + offset.to_bytes(8, "big") + b"\x00\x02md"
+            + (5_000).to_bytes(8, "big") + (9_000).to_bytes(8, "big")
+        )  # fmt: skip
+
+    def v3(offset: int) -> bytes:
+        return b"\x00\x03" + offset.to_bytes(8, "big") + bytes(4) + b"\x00\x00" + bytes(8)
+
+    group_tombstone = b"\x00\x02\x00\x01a"
+    a = [
+        (key("a", 0), v3(10)),
+        (key("a", 0), v1(11)),
+        (key("a", 1), _v4(b"\x01\x00\x10" + bytes(range(16)))),
+        (group_tombstone, None),  # splits a's runs
+        (key("a", 0), v3(12)),
+        (key("a", 1), None),  # a's partition 1 deleted after its commit
+        (key("a", 2), v3(30)),
+        (key("a", 2), None),
+        (key("a", 2), _v4(b"\x00", metadata=b"\x04\xc3\xa9x")),  # committed again
+        (key("a", 0), b"\x00\x05" + bytes(30)),  # refused by both decoders: bad record
+    ]
+    b = [(key("b", 0), v3(o)) for o in range(40, 45)] + [(key("b", 0), _v4(b"\x00", b"\x00"))]
+    rows = [("offsets", "__consumer_offsets", 7, o, 1_000 * o, k, v) for o, (k, v) in enumerate(a)]
+    rows += [("offsets", "__consumer_offsets", 9, o, 500 * o, k, v) for o, (k, v) in enumerate(b)]
+    df = spark.createDataFrame(
+        rows,
+        "source string, topic string, partition int, offset bigint, timestamp_ms bigint, "
+        "key binary, value binary",
+    ).withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
+    records = with_commit(df)
+    lane = commit_rows(records, cluster="c/1", timestamp_ms="timestamp_ms")
+    expected = {
+        (r.group_id, r.topic, r.partition): {
+            k: v for k, v in r.asDict().items() if k not in ("event_time", "date")
+        }
+        for r in commit_frame(lane, history="latest").collect()
+    }
+    decoded = decode(records.drop("timestamp_ms")).toPandas()
+    assert decoded["error"].notna().sum() == 1  # the refused commit: bad_records' business
+    decoded = decoded[decoded["error"].isna() & decoded["group_id"].notna()]
+    got: list[OffsetCommitRow] = []
+    _by_group, failed = observations_by_group([decoded], commits=got, cluster="c/1")
+    assert not failed
+    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for row in sorted(got, key=lambda r: (r.source_partition, r.source_offset)):
+        latest[(row.group_id, row.topic, row.partition)] = asdict(row)
+    assert len(got) < len(rows) - 2  # runs, not a row per commit
+    assert latest == expected
+    assert expected[("a", "t", 1)]["deleted"] and not expected[("a", "t", 2)]["deleted"]

@@ -301,7 +301,7 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
         decoded = decode_batch(table.slice(start, chunk))
         runs += decoded.column("record_type").to_pylist().count("CommitRun")
         split, failed = observations_by_group([decoded.to_pandas()])
-        assert failed == 0
+        assert not failed
         for group, observations in split.items():  # what the stateful step applies
             assert {group_id_of(o.payload) for o in observations} == {group}
             by_group_runs.setdefault(group, []).extend(observations)
@@ -323,3 +323,45 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
             return [e for e in events if not isinstance(e, PartitionLagRow)]
 
         assert lean(run_events) == lean(one_events), group
+
+
+def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> None:
+    """The decode stage accepted the row, the stateful step cannot rebuild it (the stages
+    disagree, e.g. a code change between them): it comes back as a ``bad_records`` struct
+    with its raw bytes and the error, beside the group's other observations."""
+    from streaming.spark.stateful import observations_by_group
+
+    good_key, good_value = next(
+        (k, v) for k, v in pairs() if k[:2] == b"\x00\x02" and v is not None
+    )  # a GroupMetadata record
+    table = pa.Table.from_pylist(
+        [
+            {
+                "source": "offsets",
+                "topic": "__consumer_offsets",
+                "partition": 4,
+                "offset": o,
+                "timestamp_ms": 1_000 + o,
+                "key": key,
+                "value": value,
+            }
+            for o, (key, value) in enumerate([(good_key, good_value), (good_key, good_value[:5])])
+        ],
+        schema=ARROW_ENVELOPE,
+    )
+    decoded = decode_batch(table.slice(0, 1)).to_pandas()
+    broken = decoded.copy()
+    broken["offset"], broken["value"] = 1, good_value[:5]  # cut: the codec refuses it
+    frame = pa.Table.from_pandas(decoded).to_pandas()
+    by_group, failed = observations_by_group([frame, broken])
+    assert sum(len(o) for o in by_group.values()) == 1
+    [bad] = failed
+    assert (bad["topic"], bad["partition"], bad["offset"], bad["timestamp_ms"]) == (
+        "__consumer_offsets",
+        4,
+        1,
+        1_000,
+    )
+    assert (bad["key"], bad["value"]) == (good_key, good_value[:5])
+    assert bad["error_type"] == "TruncatedError" and bad["field"] == "value.protocol_type"
+    assert "could not rebuild" in bad["error"]

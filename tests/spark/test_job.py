@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 GROUP = "spark-job-test-group"
+COMMITTER = "spark-job-test-committer"
 TOPIC = "spark-job-test-topic"
 MEMBERSHIP = "spark-job-test.membership"
 GARBAGE = b"\x00garbage, not JSON"
@@ -151,3 +152,61 @@ def test_the_job_writes_the_groups_rebalances(
     assert spark.read.format("delta").load(str(tmp_path / "delta" / "rebalance_events")).where(
         f"group_id = '{GROUP}'"
     ).count() == len(rebalances)
+
+
+def test_offset_commits_latest_keeps_the_last_of_every_commit_per_partition(
+    spark: SparkSession,
+    kafka_broker: BrokerInfo,
+    group_history: list[set[str]],
+    tmp_path: Path,
+) -> None:
+    """``offset_commits_history``: ``every`` (the commit lane, a second read of the source)
+    writes each commit record; ``latest`` (the stateful step's rows) writes, per partition,
+    that same last record of the micro-batch, field for field."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from streaming.job import run
+
+    committer = KafkaConsumer(
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        group_id=COMMITTER,
+        enable_auto_commit=False,
+    )
+    partitions = [TopicPartition(TOPIC, p) for p in range(4)]
+    committer.assign(partitions)
+    for round_ in range(3):  # three commits of each partition, in one micro-batch
+        offsets = {tp: 10 * round_ + tp.partition for tp in partitions}
+        committer.commit({tp: OffsetAndMetadata(o, f"r{round_}", -1) for tp, o in offsets.items()})
+    committer.close()
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for history in ("latest", "every"):
+        config = load_config(
+            environ={},
+            overrides={
+                "bootstrap_servers": kafka_broker.bootstrap_servers,
+                "membership_topic": MEMBERSHIP,
+                "checkpoint_dir": str(tmp_path / history / "checkpoint"),
+                "delta_path": str(tmp_path / history / "delta"),
+                "metrics_port": 0,
+                "offset_commits_history": history,
+            },
+        )
+        run(config, once=True, spark=spark, progress=lambda _line: None)
+        rows = spark.read.format("delta").load(str(tmp_path / history / "delta" / "offset_commits"))
+        tables[history] = [r.asDict() for r in rows.drop("event_time", "date").collect()]
+    latest, every = tables["latest"], tables["every"]
+    ours = sorted((r["partition"], r["offset"]) for r in latest if r["group_id"] == COMMITTER)
+    assert ours == [(p, 20 + p) for p in range(4)]
+    assert len([r for r in every if r["group_id"] == COMMITTER]) == 12
+    every_by_id = {r["event_id"]: r for r in every}
+    read_up_to: dict[int, int] = {}  # per source partition, the latest run's last offset
+    for r in latest:
+        assert every_by_id.get(r["event_id"]) == r  # the same record, field for field
+        read_up_to[r["source_partition"]] = max(
+            read_up_to.get(r["source_partition"], -1), r["source_offset"]
+        )
+    last = {(r["group_id"], r["topic"], r["partition"]): r["source_offset"] for r in latest}
+    for r in every:  # nothing later of a partition, within what the latest run read
+        if r["source_offset"] <= read_up_to.get(r["source_partition"], -1):
+            assert r["source_offset"] <= last[(r["group_id"], r["topic"], r["partition"])]

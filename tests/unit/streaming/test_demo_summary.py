@@ -21,10 +21,17 @@ pytestmark = [pytest.mark.unit]
 
 
 def _golden_rows() -> dict[str, list[dict[str, Any]]]:
-    from streaming.tracking.events import to_row
+    """Group id -> the rows the driver hands the demo (a rebalance as its summary)."""
+    from streaming.tracking.events import RebalanceEvent, RebalanceSummary, to_row
     from tests.unit.streaming.tracking.test_golden import FIXTURES, load, run
 
-    return {load(name)["group_id"]: [to_row(e) for e in run(name)[1]] for name in FIXTURES}
+    return {
+        load(name)["group_id"]: [
+            to_row(RebalanceSummary.of(e) if isinstance(e, RebalanceEvent) else e)
+            for e in run(name)[1]
+        ]
+        for name in FIXTURES
+    }
 
 
 def _text(summary: Summary) -> str:
@@ -42,7 +49,8 @@ def test_each_group_shows_its_rebalances_by_cause_and_one_line_each() -> None:
     lines = summary.take_lines()
     assert summary.take_lines() == []  # taken once
     for group, group_rows in rows.items():
-        rebalances = [r for r in group_rows if r["kind"] == "rebalance"]
+        rebalances = [r for r in group_rows if r["kind"] == "rebalance_summary"]
+        assert rebalances, group
         causes = Counter(
             r["cause"]
             for r in rebalances

@@ -854,8 +854,9 @@ def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> Non
     every series of every golden capture must be what the full rows give."""
     import json
 
-    from streaming.sinks.micro_batch import DRIVER_KINDS
-    from streaming.spark.stateful import event_row
+    from streaming.sinks.micro_batch import driver_row
+    from streaming.spark.stateful import event_row, events_to_rows
+    from streaming.tracking.events import RebalanceEvent, RebalanceSummary, from_row
     from tests.unit.streaming.tracking.test_golden import FIXTURES
     from tests.unit.streaming.tracking.test_golden import run as track_golden
 
@@ -864,11 +865,10 @@ def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> Non
     for name in FIXTURES:
         _state, events = track_golden(name)
         whole = [to_row(e) for e in events]
-        rows = [event_row(r) for r in whole]
+        rows = events_to_rows(events)
+        assert rows == [event_row(r) for r in whole]  # the summary rebuilt from the row
         full.update(whole)
-        summary.update(
-            [json.loads(r["summary"] or r["payload"]) for r in rows if r["kind"] in DRIVER_KINDS]
-        )
+        summary.update([d for d in map(driver_row, rows) if d is not None])
         small = [(r, w) for r, w in zip(rows, whole, strict=True) if r["summary"] is not None]
         rebalances += len(small)
         assert all(
@@ -877,6 +877,11 @@ def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> Non
             if any(x["assignment"] for x in w["expected"])
         )
         assert all(r["kind"] == "rebalance" for r, _ in small)
+        summaries = [json.loads(r["summary"]) for r, _ in small]
+        assert {x["kind"] for x in summaries} == {"rebalance_summary"}
+        assert [from_row(RebalanceSummary, x) for x in summaries] == [
+            RebalanceSummary.of(e) for e in events if isinstance(e, RebalanceEvent)
+        ]
     assert rebalances > 20
     assert _registry_samples(summary) == _registry_samples(full)
     assert full.groups == summary.groups == len(FIXTURES)

@@ -1,0 +1,53 @@
+"""The sink's driver path against real Spark: a micro-batch of the stateful step's rows
+gives the exporter the same series as the tracker's full rows (rebalances as their summary,
+group metrics and lag from their typed structs, the rest as JSON)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark]
+
+
+class _NoDelta:
+    def __init__(self) -> None:
+        self.tables: list[str] = []
+
+    def write_batch(self, batch_id: int, frames: dict[str, DataFrame]) -> list[str]:
+        self.tables = sorted(frames)
+        return self.tables
+
+
+def test_the_driver_gets_what_the_full_rows_give(spark: SparkSession) -> None:
+    from streaming.sinks.micro_batch import Sinks
+    from streaming.sinks.prometheus import PrometheusSink
+    from streaming.spark.stateful import EVENTS_SCHEMA, events_to_rows
+    from streaming.tracking.events import to_row
+    from tests.unit.streaming.sinks.test_prometheus import _registry_samples
+    from tests.unit.streaming.tracking.test_golden import FIXTURES
+    from tests.unit.streaming.tracking.test_golden import run as track_golden
+
+    full = PrometheusSink()
+    events: list[Any] = []
+    for name in FIXTURES:
+        events += track_golden(name)[1]
+    full.update([to_row(e) for e in events])
+    listened: list[dict[str, Any]] = []
+    delta = _NoDelta()
+    sinks = Sinks(delta, PrometheusSink(), progress=lambda _line: None, on_events=listened.extend)  # type: ignore[arg-type]
+    sinks.events_batch(spark.createDataFrame(events_to_rows(events), schema=EVENTS_SCHEMA), 0)
+    kinds = {r["kind"] for r in listened}
+    assert {"rebalance_summary", "group_metrics", "partition_lag", "group_status"} <= kinds
+    assert sinks.prometheus is not None
+
+    def groups(sink: PrometheusSink) -> dict[Any, float]:  # without the batch's own series
+        samples = _registry_samples(sink)
+        return {k: v for k, v in samples.items() if not k[0].startswith("rebalance_monitor_")}
+
+    assert groups(sinks.prometheus) == groups(full)
+    assert "group_metrics" in delta.tables and "rebalance_events" in delta.tables
