@@ -34,7 +34,7 @@ pytestmark = [
     pytest.mark.timeout(420),
 ]
 
-DURATION_S = 150
+DURATION_S = 90  # the first rebalances of the crash groups come within seconds
 ROWS, COLUMNS = 50, 220
 #: What Spark's log4j lines, the JVM and the Python workers print (spark.log has them).
 LOG_LINE = re.compile(
