@@ -10,7 +10,7 @@ MVN := mvn -B -q -s jvm/settings.xml
 LOCALFS_JAR := $(JARS)/localfs/rebalance-monitor-localfs.jar
 UDF_JAR := $(JARS)/udf/rebalance-monitor-udf.jar
 
-.PHONY: help setup test-tools jars test test-unit test-oracle check fmt bench bench-stream bench-steady bench-live demo clean
+.PHONY: help setup test-tools jars test test-unit test-oracle check schema fmt bench bench-stream bench-steady bench-live demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -119,6 +119,9 @@ check: setup ## ruff, ruff-format and mypy --strict on assign_core
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+schema: setup ## regenerate streaming/schemas/membership_event_v1.json from the event model
+	$(BIN)/python -m streaming.membership_event --write
 
 fmt: setup ## format the code
 	$(BIN)/ruff format .

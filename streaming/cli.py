@@ -27,27 +27,26 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any
+
+from streaming.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    ArgumentParser,
+    RebalanceMonitorError,
+    cli_command,
+)
 
 PROG = "rebalance-monitor"
 
-EXIT_OK = 0
-EXIT_ASSIGNMENT = 1
-EXIT_USAGE = 2
+EXIT_ASSIGNMENT = EXIT_FAILED
 
 
-class UsageError(Exception):
+class UsageError(RebalanceMonitorError):
     """Bad input to a subcommand: ``field: message`` on stderr, exit 2."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line on stderr (exit 2), no usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
 # --- assign -----------------------------------------------------------------------------------
@@ -308,7 +307,7 @@ _SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ArgumentParser(
         prog=PROG,
         description=(
             "Watches Kafka consumer-group rebalances: actual vs. expected assignments, "
@@ -316,20 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(
-        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+        dest="command", metavar="COMMAND", required=True, parser_class=ArgumentParser
     )
     for add in _SUBCOMMANDS:
         add(sub)
     return parser
-
-
-def _silence_stdout() -> None:
-    import contextlib
-    import os
-
-    # ValueError/OSError: no real file descriptor (e.g. captured output)
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -337,23 +327,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _DELEGATED:
         return _run_delegated(argv[0], argv[1:])
-    args = build_parser().parse_args(argv)
-    from assign_core.errors import AssignCoreError, AssignmentError, ScenarioError
+    args = build_parser().parse_args(argv)  # a usage error: SystemExit(2), one line
+    return _run(args)
 
-    try:
-        code: int = args.run(args)
-    except (UsageError, ScenarioError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except AssignmentError as e:
-        print(f"{PROG}: cannot assign: {e}", file=sys.stderr)
-        return EXIT_ASSIGNMENT
-    except AssignCoreError as e:  # pragma: no cover - no other subclass today
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:  # e.g. piped into `head`: stop quietly
-        _silence_stdout()
-        return EXIT_OK
+
+@cli_command(PROG)
+def _run(args: argparse.Namespace) -> int:
+    """The subcommands declared here; errors map to exit codes in :mod:`streaming.errors`."""
+    code: int = args.run(args)
     return code
 
 

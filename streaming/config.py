@@ -1,15 +1,27 @@
-"""The Spark job's configuration: one frozen, validated :class:`JobConfig`, loaded once.
+"""The settings of the job and of the collector, and the Kafka connection they share: frozen,
+validated values, loaded once.
 
-Precedence, lowest first::
+::
 
-    defaults  <  config file (TOML)  <  environment (REBALANCE_MONITOR_*)  <  CLI flags
+    KafkaConnection     (:mod:`streaming.kafka_connection`, re-exported) bootstrap servers
+                        + the client's security settings (Java client spellings, as Spark
+                        and the Java members take them; kafka-python's keyword arguments
+                        where only Python has them), redacted in repr/str
+    JobConfig           the Spark job (``rebalance-monitor run``)       JobConfigError
+    CollectorConfig     the collector (``rebalance-monitor collect``)   CollectorConfigError
 
-:func:`load_config` merges the layers and builds the :class:`JobConfig`; every error is a
-:class:`JobConfigError` whose message starts with the setting's name (and says which layer
-the value came from). Nothing here connects to anything or imports pyspark: the job
-validates its configuration before it starts Spark (STYLE habit 9).
+Both configurations load the same way, lowest first::
 
-The config file (``--config FILE`` or ``REBALANCE_MONITOR_CONFIG``) uses the field names::
+    defaults  <  config file (TOML)  <  environment  <  CLI flags
+
+:func:`load_config` (the job) and :func:`load_collector_config` merge the layers with one
+loader (:func:`_layers`) and build the frozen value; every error names the setting first and
+says which layer the value came from (the flag, the environment variable or the file).
+Nothing here connects to anything or imports pyspark: a command validates its configuration
+before it starts Spark or a client (STYLE habit 9).
+
+The job's config file (``--config FILE`` or ``REBALANCE_MONITOR_CONFIG``) uses the field
+names; a ``[collect]`` table in the same file holds the collector's (the job ignores it)::
 
     bootstrap_servers = "broker-1:9092,broker-2:9092"
     cluster = "prod-eu"
@@ -18,16 +30,23 @@ The config file (``--config FILE`` or ``REBALANCE_MONITOR_CONFIG``) uses the fie
     "spark.sql.shuffle.partitions" = "16"      # quoted or dotted keys are both fine
     [kafka_options]
     "security.protocol" = "SASL_SSL"
+    [collect]
+    bootstrap_servers = "broker-1:9092"
+    interval_s = 10
 
-Environment variables are ``REBALANCE_MONITOR_<FIELD>`` in capitals
-(``REBALANCE_MONITOR_BOOTSTRAP_SERVERS``...); ``REBALANCE_MONITOR_SPARK_CONF`` and
-``REBALANCE_MONITOR_KAFKA_OPTIONS`` hold a JSON object. ``spark_master`` set to ``""`` or
-``none`` leaves the master to ``spark-submit``; when the job runs under ``spark-submit``
-(``PYSPARK_GATEWAY_PORT`` is set) and no layer names a master, none is set.
+Environment variables are ``REBALANCE_MONITOR_<FIELD>`` for the job and
+``REBALANCE_MONITOR_COLLECT_<FIELD>`` for the collector, in capitals
+(``REBALANCE_MONITOR_BOOTSTRAP_SERVERS``...); the maps (``..._SPARK_CONF``,
+``..._KAFKA_OPTIONS``) hold a JSON object, which keeps passwords out of the process list.
+``spark_master`` set to ``""`` or ``none`` leaves the master to ``spark-submit``; when the job
+runs under ``spark-submit`` (``PYSPARK_GATEWAY_PORT`` is set) and no layer names a master,
+none is set.
 
-Exceptions::
+Exceptions (:mod:`streaming.errors`)::
 
-    JobConfigError      (ValueError) an invalid setting; the message names it
+    ConfigError                 (ValueError) a KafkaConnection's bad servers or options
+    ├── JobConfigError          an invalid job setting; the message names it
+    └── CollectorConfigError    an invalid collector setting or option; the message names it
 """
 
 from __future__ import annotations
@@ -37,30 +56,63 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from streaming.errors import ConfigError
+from streaming.kafka_connection import (
+    BOOL_OPTIONS,
+    DEFAULT_BOOTSTRAP_SERVERS,
+    JAVA_SECURITY_KEYS,
+    KAFKA_OPTION_KEYS,
+    OBJECT_OPTIONS,
+    PRODUCER_ONLY_OPTIONS,
+    KafkaConnection,
+    check_kafka_option,
+    is_host_port,
+    python_option_name,
+    string_map,
+    tuple_servers,
+)
+
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVERS",
+    "DEFAULT_CLUSTER",
     "DEFAULT_JOB_DIR",
+    "DEFAULT_MEMBERSHIP_TOPIC",
     "ENV_PREFIX",
     "FORBIDDEN_KAFKA_OPTIONS",
+    "KAFKA_OPTION_KEYS",
     "OFFSET_COMMITS_HISTORY",
+    "CollectorConfig",
+    "CollectorConfigError",
     "JobConfig",
     "JobConfigError",
+    "KafkaConnection",
+    "is_host_port",
+    "kafka_options_from_env",
+    "load_collector_config",
     "load_config",
+    "parse_kafka_option",
     "parse_key_value",
     "under_spark_submit",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_JOB_DIR = REPO / ".local" / "job"
-DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:19092"  # streaming.kafka_local.DEFAULT_PORT
+#: The collector's topic, which the job reads (``docs/events.md``).
+DEFAULT_MEMBERSHIP_TOPIC = "rebalance-monitor.membership"
+DEFAULT_CLUSTER = "local"
 ENV_PREFIX = "REBALANCE_MONITOR_"
 CONFIG_FILE_ENV = ENV_PREFIX + "CONFIG"
+COLLECT_ENV_PREFIX = ENV_PREFIX + "COLLECT_"
+#: The collector's security options from the environment (:func:`kafka_options_from_env`).
+KAFKA_OPTIONS_ENV = COLLECT_ENV_PREFIX + "KAFKA_OPTIONS"
+#: The ``[collect]`` table of a config file: the collector's settings.
+COLLECT_TABLE = "collect"
 
 #: Kafka client settings the Spark Kafka source sets itself or rejects (Spark's
 #: ``KafkaSourceProvider``), plus ``bootstrap.servers`` (its own setting here).
@@ -74,25 +126,112 @@ FORBIDDEN_KAFKA_OPTIONS: frozenset[str] = frozenset(
         "interceptor.classes",
     }
 )
-_SECRET_HINTS = ("password", "jaas", "secret", "token", "key")
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: A Kafka topic name (``.`` and ``..`` excepted).
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _STARTING_OFFSETS = ("earliest", "latest")
 #: ``JobConfig.offset_commits_history`` values.
 OFFSET_COMMITS_HISTORY = ("latest", "every")
 
-
 #: The largest config file read (``--config /dev/zero`` ends here).
 MAX_CONFIG_BYTES = 1024 * 1024
-#: The longest duration a setting takes, in seconds (a day): ``inf`` or 1e300 are mistakes.
+#: The longest duration a job setting takes, in seconds (a day): ``inf`` or 1e300 are mistakes.
 _MAX_S = 86_400.0
+#: The collector's intervals and ``--duration``: ten years at most (not inf).
+MAX_COLLECT_S = 10 * 365 * 86_400.0
 
 
 def _is_number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
-class JobConfigError(ValueError):
+def is_topic_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(TOPIC_NAME.fullmatch(value)) and value not in (".", "..")
+
+
+class JobConfigError(ConfigError):
     """An invalid job setting; the message starts with the setting's name."""
+
+
+class CollectorConfigError(ConfigError):
+    """An invalid collector setting or option; the message names it."""
+
+
+def parse_kafka_option(text: str, *, where: str = "--kafka-option") -> tuple[str, str | bool]:
+    """``"KEY=VALUE"`` for a Python client (the collector) -> ``(key, value)``, validated
+    (``where`` names the origin in error messages; :class:`CollectorConfigError`).
+
+    kafka-python's names may use dots or dashes (``security.protocol``, ``sasl-mechanism``);
+    booleans (``ssl_check_hostname``) accept true/false/yes/no/1/0. The Java client's
+    security settings that have a Python equivalent (``sasl.jaas.config``,
+    ``ssl.truststore.location``... :data:`JAVA_SECURITY_KEYS`) are kept as they are, so the
+    collector takes the job's ``--kafka-option`` too.
+    """
+    raw_key, sep, value = text.partition("=")
+    if not sep or not raw_key.strip():
+        raise CollectorConfigError(f"{where}: expected KEY=VALUE, got {text!r}")
+    if raw_key.strip() in JAVA_SECURITY_KEYS - {"security.protocol", "sasl.mechanism"}:
+        if not value:
+            raise CollectorConfigError(f"{where}: {raw_key.strip()} must be a non-empty string")
+        return raw_key.strip(), value
+    key = python_option_name(raw_key)
+    if key in OBJECT_OPTIONS:
+        raise CollectorConfigError(
+            f"{where}: {key} takes a Python object; set it through CollectorConfig"
+        )
+    parsed: str | bool = value
+    if key in BOOL_OPTIONS:
+        lowered = value.strip().lower()
+        if lowered in ("true", "yes", "1"):
+            parsed = True
+        elif lowered in ("false", "no", "0"):
+            parsed = False
+        else:
+            raise CollectorConfigError(f"{where}: {key} must be true or false")
+    _collector(check_kafka_option, key, parsed, where)
+    return key, parsed
+
+
+def kafka_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str | bool]:
+    """The collector's security options in ``$REBALANCE_MONITOR_COLLECT_KAFKA_OPTIONS`` (a
+    JSON object of what ``--kafka-option`` takes: ``{"sasl_plain_password": "..."}``;
+    ``true``/``false`` for booleans), validated; ``{}`` when unset. It keeps secrets out of
+    the process list; ``--kafka-option`` flags override it key by key."""
+    env = os.environ if environ is None else environ
+    text = env.get(KAFKA_OPTIONS_ENV, "")
+    if not text.strip():
+        return {}
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CollectorConfigError(f"{KAFKA_OPTIONS_ENV}: not valid JSON: {exc}") from None
+    if not isinstance(given, dict):
+        raise CollectorConfigError(
+            f"{KAFKA_OPTIONS_ENV}: expected a JSON object of option: value, "
+            f"got a JSON {type(given).__name__}"
+        )
+    out: dict[str, str | bool] = {}
+    for key, value in given.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        if not isinstance(value, str):
+            raise CollectorConfigError(
+                f"{KAFKA_OPTIONS_ENV}: {key}: expected a string, got {json.dumps(value)}"
+            )
+        name, parsed = parse_kafka_option(f"{key}={value}", where=KAFKA_OPTIONS_ENV)
+        out[name] = parsed
+    return out
+
+
+def parse_key_value(text: str, setting: str) -> tuple[str, str]:
+    """``"KEY=VALUE"`` -> ``(key, value)``; the value may contain ``=``."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise JobConfigError(f"{setting}: expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+# -- the job ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,8 +277,8 @@ class JobConfig:
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
-    cluster: str = "local"
-    membership_topic: str = "rebalance-monitor.membership"
+    cluster: str = DEFAULT_CLUSTER
+    membership_topic: str = DEFAULT_MEMBERSHIP_TOPIC
     offsets_topic: str = "__consumer_offsets"
     starting_offsets: str = "earliest"
     checkpoint_dir: str = str(DEFAULT_JOB_DIR / "checkpoint")
@@ -161,7 +300,7 @@ class JobConfig:
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
-        if not servers or not all(_is_host_port(s) for s in servers):
+        if not servers or not all(is_host_port(s) for s in servers):
             raise JobConfigError(
                 f"bootstrap_servers: expected host:port[,host:port...], "
                 f"got {self.bootstrap_servers!r}"
@@ -171,11 +310,7 @@ class JobConfig:
             raise JobConfigError("cluster: the cluster label must not be empty")
         for name in ("membership_topic", "offsets_topic"):
             topic = getattr(self, name)
-            if (
-                not isinstance(topic, str)
-                or not _TOPIC_NAME.fullmatch(topic)
-                or topic in (".", "..")
-            ):
+            if not is_topic_name(topic):
                 raise JobConfigError(f"{name}: {topic!r} is not a valid Kafka topic name")
         if self.offsets_topic == self.membership_topic:
             raise JobConfigError("offsets_topic: must differ from membership_topic")
@@ -237,13 +372,13 @@ class JobConfig:
                 f"offset_commits_history: expected one of {', '.join(OFFSET_COMMITS_HISTORY)}, "
                 f"got {self.offset_commits_history!r}"
             )
-        conf = _string_map("spark_conf", self.spark_conf)
+        conf = string_map("spark_conf", self.spark_conf, JobConfigError)
         for key in conf:
             if not key.startswith("spark."):
                 raise JobConfigError(f"spark_conf: {key!r} is not a Spark setting (spark.*)")
         object.__setattr__(self, "spark_conf", MappingProxyType(conf))
         options: dict[str, str] = {}
-        for key, value in _string_map("kafka_options", self.kafka_options).items():
+        for key, value in string_map("kafka_options", self.kafka_options, JobConfigError).items():
             bare = key.removeprefix("kafka.")
             if bare in FORBIDDEN_KAFKA_OPTIONS:
                 raise JobConfigError(
@@ -254,31 +389,228 @@ class JobConfig:
             options[bare] = value
         object.__setattr__(self, "kafka_options", MappingProxyType(options))
 
+    @property
+    def kafka(self) -> KafkaConnection:
+        """The monitored cluster: ``bootstrap_servers`` and ``kafka_options``."""
+        return KafkaConnection(tuple_servers(self.bootstrap_servers), self.kafka_options)
+
     def redacted_kafka_options(self) -> dict[str, str]:
         """``kafka_options`` for logs, secrets masked."""
+        return self.kafka.redacted()
+
+
+# -- the collector ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectorConfig:
+    """What the collector connects to and where it publishes; validated on construction.
+
+    ``bootstrap_servers`` accepts a comma-separated string or a sequence of ``host:port``
+    and is stored as a tuple. ``group_filter`` is a regular expression that must match the
+    whole group id (``re.fullmatch``). ``kafka_options`` are the connection's security
+    settings: kafka-python's names (``KAFKA_OPTION_KEYS``) or the Java client's
+    (:data:`JAVA_SECURITY_KEYS`, mapped); ``repr`` never shows them. ``kafka`` is the
+    :class:`KafkaConnection` they make. ``topic_partitions`` and ``topic_replication_factor``
+    apply when the collector creates the topic (``None``: the broker's defaults).
+    """
+
+    bootstrap_servers: tuple[str, ...] | str = (DEFAULT_BOOTSTRAP_SERVERS,)
+    interval_s: float = 5.0
+    topic: str = DEFAULT_MEMBERSHIP_TOPIC
+    cluster: str = DEFAULT_CLUSTER
+    group_filter: str = ".*"
+    kafka_options: Mapping[str, Any] = field(default_factory=dict, repr=False, hash=False)
+    topic_partitions: int | None = None
+    topic_replication_factor: int | None = None
+    client_id: str = "rebalance-monitor-collector"
+    request_timeout_ms: int = 30_000
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
+    kafka: KafkaConnection = field(init=False, repr=False, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        options = dict(self.kafka_options)
+        for key, value in options.items():
+            if key not in JAVA_SECURITY_KEYS:
+                _collector(check_kafka_option, key, value)
+        kafka = _collector(KafkaConnection.of, self.bootstrap_servers, options)
+        object.__setattr__(self, "bootstrap_servers", kafka.bootstrap_servers)
+        object.__setattr__(self, "kafka_options", MappingProxyType(options))
+        object.__setattr__(self, "kafka", kafka)
+        if not (_is_number(self.interval_s) and 0 < self.interval_s <= MAX_COLLECT_S):
+            raise CollectorConfigError(
+                f"interval_s: must be positive (at most {MAX_COLLECT_S:g} s), got {self.interval_s}"
+            )
+        if not is_topic_name(self.topic):
+            raise CollectorConfigError(
+                f"topic: {self.topic!r} is not a valid Kafka topic name "
+                "(1-249 of a-z A-Z 0-9 . _ -, not '.' or '..')"
+            )
+        if not isinstance(self.cluster, str) or not self.cluster.strip():
+            raise CollectorConfigError("cluster: the cluster label must not be empty")
+        try:
+            re.compile(self.group_filter)
+        except (re.error, TypeError) as exc:
+            raise CollectorConfigError(f"group_filter: invalid regular expression: {exc}") from exc
+        for name in ("topic_partitions", "topic_replication_factor"):
+            value = getattr(self, name)
+            if value is not None and (not _is_int(value) or value < 1):
+                raise CollectorConfigError(f"{name}: must be at least 1, got {value}")
+        if not _is_int(self.request_timeout_ms) or self.request_timeout_ms < 1:
+            raise CollectorConfigError("request_timeout_ms: must be positive")
+        if not (
+            _is_number(self.backoff_initial_s)
+            and _is_number(self.backoff_max_s)
+            and 0 < self.backoff_initial_s <= self.backoff_max_s
+        ):
+            raise CollectorConfigError(
+                "backoff_initial_s and backoff_max_s: need 0 < backoff_initial_s <= backoff_max_s"
+            )
+        unmapped = kafka.mapped()[1]
+        if unmapped:
+            raise CollectorConfigError(
+                f"kafka_options: {', '.join(unmapped)} has no kafka-python equivalent "
+                "(use PEM files: ssl.truststore.type=PEM, or ssl_cafile)"
+            )
+
+    @property
+    def group_pattern(self) -> re.Pattern[str]:
+        return re.compile(self.group_filter)
+
+    def admin_configs(self) -> dict[str, Any]:
+        """Keyword arguments for ``KafkaAdminClient``."""
+        configs = self._common_configs()
+        configs.update(self.check_configs())
+        return configs
+
+    def producer_configs(self) -> dict[str, Any]:
+        """Keyword arguments for ``KafkaProducer`` (acks=all; the JSON is encoded here)."""
+        configs = self._common_configs()
+        configs.update({"acks": "all", "linger_ms": 20, "max_block_ms": self.request_timeout_ms})
+        configs.update(self.kafka.kafka_python())
+        return configs
+
+    def check_configs(self) -> dict[str, Any]:
+        """The security options for :func:`streaming.kafka_check.check_broker` (and the
+        admin client)."""
         return {
-            k: "***" if any(h in k.lower() for h in _SECRET_HINTS) else v
-            for k, v in sorted(self.kafka_options.items())
+            k: v for k, v in self.kafka.kafka_python().items() if k not in PRODUCER_ONLY_OPTIONS
+        }
+
+    def redacted_options(self) -> dict[str, str]:
+        """``kafka_options`` for logs: secrets and objects masked."""
+        return self.kafka.redacted()
+
+    def _common_configs(self) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": list(self.kafka.bootstrap_servers),
+            "client_id": self.client_id,
+            "request_timeout_ms": self.request_timeout_ms,
+            "bootstrap_timeout_ms": self.request_timeout_ms,
+            # kafka-python's default (30 s) would hide a broker that is back; the loop has
+            # its own backoff between snapshots.
+            "reconnect_backoff_max_ms": 1000,
         }
 
 
-# -- loading --------------------------------------------------------------------------------
+def _collector(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, its ConfigError raised as a CollectorConfigError."""
+    try:
+        return function(*args)
+    except CollectorConfigError:
+        raise
+    except ConfigError as exc:
+        raise CollectorConfigError(str(exc)) from None
 
-_FIELDS = {f.name: f for f in fields(JobConfig)}
-_INT_FIELDS = frozenset(
-    {"metrics_port", "max_offsets_per_trigger", "decode_partitions", "consumer_session_timeout_ms"}
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# -- loading: defaults < file < environment < flags -----------------------------------------
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How one configuration class loads: its fields by kind, its error, its environment
+    prefix, where its settings are in a config file, and how a map setting's entries are
+    read (``map_entries(name, value, origin)``)."""
+
+    cls: type[Any]
+    error: type[ConfigError]
+    env_prefix: str
+    table: str | None
+    ignored: frozenset[str]
+    map_entries: Callable[[str, Mapping[str, Any], str], dict[str, Any]]
+    env_map: Callable[[str, str, str], dict[str, Any]]
+
+    @property
+    def names(self) -> dict[str, str]:
+        """field name -> its annotation (a string: ``from __future__ import annotations``)."""
+        return {f.name: str(f.type) for f in fields(self.cls) if f.init}
+
+    def kind(self, name: str) -> str:
+        annotation = self.names[name]
+        if "Mapping" in annotation:
+            return "map"
+        if annotation.startswith("int"):
+            return "int"
+        if annotation.startswith("float"):
+            return "float"
+        return "str"
+
+    def optional(self, name: str) -> bool:
+        return "None" in self.names[name]
+
+
+def _job_map_entries(name: str, value: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    return string_map(name, value, JobConfigError)
+
+
+def _job_env_map(name: str, var: str, raw: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        raise JobConfigError(f"{name}: {var} must be a JSON object") from None
+    if not isinstance(parsed, dict):
+        raise JobConfigError(f"{name}: {var} must be a JSON object")
+    return parsed
+
+
+def _collector_map_entries(name: str, value: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, bool):
+            item = "true" if item else "false"
+        if not isinstance(item, str):
+            raise CollectorConfigError(f"{name}: {key} in the {origin}: expected a string")
+        parsed = parse_kafka_option(f"{key}={item}", where=f"kafka_options in the {origin}")
+        out[parsed[0]] = parsed[1]
+    return out
+
+
+def _collector_env_map(name: str, var: str, raw: str) -> dict[str, Any]:
+    return dict(kafka_options_from_env({var: raw}))
+
+
+_JOB = _Layout(
+    JobConfig,
+    JobConfigError,
+    ENV_PREFIX,
+    None,
+    frozenset({COLLECT_TABLE}),
+    _job_map_entries,
+    _job_env_map,
 )
-_FLOAT_FIELDS = frozenset(
-    {
-        "trigger_interval_s",
-        "broker_check_timeout_s",
-        "broker_watch_interval_s",
-        "lag_status_window_s",
-    }
-)
-_MAP_FIELDS = frozenset({"spark_conf", "kafka_options"})
-_OPTIONAL_FIELDS = frozenset(
-    {"spark_master", "max_offsets_per_trigger", "decode_partitions", "metrics_web_config_file"}
+_COLLECTOR = _Layout(
+    CollectorConfig,
+    CollectorConfigError,
+    COLLECT_ENV_PREFIX,
+    COLLECT_TABLE,
+    frozenset(),
+    _collector_map_entries,
+    _collector_env_map,
 )
 
 
@@ -286,15 +618,6 @@ def under_spark_submit(environ: Mapping[str, str] | None = None) -> bool:
     """True when ``spark-submit`` launched this interpreter (its JVM gateway is waiting)."""
     env = os.environ if environ is None else environ
     return "PYSPARK_GATEWAY_PORT" in env
-
-
-def parse_key_value(text: str, setting: str) -> tuple[str, str]:
-    """``"KEY=VALUE"`` -> ``(key, value)``; the value may contain ``=``."""
-    key, sep, value = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise JobConfigError(f"{setting}: expected KEY=VALUE, got {text!r}")
-    return key, value
 
 
 def load_config(
@@ -307,12 +630,7 @@ def load_config(
     ``os.environ``) < ``overrides`` (CLI flags, already typed; None values are ignored;
     ``spark_conf``/``kafka_options`` are merged key by key into the lower layers)."""
     env = dict(os.environ if environ is None else environ)
-    values: dict[str, Any] = {}
-    path = config_file if config_file is not None else env.get(CONFIG_FILE_ENV)
-    if path:
-        _merge(values, _read_file(Path(path)), "config file")
-    _merge(values, _from_env(env), "environment")
-    _merge(values, {k: v for k, v in (overrides or {}).items() if v is not None}, "CLI")
+    values, origins = _layers(_JOB, config_file, env, overrides, {})
     if "spark_master" not in values and under_spark_submit(env):
         values["spark_master"] = None
     if isinstance(values.get("spark_master"), str) and values["spark_master"].strip().lower() in (
@@ -320,46 +638,124 @@ def load_config(
         "none",
     ):
         values["spark_master"] = None
-    return JobConfig(**values)
+    config: JobConfig = _build(_JOB, values, origins)
+    return config
 
 
-def _merge(values: dict[str, Any], layer: Mapping[str, Any], origin: str) -> None:
+def load_collector_config(
+    *,
+    config_file: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> CollectorConfig:
+    """Defaults < ``config_file``'s ``[collect]`` table (or its top level when it has no
+    such table) < ``environ`` (``REBALANCE_MONITOR_COLLECT_*``) < ``overrides`` (flags,
+    typed; None values ignored; ``kafka_options`` merged key by key). ``flags`` names the
+    flag of each setting, for error messages."""
+    env = dict(os.environ if environ is None else environ)
+    values, origins = _layers(_COLLECTOR, config_file, env, overrides, flags or {})
+    config: CollectorConfig = _build(_COLLECTOR, values, origins)
+    return config
+
+
+def _layers(
+    layout: _Layout,
+    config_file: str | Path | None,
+    env: Mapping[str, str],
+    overrides: Mapping[str, Any] | None,
+    flags: Mapping[str, str],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The merged settings, and where each came from (for error messages)."""
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    path = config_file
+    if path is None and layout is _JOB:
+        path = env.get(CONFIG_FILE_ENV)
+    if path:
+        data = _read_file(Path(path), layout.error)
+        if layout.table is not None:
+            table = data.get(layout.table, data)
+            if not isinstance(table, Mapping):
+                raise layout.error(f"config: [{layout.table}] in {path} must be a table")
+            data = dict(table)
+        for key in layout.ignored:
+            data.pop(key, None)
+        _merge(layout, values, data, f"config file {path}", origins)
+    _merge(layout, values, _from_env(layout, env), "environment", origins)
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    _merge(layout, values, given, "command line", origins, flags)
+    return values, origins
+
+
+def _build(layout: _Layout, values: dict[str, Any], origins: Mapping[str, str]) -> Any:
+    """``layout.cls(**values)``; an error about a setting says where its value came from."""
+    try:
+        return layout.cls(**values)
+    except ConfigError as exc:
+        message = str(exc)
+        setting = message.split(":", 1)[0]
+        origin = origins.get(setting)
+        if origin is None or "\n" in message:
+            raise
+        raise layout.error(f"{message} (from {origin})") from None
+
+
+def _merge(
+    layout: _Layout,
+    values: dict[str, Any],
+    layer: Mapping[str, Any],
+    origin: str,
+    origins: dict[str, str],
+    flags: Mapping[str, str] | None = None,
+) -> None:
+    names = layout.names
     for key, value in layer.items():
-        if key not in _FIELDS:
-            known = ", ".join(sorted(_FIELDS))
-            raise JobConfigError(f"{key}: unknown setting in the {origin} (known: {known})")
-        if key in _MAP_FIELDS:
+        if key not in names:
+            known = ", ".join(sorted(names))
+            raise layout.error(f"{key}: unknown setting in the {origin} (known: {known})")
+        if origin == "environment":
+            origins[key] = "$" + layout.env_prefix + key.upper()
+        elif flags is not None:
+            origins[key] = flags.get(key, "the command line")
+        else:
+            origins[key] = f"the {origin}"
+        if layout.kind(key) == "map":
             if not isinstance(value, Mapping):
-                raise JobConfigError(f"{key}: expected a table of KEY = VALUE in the {origin}")
+                raise layout.error(f"{key}: expected a table of KEY = VALUE in the {origin}")
             merged = dict(values.get(key, {}))
-            merged.update(_string_map(key, value))
+            merged.update(layout.map_entries(key, value, origin))
             values[key] = merged
         else:
             values[key] = value
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def _read_file(path: Path, error: type[ConfigError] = JobConfigError) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
-            raise JobConfigError(
+            raise error(
                 f"config: {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file"
             )
         data = tomllib.loads(raw.decode("utf-8"))
     except OSError as e:
-        raise JobConfigError(f"config: cannot read {path}: {e.strerror or e}") from None
+        raise error(f"config: cannot read {path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
-        raise JobConfigError(f"config: {path} is not valid TOML: {e}") from None
+        raise error(f"config: {path} is not valid TOML: {e}") from None
     except UnicodeDecodeError as e:
-        raise JobConfigError(
-            f"config: {path} is not UTF-8 text (byte {e.start}: {e.reason})"
-        ) from None
+        raise error(f"config: {path} is not UTF-8 text (byte {e.start}: {e.reason})") from None
     except RecursionError:
-        raise JobConfigError(f"config: {path} is nested too deeply") from None
-    for key in _MAP_FIELDS & data.keys():
-        if isinstance(data[key], Mapping):
+        raise error(f"config: {path} is nested too deeply") from None
+    return _flatten_maps(data)
+
+
+def _flatten_maps(data: dict[str, Any]) -> dict[str, Any]:
+    for key in ("spark_conf", "kafka_options"):
+        if isinstance(data.get(key), Mapping):
             data[key] = _flatten(data[key])
+    if isinstance(data.get(COLLECT_TABLE), Mapping):
+        data[COLLECT_TABLE] = _flatten_maps(dict(data[COLLECT_TABLE]))
     return data
 
 
@@ -375,59 +771,40 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+def _from_env(layout: _Layout, env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in _FIELDS:
-        var = ENV_PREFIX + name.upper()
+    error = layout.error
+    for name in layout.names:
+        var = layout.env_prefix + name.upper()
         if var not in env:
             continue
         raw = env[var]
-        if name in _MAP_FIELDS:
-            try:
-                parsed = json.loads(raw)
-            except ValueError:
-                raise JobConfigError(f"{name}: {var} must be a JSON object") from None
-            if not isinstance(parsed, dict):
-                raise JobConfigError(f"{name}: {var} must be a JSON object")
-            out[name] = parsed
-        elif name in _INT_FIELDS:
-            if name in _OPTIONAL_FIELDS and raw.strip().lower() in ("", "none"):
-                out[name] = None
-                continue
+        kind = layout.kind(name)
+        if kind == "map":
+            out[name] = layout.env_map(name, var, raw)
+        elif (
+            kind in ("int", "float")
+            and layout.optional(name)
+            and raw.strip().lower()
+            in (
+                "",
+                "none",
+            )
+        ):
+            out[name] = None
+        elif kind == "int":
             try:
                 out[name] = int(raw)
             except ValueError:
-                raise JobConfigError(f"{name}: {var} must be an integer, got {raw!r}") from None
-        elif name in _FLOAT_FIELDS:
+                raise error(f"{name}: {var} must be an integer, got {raw!r}") from None
+        elif kind == "float":
             try:
                 out[name] = float(raw)
             except ValueError:
-                raise JobConfigError(f"{name}: {var} must be a number, got {raw!r}") from None
+                raise error(f"{name}: {var} must be a number, got {raw!r}") from None
         else:
             out[name] = raw
     return out
-
-
-def _string_map(name: str, value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        raise JobConfigError(f"{name}: expected a mapping of KEY to VALUE")
-    out: dict[str, str] = {}
-    for key, item in value.items():
-        if not isinstance(key, str) or not key.strip():
-            raise JobConfigError(f"{name}: keys must be non-empty strings, got {key!r}")
-        if isinstance(item, bool):
-            item = "true" if item else "false"
-        elif isinstance(item, int | float):
-            item = str(item)
-        if not isinstance(item, str):
-            raise JobConfigError(f"{name}: {key} must be a string, number or boolean")
-        out[key.strip()] = item
-    return out
-
-
-def _is_host_port(value: str) -> bool:
-    host, sep, port = value.rpartition(":")
-    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
 
 
 def _check_starting_offsets(value: Any) -> None:

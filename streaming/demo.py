@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import shutil
@@ -49,8 +50,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 from streaming import kafka_local
-from streaming.config import load_config
+from streaming.config import ENV_PREFIX, KAFKA_OPTIONS_ENV, KafkaConnection, load_config
 from streaming.console import is_terminal, waiting
+from streaming.errors import ArgumentParser, ConfigError, cli_command
+from streaming.kafka_security import SECURITY_MODES
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -247,13 +250,20 @@ def _fmt(value: float | int | None) -> str:
 
 
 @contextlib.contextmanager
-def _process(name: str, argv: Sequence[str], log_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+def _process(
+    name: str, argv: Sequence[str], log_dir: Path, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """A ``rebalance-monitor`` subcommand in its own session, logging to ``<name>.log``;
-    interrupted (SIGINT, then SIGKILL) on exit."""
+    interrupted (SIGINT, then SIGKILL) on exit. ``env`` is added to the environment."""
     command = [sys.executable, "-m", "streaming.cli", *argv]
     log: IO[bytes] = open(log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
+        command,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
     )
     try:
         yield proc
@@ -268,12 +278,12 @@ def _process(name: str, argv: Sequence[str], log_dir: Path) -> Iterator[subproce
         log.close()
 
 
-def _ensure_topic(bootstrap: str, topic: str) -> None:
+def _ensure_topic(kafka: KafkaConnection, topic: str) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=kafka.servers, **kafka.kafka_python())
     try:
         if topic not in set(admin.list_topics()):
             with contextlib.suppress(TopicAlreadyExistsError):
@@ -286,7 +296,7 @@ def _ensure_topic(bootstrap: str, topic: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=PROG,
         description=(
             "Run everything on the embedded default: the local broker, the simulator looping "
@@ -314,6 +324,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=kafka_local.DEFAULT_FOLDER,
         help="the broker's folder (default .local/kafka)",
+    )
+    p.add_argument(
+        "--security",
+        choices=SECURITY_MODES,
+        default="plaintext",
+        help="the local broker's listener (as `kafka start --security`); the job, the "
+        "collector and the simulator connect with its client settings (default plaintext)",
     )
     p.add_argument(
         "--metrics-port", type=int, default=9108, help="Prometheus exporter port (default 9108)"
@@ -349,31 +366,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_command(PROG)
 def cli_demo(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
+    args = build_parser().parse_args(argv)
     if args.static:
         from streaming.demo_static import run as static
 
         print(static())
         return 0
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        print(f"{PROG}: error: --duration must be a positive number of seconds", file=sys.stderr)
-        return 2
+        raise ConfigError("--duration: must be a positive number of seconds")
     from streaming.job import QueryFailedError
-    from streaming.kafka_check import BrokerCheckError
 
-    try:
+    try:  # BrokerError (exit 1), BrokerCheckError (exit 2): streaming.errors.cli_command
         return run_demo(args)
-    except kafka_local.BrokerError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-    except BrokerCheckError as exc:
-        print(f"{PROG}: error: kafka: {exc}", file=sys.stderr)
-        return 2
     except QueryFailedError as exc:  # the job's log in --state-dir has the rest
         print(f"{PROG}: failed: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
@@ -393,7 +399,10 @@ def run_demo(args: argparse.Namespace) -> int:
     state.mkdir(parents=True, exist_ok=True)
 
     broker_config = kafka_local.BrokerConfig(
-        port=args.kafka_port, controller_port=args.kafka_controller_port, folder=args.kafka_folder
+        port=args.kafka_port,
+        controller_port=args.kafka_controller_port,
+        folder=args.kafka_folder,
+        security=args.security,
     )
     broker = kafka_local.start(broker_config, progress=say)
     bootstrap = broker.bootstrap_servers
@@ -407,15 +416,19 @@ def run_demo(args: argparse.Namespace) -> int:
             "metrics_port": args.metrics_port,
             "trigger_interval_s": 1.0,
             "starting_offsets": "earliest" if args.from_earliest else "latest",
+            "kafka_options": dict(broker.kafka_options),
         },
     )
+    # the children get the client settings in their environment, not on their command line
+    secured = json.dumps(config.kafka.java())
+    child_env = {KAFKA_OPTIONS_ENV: secured, f"{ENV_PREFIX}KAFKA_OPTIONS": secured}
     try:
         check_kafka(config, progress=say)  # BrokerCheckError: exit 2, before Spark starts
     except BaseException:
         if not broker.already_running:
             kafka_local.stop(broker_config, progress=say)
         raise
-    _ensure_topic(bootstrap, config.membership_topic)
+    _ensure_topic(config.kafka, config.membership_topic)
     summary = Summary()
     job_log = open(state / "job.log", "a", encoding="utf-8")  # noqa: SIM115 - closed below
 
@@ -442,10 +455,10 @@ def run_demo(args: argparse.Namespace) -> int:
             with (
                 _process("collector", ["collect", "--bootstrap-server", bootstrap,
                                        "--topic", config.membership_topic, "--interval", "2"],
-                         state) as collector,
+                         state, child_env) as collector,
                 _process("simulate", ["simulate", "--loop", "--bootstrap-server", bootstrap,
                                       "--log-dir", str(state / "members"), *scenarios],
-                         state) as simulator,
+                         state, child_env) as simulator,
             ):  # fmt: skip
                 url = job.metrics_url or "(exporter off)"
                 say(f"metrics: {url}   tables: {config.delta_path}   logs: {state}")

@@ -23,10 +23,10 @@
               └───────────────────────┬──────────────────────────┘
                                       ▼ unionByName (every) / the group lane alone (latest)
     query "events": foreachBatch (streaming.sinks.micro_batch.Sinks) -> one job computes the
-                    batch (persisted) and collects the exporter's rows (DRIVER_KINDS;
-                    rebalances as their summary; the offset tombstones), the stats and
-                    every row's kind -> PrometheusSink.update first (detection latency),
-                    counters (input, bad, unrouted, offset gaps); then each table's rows
+                    batch (persisted) and counts its kinds, one collects the exporter's rows
+                    from the cache (DRIVER_KINDS; rebalances as their summary; the offset
+                    tombstones) and the stats -> PrometheusSink.update first (detection
+                    latency), counters (input, bad, unrouted, offset gaps); then each table's rows
                     (the tracker's typed struct of each table, streaming.sinks.tables.
                     table_frame; offset_commits from the offset_commit struct,
                     commit_frame) and the bad rows' struct -> DeltaSink, the tables side by side
@@ -71,6 +71,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streaming.errors import EXIT_FAILED, ArgumentParser, RebalanceMonitorError, cli_command
+
 if __package__ in (None, ""):  # ``spark-submit streaming/job.py``: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -111,8 +113,10 @@ DEFAULT_LOG_FILE = DEFAULT_JOB_DIR / "run.log"
 MAX_DURATION_S = 10 * 365 * 86_400.0
 
 
-class QueryFailedError(RuntimeError):
+class QueryFailedError(RebalanceMonitorError, RuntimeError):
     """The streaming query stopped with an error; the message is its first line."""
+
+    exit_status = EXIT_FAILED
 
 
 #: Job defaults under the user's ``spark_conf``: Delta rebuilds a table's snapshot with 50
@@ -516,7 +520,7 @@ def config_from_args(
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rebalance-monitor run`` (and of ``spark-submit job.py``)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=PROG,
         description=(
             "Run the Structured Streaming job: __consumer_offsets and the membership topic "
@@ -527,40 +531,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@cli_command(PROG)
 def cli_run(argv: Sequence[str] | None = None) -> int:
     """``rebalance-monitor run [options]``; returns the exit code: 0 done, 1 the query or
     Spark failed (one line on stderr, the trace in ``--log-file``), 2 invalid settings or
     the cluster cannot be used (before Spark starts)."""
-    from streaming.kafka_check import BrokerCheckError
+    args = build_parser().parse_args(argv)
+    # invalid settings raise JobConfigError: exit 2 (streaming.errors.cli_command)
+    if args.duration is not None and not (
+        math.isfinite(args.duration) and 0 < args.duration <= MAX_DURATION_S
+    ):
+        raise JobConfigError(
+            f"duration: expected seconds in (0, {MAX_DURATION_S:g}], got {args.duration!r}"
+        )
+    config = config_from_args(args)
+    if config.metrics_port and config.metrics_web_config_file is not None:
+        from streaming.sinks.web_config import WebConfigError, load_web_config
 
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
-        if args.duration is not None and not (
-            math.isfinite(args.duration) and 0 < args.duration <= MAX_DURATION_S
-        ):
-            raise JobConfigError(
-                f"duration: expected seconds in (0, {MAX_DURATION_S:g}], got {args.duration!r}"
-            )
-        config = config_from_args(args)
-        if config.metrics_port and config.metrics_web_config_file is not None:
-            from streaming.sinks.web_config import WebConfigError, load_web_config
-
-            try:
-                load_web_config(config.metrics_web_config_file)
-            except WebConfigError as e:
-                raise JobConfigError(f"metrics_web_config_file: {e}") from None
-    except JobConfigError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    try:
-        check_kafka(config, progress=_print)
-    except BrokerCheckError as e:
-        print(f"{PROG}: error: kafka: {e}", file=sys.stderr)
-        return 2
+        try:
+            load_web_config(config.metrics_web_config_file)
+        except WebConfigError as e:
+            raise JobConfigError(f"metrics_web_config_file: {e}") from None
+    check_kafka(config, progress=_print)  # BrokerCheckError: exit 2 with its cause
     log_file: Path = args.log_file or DEFAULT_LOG_FILE
     try:
         spark = session_for(config, log_file=log_file)  # Spark's own lines: to the log file

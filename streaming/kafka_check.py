@@ -45,6 +45,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from streaming.errors import RebalanceMonitorError
+
 __all__ = [
     "DEFAULT_CHECK_TIMEOUT_S",
     "BrokerCheckError",
@@ -62,8 +64,10 @@ _TLS_WORDS = ("sslerror", "ssl:", "certificate", "handshake", "wrong version num
 _JAAS_FIELD = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
-class BrokerCheckError(ConnectionError):
+class BrokerCheckError(RebalanceMonitorError, ConnectionError):
     """The cluster cannot be used; the message is the one-line cause."""
+
+    label = "kafka"
 
 
 # -- the Java client's settings -> kafka-python's ------------------------------------------

@@ -56,7 +56,6 @@ Exceptions (all carry a message meant for a person)::
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import fcntl
@@ -67,7 +66,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -75,6 +73,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from streaming.errors import EXIT_FAILED, ArgumentParser, RebalanceMonitorError, cli_command
 
 __all__ = [
     "DEFAULT_CONTROLLER_PORT",
@@ -136,8 +136,10 @@ Progress = Callable[[str], None]
 # --------------------------------------------------------------------------- errors
 
 
-class BrokerError(Exception):
+class BrokerError(RebalanceMonitorError):
     """Root of this module's errors; the message says what to do."""
+
+    exit_status = EXIT_FAILED
 
 
 class JavaNotFoundError(BrokerError):
@@ -419,13 +421,14 @@ def status(config: BrokerConfig | None = None) -> BrokerStatus:
 # --------------------------------------------------------------------------- CLI
 
 
+@cli_command("rebalance-monitor kafka")
 def cli_main(argv: Sequence[str] | None = None, *, prog: str = "rebalance-monitor kafka") -> int:
     """``kafka start|stop|status [--dir D] [--port P]``; returns the exit code.
 
     Exit codes: 0 success (``status``: running and answering), 1 error,
     3 ``status`` found no running broker (the LSB convention).
     """
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog, description="Run a local single-node KRaft Kafka broker from Maven jars."
     )
     parser.add_argument("action", choices=("start", "stop", "status"))
@@ -470,30 +473,27 @@ def cli_main(argv: Sequence[str] | None = None, *, prog: str = "rebalance-monito
     def say(line: str) -> None:
         print(f"kafka: {line}", flush=True)
 
-    try:
-        if args.action == "start":
-            info = start(config, progress=say)
-            say(f"bootstrap servers: {info.bootstrap_servers}")
-            say(f"log: {info.log_path}")
-            if info.kafka_options:
-                from streaming.kafka_security import write_client_properties
+    # BrokerError: exit 1 with its line (streaming.errors.cli_command)
+    if args.action == "start":
+        info = start(config, progress=say)
+        say(f"bootstrap servers: {info.bootstrap_servers}")
+        say(f"log: {info.log_path}")
+        if info.kafka_options:
+            from streaming.kafka_security import write_client_properties
 
-                path = write_client_properties(config.folder, dict(info.kafka_options))
-                say(f"{info.security}: client settings (user monitor) in {path}")
-            return 0
-        if args.action == "stop":
-            stop(config, progress=say)
-            return 0
-        st = status(config)
-        if not st.running:
-            say(f"not running (folder {config.folder}); log: {st.log_path}")
-            return 3
-        state = "answering" if st.answering else "NOT answering"
-        say(f"running, pid {st.pid}, {state} on {st.bootstrap_servers}; log: {st.log_path}")
-        return 0 if st.answering else 1
-    except BrokerError as exc:
-        print(f"kafka: error: {exc}", file=sys.stderr, flush=True)
-        return 1
+            path = write_client_properties(config.folder, dict(info.kafka_options))
+            say(f"{info.security}: client settings (user monitor) in {path}")
+        return 0
+    if args.action == "stop":
+        stop(config, progress=say)
+        return 0
+    st = status(config)
+    if not st.running:
+        say(f"not running (folder {config.folder}); log: {st.log_path}")
+        return 3
+    state = "answering" if st.answering else "NOT answering"
+    say(f"running, pid {st.pid}, {state} on {st.bootstrap_servers}; log: {st.log_path}")
+    return 0 if st.answering else 1
 
 
 # --------------------------------------------------------------------------- internals

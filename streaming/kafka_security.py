@@ -38,6 +38,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from streaming.errors import EXIT_FAILED, RebalanceMonitorError
+
 __all__ = [
     "CLIENT_USER",
     "MECHANISM",
@@ -64,8 +66,10 @@ LISTENER = "SECURED"
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
-class SecurityError(RuntimeError):
+class SecurityError(RebalanceMonitorError, RuntimeError):
     """The security material could not be made (keytool failed, a folder of another mode)."""
+
+    exit_status = EXIT_FAILED
 
 
 @dataclass(frozen=True)
@@ -224,8 +228,6 @@ def client_options(
 
 def write_client_properties(folder: Path, options: dict[str, str]) -> Path:
     """``security/client.properties`` (0600) for other Java tools."""
-    path = _dir(folder) / "client.properties"
-    lines = [f"{k}={v}" for k, v in sorted(options.items())]
-    path.write_text("\n".join(lines) + "\n")
-    os.chmod(path, 0o600)
-    return path
+    from streaming.kafka_connection import write_properties
+
+    return write_properties(_dir(folder) / "client.properties", options)

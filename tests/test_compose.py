@@ -318,17 +318,10 @@ def test_monitor_command_builds_a_job_config(services: Mapping[str, Any]) -> Non
 
 
 def test_collector_command_builds_a_collector_config(services: Mapping[str, Any]) -> None:
-    from streaming.collector import CollectorConfig, parse_kafka_option
+    from streaming.collector import config_from_args
 
     args = _collector_args(services)
-    config = CollectorConfig(  # as streaming.collector.run_collect builds it
-        bootstrap_servers=args.bootstrap_server,
-        interval_s=args.interval,
-        topic=args.topic,
-        cluster=args.cluster,
-        group_filter=args.group_filter,
-        kafka_options=dict(parse_kafka_option(t) for t in args.kafka_option),
-    )
+    config = config_from_args(args, environ={})  # as streaming.collector.run_collect builds it
     assert config.bootstrap_servers == ("kafka:9092",)
     assert not args.once and args.duration is None, "the collector must keep running"
 
@@ -337,7 +330,9 @@ def test_collector_and_monitor_agree(services: Mapping[str, Any]) -> None:
     from streaming import job
 
     monitor = job.config_from_args(_monitor_args(services), environ={})
-    collector = _collector_args(services)
+    from streaming.collector import config_from_args
+
+    collector = config_from_args(_collector_args(services), environ={})
     assert collector.topic == monitor.membership_topic
     assert collector.cluster == monitor.cluster
 

@@ -37,10 +37,12 @@ Exceptions (all end the command with exit code 2 and a one-line message)::
 
 from __future__ import annotations
 
+from streaming.errors import RebalanceMonitorError
+
 __all__ = ["AuditError", "BadTimeError", "MissingTableError", "QueryError", "TimeTravelError"]
 
 
-class AuditError(Exception):
+class AuditError(RebalanceMonitorError):
     """Root of the audit errors: bad input; the message starts with what was wrong."""
 
 

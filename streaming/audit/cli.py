@@ -19,17 +19,24 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from streaming.audit import AuditError, MissingTableError
 from streaming.audit.render import FORMATS
 from streaming.audit.times import TIME_HELP, parse_time
 from streaming.console import waiting
+from streaming.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    ArgumentParser,
+    RebalanceMonitorError,
+    cli_command,
+)
 
 __all__ = ["PROG", "build_parser", "cli_audit"]
 
 PROG = "rebalance-monitor audit"
-EXIT_OK, EXIT_SPARK, EXIT_USAGE = 0, 1, 2
+EXIT_SPARK = EXIT_FAILED
 DEFAULT_LIMIT = 1000
 #: Over :data:`streaming.spark.session.DEFAULT_CONF`: no progress bars on a terminal.
 _SESSION_CONF = {"spark.ui.showConsoleProgress": "false"}
@@ -50,13 +57,6 @@ _TABLES_OF = {
     "advise": (_REBALANCE_EVENTS, "group_metrics"),
     "sql": (),
 }
-
-
-class _Parser(argparse.ArgumentParser):
-    """Errors are one line on stderr (exit 2), no usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def _non_negative_int(text: str) -> int:
@@ -86,8 +86,8 @@ def _positive_minutes(text: str) -> float:
     return value
 
 
-def _common() -> _Parser:
-    p = _Parser(add_help=False)
+def _common() -> ArgumentParser:
+    p = ArgumentParser(add_help=False)
     g = p.add_argument_group("common options")
     g.add_argument(
         "--delta-path",
@@ -130,7 +130,7 @@ def _range(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``audit`` parser (argparse only)."""
     common = _common()
-    parser = _Parser(
+    parser = ArgumentParser(
         prog=PROG,
         description=(
             "Questions asked of the Delta tables the job wrote (docs/tables.md). Times T: "
@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(
-        dest="command", metavar="SUBCOMMAND", required=True, parser_class=_Parser
+        dest="command", metavar="SUBCOMMAND", required=True, parser_class=ArgumentParser
     )
 
     p = sub.add_parser(
@@ -476,24 +476,15 @@ def _attach_relative_times(argv: Sequence[str]) -> list[str]:
     return out
 
 
+@cli_command(PROG)
 def cli_audit(argv: Sequence[str] | None = None) -> int:
     """``rebalance-monitor audit ...``; returns the exit code (module docstring)."""
     parser = build_parser()
+    args = parser.parse_args(_attach_relative_times(sys.argv[1:] if argv is None else argv))
     try:
-        args = parser.parse_args(_attach_relative_times(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:  # --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    try:
-        return _run(args)
-    except AuditError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:  # e.g. piped into `head`: stop quietly
-        import contextlib
-
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+        return _run(args)  # AuditError: exit 2 (streaming.errors.cli_command)
+    except (RebalanceMonitorError, BrokenPipeError):
+        raise
     except Exception as e:  # Spark failed (not the input): one line, no traceback
         message = _spark_failure(e)
         if message is None:

@@ -12,14 +12,14 @@ import sys
 from collections.abc import Sequence
 
 from streaming.codec.decode import decode_record
-from streaming.codec.errors import DecodeError
 from streaming.codec.tojson import to_json_str
+from streaming.errors import ArgumentParser, ConfigError, cli_command
 
 __all__ = ["cli_decode"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="rebalance-monitor decode",
         description="Decode one __consumer_offsets record (key and value bytes) to JSON.",
     )
@@ -38,23 +38,17 @@ def _hex(text: str, option: str) -> bytes:
     try:
         return bytes.fromhex(text)
     except ValueError as e:
-        raise ValueError(f"{option} is not hex: {e}") from None
+        raise ConfigError(f"{option} is not hex: {e}") from None
 
 
+@cli_command("rebalance-monitor decode")
 def cli_decode(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     if args_in[:1] == ["decode"]:
         args_in = args_in[1:]
-    try:
-        args = _parser().parse_args(args_in)
-    except SystemExit as e:  # --help (0) or a usage error (2), already printed
-        return e.code if isinstance(e.code, int) else 2
-    try:
-        key = _hex(args.key_hex, "--key-hex")
-        value = None if args.value_hex is None else _hex(args.value_hex, "--value-hex")
-        record = decode_record(key, value)
-    except (ValueError, DecodeError) as e:
-        print(f"rebalance-monitor decode: {e}", file=sys.stderr)
-        return 2
+    args = _parser().parse_args(args_in)
+    key = _hex(args.key_hex, "--key-hex")
+    value = None if args.value_hex is None else _hex(args.value_hex, "--value-hex")
+    record = decode_record(key, value)  # DecodeError: exit 2 (streaming.errors.cli_command)
     print(to_json_str(record, indent=None if args.compact else 2))
     return 0

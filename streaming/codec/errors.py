@@ -17,8 +17,10 @@ Unknown record types and value versions are *not* errors: they decode to
 
 from __future__ import annotations
 
+from streaming.errors import RebalanceMonitorError
 
-class CodecError(Exception):
+
+class CodecError(RebalanceMonitorError):
     """Root of every error raised by ``streaming.codec``."""
 
 

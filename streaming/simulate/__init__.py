@@ -9,7 +9,9 @@ each member reports and the generation. Every run ends in a
 
 Modules, in data-flow order:
 
-- ``scenarios.py``: the declarative scripts, the result model and the checks (pure);
+- ``model.py``: members, steps, results and :class:`Scenario` (pure);
+- ``checks.py``: the checks of a run, each scenario's and the common ones (pure);
+- ``catalogue.py``: the scenarios themselves; ``scenarios.py`` re-exports all three;
 - ``runner.py``: processes, progress output, cleanup, timeouts, ``cli_simulate``;
 - ``member.py``: a kafka-python member (classic protocol) printing JSON lines;
 - ``java/SimConsumer.java``: a Java member (KIP-848 ``group.protocol=consumer``), same lines.

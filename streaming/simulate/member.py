@@ -51,6 +51,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer  # type: ignore[import-untyped]
@@ -191,6 +192,7 @@ class Member:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             allow_auto_create_topics=False,
+            **security_options(a.bootstrap_server, a.client_config),
         )
         try:
             if a.pattern:
@@ -241,6 +243,15 @@ def _watch_stdin(stop: threading.Event) -> None:
     stop.set()
 
 
+def security_options(servers: str, client_config: Path | None) -> dict[str, Any]:
+    """kafka-python's keyword arguments for the settings in ``client_config`` (none: {})."""
+    if client_config is None:
+        return {}
+    from streaming.kafka_connection import KafkaConnection, read_properties
+
+    return KafkaConnection(tuple(servers.split(",")), read_properties(client_config)).kafka_python()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m streaming.simulate.member",
@@ -261,6 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metadata-max-age-ms", type=int, default=1_000)
     p.add_argument("--commit-interval-ms", type=int, default=1_000)
     p.add_argument("--poll-ms", type=int, default=100)
+    p.add_argument(
+        "--client-config",
+        type=Path,
+        default=None,
+        help="a .properties file of the Java client's security settings (mapped to kafka-python)",
+    )
     return p
 
 

@@ -48,11 +48,23 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from streaming.config import (
+    DEFAULT_BOOTSTRAP_SERVERS,
+    ENV_PREFIX,
+    parse_key_value,
+)
+from streaming.errors import ArgumentParser, ConfigError, cli_command
+from streaming.kafka_connection import (
+    PRODUCER_ONLY_OPTIONS,
+    KafkaConnection,
+    write_properties,
+)
+from streaming.simulate.model import PartitionKey
 from streaming.simulate.scenarios import (
     CLASSIC_ASSIGNORS,
     SCENARIOS,
@@ -65,10 +77,8 @@ from streaming.simulate.scenarios import (
     MemberFailedError,
     MemberSpec,
     MemberView,
-    PartitionKey,
     Pause,
     Scenario,
-    ScenarioDefinitionError,
     ScenarioResult,
     SetGroupConfig,
     SetupError,
@@ -99,7 +109,7 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
+DEFAULT_BOOTSTRAP = DEFAULT_BOOTSTRAP_SERVERS
 DEFAULT_LOG_DIR = REPO_ROOT / ".local" / "simulate"
 CLIENT_JARS = REPO_ROOT / ".cache" / "jars" / "clients"
 JAVA_SOURCE = Path(__file__).resolve().with_name("java") / "SimConsumer.java"
@@ -481,7 +491,7 @@ class _Simulation:
         self,
         scenario: Scenario,
         *,
-        bootstrap_servers: str,
+        connection: KafkaConnection,
         names: RunNames,
         reporter: Reporter,
         log_dir: Path,
@@ -489,7 +499,9 @@ class _Simulation:
         timeout_s: float,
     ) -> None:
         self.scenario = scenario
-        self.bootstrap = bootstrap_servers
+        self.connection = connection
+        self.bootstrap = connection.servers
+        self.client_config: Path | None = None
         self.names = names
         self.reporter = reporter
         self.log_dir = log_dir / names.base
@@ -631,6 +643,11 @@ class _Simulation:
                 client_id="rebalance-monitor-simulate",
                 bootstrap_timeout_ms=10_000,
                 request_timeout_ms=15_000,
+                **{
+                    k: v
+                    for k, v in self.connection.kafka_python().items()
+                    if k not in PRODUCER_ONLY_OPTIONS
+                },
             )
         except KafkaError as exc:
             raise SetupError(
@@ -742,6 +759,13 @@ class _Simulation:
         ]  # fmt: skip
         if spec.instance_id is not None:
             common += ["--instance-id", spec.instance_id]
+        if self.connection.options:
+            # the security settings in a 0600 file, not on the command line (ps shows that)
+            if self.client_config is None:
+                self.client_config = write_properties(
+                    self.log_dir / "client.properties", self.connection.options
+                )
+            common += ["--client-config", str(self.client_config)]
         if spec.kind == "python":
             return [
                 sys.executable, "-m", "streaming.simulate.member", *common,
@@ -964,6 +988,8 @@ class _Simulation:
             if proc.proc.stdin is not None:
                 with contextlib.suppress(OSError):
                     proc.proc.stdin.close()
+        if self.client_config is not None:
+            self.client_config.unlink(missing_ok=True)
         if self.admin is None:
             return
         if self.partitions and not self.keep_topics:
@@ -981,6 +1007,7 @@ def run_scenario(
     scenario: Scenario,
     *,
     bootstrap_servers: str = DEFAULT_BOOTSTRAP,
+    connection: KafkaConnection | None = None,
     group_prefix: str | None = None,
     reporter: Reporter | None = None,
     log_dir: Path | None = None,
@@ -995,7 +1022,7 @@ def run_scenario(
     """
     sim = _Simulation(
         scenario,
-        bootstrap_servers=bootstrap_servers,
+        connection=connection or KafkaConnection(tuple(bootstrap_servers.split(","))),
         names=RunNames.for_run(scenario.name, group_prefix),
         reporter=reporter or Reporter(),
         log_dir=log_dir or DEFAULT_LOG_DIR,
@@ -1009,7 +1036,7 @@ def run_scenario(
 
 
 def build_parser(prog: str = "rebalance-monitor simulate") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=prog,
         description=(
             "Play scripted membership changes with real consumer processes (kafka-python "
@@ -1026,6 +1053,16 @@ def build_parser(prog: str = "rebalance-monitor simulate") -> argparse.ArgumentP
         default=DEFAULT_BOOTSTRAP,
         metavar="HOST:PORT",
         help=f"the broker (default: the local one, {DEFAULT_BOOTSTRAP})",
+    )
+    p.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka client setting of every client (repeatable), as `run` takes it: "
+        "security.protocol=SASL_SSL, sasl.jaas.config=..., ssl.truststore.location=...; also "
+        f"${KAFKA_OPTIONS_ENV} as a JSON object (flags win), which keeps passwords out of the "
+        "process list",
     )
     p.add_argument(
         "--group-prefix",
@@ -1075,6 +1112,33 @@ def _selected(args: argparse.Namespace) -> list[Scenario]:
     return out
 
 
+#: The Kafka client settings from the environment, as the job reads them (a JSON object).
+KAFKA_OPTIONS_ENV = ENV_PREFIX + "KAFKA_OPTIONS"
+
+
+def connection_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> KafkaConnection:
+    """``--bootstrap-server`` and the Java client's settings: ``$REBALANCE_MONITOR_KAFKA_OPTIONS``
+    (the job's variable) < ``--kafka-option``; :class:`ConfigError` naming the bad one."""
+    env = os.environ if environ is None else environ
+    options: dict[str, str] = {}
+    text = env.get(KAFKA_OPTIONS_ENV, "")
+    if text.strip():
+        try:
+            given = json.loads(text)
+        except ValueError:
+            given = None
+        if not isinstance(given, dict):
+            raise ConfigError(f"kafka_options: {KAFKA_OPTIONS_ENV} must be a JSON object")
+        options.update({str(k): str(v) for k, v in given.items()})
+    options.update(parse_key_value(t, "--kafka-option") for t in args.kafka_option)
+    try:
+        return KafkaConnection(tuple(args.bootstrap_server.split(",")), options)
+    except ConfigError as exc:
+        raise ConfigError(f"--bootstrap-server/--kafka-option: {exc}") from None
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM ends the simulator like Ctrl-C does: members are closed on the way out."""
@@ -1092,27 +1156,20 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@cli_command("rebalance-monitor simulate")
 def cli_simulate(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:
     """``rebalance-monitor simulate``: returns 0 when every scenario passed its checks,
     1 when one failed, 2 on bad usage, 130 when interrupted."""
     out = stdout or sys.stdout
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2): return, do not exit
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args = parser.parse_args(argv)
     if args.list:
         out.write(describe_scenarios() + "\n")
         return EXIT_OK
     if not args.scenarios:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write("simulate: error: name a scenario (or 'all'); --list shows them\n")
-        return EXIT_USAGE
-    try:
-        scenarios = _selected(args)
-    except ScenarioDefinitionError as exc:
-        sys.stderr.write(f"simulate: error: {exc}\n")
-        return EXIT_USAGE
+        parser.error("name a scenario (or 'all'); --list shows them")
+    scenarios = _selected(args)  # ScenarioDefinitionError: exit 2 (errors.cli_command)
+    connection = connection_from_args(args)
     reporter: Reporter = JsonReporter(out) if args.json else TextReporter(out)
     failed = False
     round_no = 0
@@ -1126,7 +1183,7 @@ def cli_simulate(argv: Sequence[str] | None = None, *, stdout: TextIO | None = N
                 for scenario in scenarios:
                     result = run_scenario(
                         scenario,
-                        bootstrap_servers=args.bootstrap_server,
+                        connection=connection,
                         group_prefix=prefix,
                         reporter=reporter,
                         log_dir=args.log_dir,

@@ -21,10 +21,12 @@ Errors::
 
 from __future__ import annotations
 
+from streaming.errors import RebalanceMonitorError
+
 __all__ = ["SinkError", "TableSchemaError", "UnknownTableError"]
 
 
-class SinkError(Exception):
+class SinkError(RebalanceMonitorError):
     """Root of every error raised by :mod:`streaming.sinks`."""
 
 

@@ -66,6 +66,8 @@ _TEXT_KINDS = DRIVER_KINDS - DRIVER_STRUCT_KINDS.keys()
 SOURCE_STATS, BAD_RECORD = "source_stats", BAD_RECORD_KIND
 #: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
 DRIVER_CHUNK = 5_000
+#: Driver rows per task result at most, roughly: a bigger batch's are split by group first.
+DRIVER_PIECE_ROWS = 50_000
 
 
 # -- the sinks of one run --------------------------------------------------------------------
@@ -223,33 +225,40 @@ class Sinks:
         started = time.monotonic()
         df = df.persist()
         try:
-            # one job computes the batch (persisted) and brings the driver every row's kind
-            # (the counts, without a second job) and the rows it needs: the exporter's, typed
+            # the first job computes the batch (persisted) and counts each kind; the second
+            # brings the driver, from the cache, the rows it needs: the exporter's, typed
             # (their table's struct: DRIVER_STRUCT_KINDS; an offset tombstone's commit
             # struct, which ends its partition's lag series), or as JSON (a rebalance as its
             # RebalanceSummary, without the lists only Delta keeps; the kinds without a
-            # table), and the source stats (typed); the batch cap (max_offsets_per_trigger)
+            # table), and the source stats (typed); only those rows, since each row carries
+            # every struct column (null ones too); the batch cap (max_offsets_per_trigger)
             # bounds them
-            kind = F.col("kind")
+            kind_col = F.col("kind")
+            kinds: dict[str, int] = {
+                str(r["kind"]): int(r["count"]) for r in df.groupBy("kind").count().collect()
+            }
             commit = F.col(COMMIT_STRUCT_COLUMN)
+            is_tombstone = (kind_col == COMMIT_KIND) & commit["deleted"]
             text = F.when(
-                kind.isin(sorted(_TEXT_KINDS)),
-                F.coalesce(F.col("summary"), F.col("payload")),
+                kind_col.isin(sorted(_TEXT_KINDS)), F.coalesce(F.col("summary"), F.col("payload"))
             ).alias("text")
-            tombstone = F.when((kind == COMMIT_KIND) & commit["deleted"], commit)
             typed = [F.col(table) for table in DRIVER_STRUCT_KINDS.values()]
             columns = ["text", *DRIVER_STRUCT_KINDS.values(), _TOMBSTONE]
-            # Arrow buffers, not a row object each
-            small = df.select("kind", text, *typed, tombstone.alias(_TOMBSTONE), SOURCE_STATS)
-            small = small.toArrow()
-            counts = pc.value_counts(small["kind"])
-            kinds: dict[str, int] = dict(
-                zip(
-                    counts.field("values").to_pylist(),
-                    counts.field("counts").to_pylist(),
-                    strict=True,
-                )
+            driver_rows = df.where(
+                kind_col.isin([*DRIVER_KINDS, SOURCE_STATS])
+                | F.coalesce(is_tombstone, F.lit(False))
             )
+            needed = sum(n for k, n in kinds.items() if k in DRIVER_KINDS or k == SOURCE_STATS)
+            if needed > DRIVER_PIECE_ROWS:
+                # a big batch (a backfill without a cap): more, smaller task results, so no
+                # single one must fit in the driver's heap at once; by group, which keeps
+                # each group's rows in their order (one map task holds a group's rows)
+                pieces = -(-needed // DRIVER_PIECE_ROWS)
+                driver_rows = driver_rows.repartition(pieces, "group_id")
+            # Arrow buffers, not a row object each
+            small = driver_rows.select(
+                "kind", text, *typed, F.when(is_tombstone, commit).alias(_TOMBSTONE), SOURCE_STATS
+            ).toArrow()
             is_stats = pc.equal(small["kind"], SOURCE_STATS)
             stats: list[dict[str, Any]] = small.filter(is_stats)[SOURCE_STATS].to_pylist()
             for start in range(0, small.num_rows, DRIVER_CHUNK):  # no filtered copy: memory
@@ -266,7 +275,7 @@ class Sinks:
                     self.prometheus.update(driver)
                 if self.on_events is not None:
                     self.on_events(driver)
-            del small, counts
+            del small
             frames = table_frames(
                 df, kinds, batch_id, offset_commits_history=self.offset_commits_history
             )

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streaming.errors import ConfigError
+
 __all__ = ["WebConfig", "WebConfigError", "load_web_config", "serve"]
 
 _TLS_KEYS = frozenset(
@@ -66,7 +68,7 @@ _MAX_FILE_BYTES = 1024 * 1024
 _DUMMY_HASH = b"$2b$10$4HbEqvfz8W4ZQ4RDs.DSDOHzdZkPSBHXVZy1mEEtcvyGcDdpv3Sp2"
 
 
-class WebConfigError(ValueError):
+class WebConfigError(ConfigError):
     """An invalid web config file; the message starts with the file and the key."""
 
 

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from streaming.errors import EXIT_FAILED, RebalanceMonitorError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -95,8 +97,10 @@ def is_local_master(master: str | None) -> bool:
     return bool(master) and (master == "local" or str(master).startswith("local["))
 
 
-class SparkSetupError(RuntimeError):
+class SparkSetupError(RebalanceMonitorError, RuntimeError):
     """The Spark environment is incomplete (e.g. jars not resolved: run ``make setup``)."""
+
+    exit_status = EXIT_FAILED
 
 
 def spark_jars(jars_dir: Path = DEFAULT_JARS_DIR) -> list[Path]:

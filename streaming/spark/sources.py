@@ -33,17 +33,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from streaming.errors import ConfigError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 CONSUMER_OFFSETS = "__consumer_offsets"
-DEFAULT_MEMBERSHIP_TOPIC = "rebalance-monitor.membership"
 OFFSET_FETCHING_CONF = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 #: Consumer settings of both sources, under the user's (module docstring).
 DEFAULT_KAFKA_OPTIONS: dict[str, str] = {"fetch.max.wait.ms": "10"}
 
 
-class SourceConfigError(ValueError):
+class SourceConfigError(ConfigError):
     """The Kafka source cannot be built as configured."""
 
 

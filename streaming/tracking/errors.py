@@ -18,6 +18,8 @@ them and counts them in ``GroupState.counters``.
 
 from __future__ import annotations
 
+from streaming.errors import RebalanceMonitorError
+
 __all__ = [
     "MembershipEventError",
     "ObservationError",
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-class TrackingError(Exception):
+class TrackingError(RebalanceMonitorError):
     """Root of every error raised by ``streaming.tracking``."""
 
 

@@ -2,7 +2,8 @@
 keystores by keytool) and the clients against it: the collector publishes and a kafka-python
 reader with the mapped settings reads it back; a wrong password, an untrusted certificate and
 a plaintext client each get their one-line error and exit 2, for ``collect`` and for ``run``
-(before Spark starts); no password reaches the output or the broker's log."""
+(before Spark starts); the simulator plays scenarios with kafka-python and Java members on it;
+no password reaches the output, the members' logs or the broker's log."""
 
 from __future__ import annotations
 
@@ -111,6 +112,34 @@ def test_run_checks_the_java_settings_before_spark(secured_broker: BrokerInfo) -
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "SASL authentication failed" in proc.stderr
     assert "started:" not in proc.stdout
+
+
+def test_the_simulator_plays_on_the_secured_broker(
+    secured_broker: BrokerInfo, tmp_path: Path
+) -> None:
+    """The job's Java settings, in the job's environment variable: the admin client and the
+    kafka-python members map them, the Java (KIP-848) members take them as they are."""
+    import os
+
+    env = {
+        **os.environ,
+        "REBALANCE_MONITOR_KAFKA_OPTIONS": json.dumps(secured_broker.kafka_options),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", ENTRY, "simulate", "graceful-leave", "kip848", "--json",
+         "--bootstrap-server", secured_broker.bootstrap_servers, "--log-dir", str(tmp_path),
+         "--timeout", "120"],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-2000:])
+    results = [r for r in map(json.loads, proc.stdout.splitlines()) if r.get("type") == "result"]
+    assert [r["scenario"] for r in results] == ["graceful-leave", "kip848"]
+    assert all(r["ok"] for r in results), results
+    secret = password(secured_broker)
+    assert secret not in proc.stdout + proc.stderr
+    logs = list(tmp_path.rglob("*"))
+    assert not [p for p in logs if p.name == "client.properties"], "removed after the run"
+    assert all(secret not in p.read_text(errors="replace") for p in logs if p.is_file())
 
 
 def test_no_client_password_in_the_broker_s_log(secured_broker: BrokerInfo) -> None:

@@ -23,7 +23,13 @@ class _NoDelta:
         return self.tables
 
 
-def test_the_driver_gets_what_the_full_rows_give(spark: SparkSession) -> None:
+@pytest.mark.parametrize("piece_rows", [50_000, 7], ids=["one piece", "split by group"])
+def test_the_driver_gets_what_the_full_rows_give(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, piece_rows: int
+) -> None:
+    """Also when a big batch's driver rows are split by group into several task results:
+    each group's rows keep their order (the gauges follow the newest generation)."""
+    from streaming.sinks import micro_batch
     from streaming.sinks.micro_batch import Sinks
     from streaming.sinks.prometheus import PrometheusSink
     from streaming.spark.stateful import EVENTS_SCHEMA, events_to_rows
@@ -32,6 +38,7 @@ def test_the_driver_gets_what_the_full_rows_give(spark: SparkSession) -> None:
     from tests.unit.streaming.tracking.test_golden import FIXTURES
     from tests.unit.streaming.tracking.test_golden import run as track_golden
 
+    monkeypatch.setattr(micro_batch, "DRIVER_PIECE_ROWS", piece_rows)
     full = PrometheusSink()
     events: list[Any] = []
     for name in FIXTURES:

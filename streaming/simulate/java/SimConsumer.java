@@ -26,12 +26,17 @@
  *   [--client-id ID] [--group-protocol consumer|classic] [--remote-assignor uniform|range]
  *   [--assignor range|roundrobin|sticky|cooperative-sticky] [--instance-id ID]
  *   [--session-timeout-ms MS] [--commit-interval-ms MS] [--poll-ms MS]
+ *   [--client-config FILE]  (a .properties file: security.protocol, sasl.*, ssl.*)
  * (--assignor and --session-timeout-ms are classic-protocol settings; a consumer-protocol
  * group takes its session timeout and heartbeat interval from the broker / group config.)
  */
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -160,6 +165,14 @@ public final class SimConsumer {
 
     private static Properties config(Map<String, String> opts) {
         Properties props = new Properties();
+        if (opts.containsKey("client-config")) {  // the security settings, a 0600 file
+            try (Reader in = Files.newBufferedReader(Path.of(opts.get("client-config")),
+                    StandardCharsets.UTF_8)) {
+                props.load(in);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
         String protocol = opts.getOrDefault("group-protocol", "consumer");
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.get("bootstrap-server"));
         props.put(ConsumerConfig.GROUP_ID_CONFIG, opts.get("group"));

@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 import kafka.errors as kafka_errors
+import msgspec
 import pytest
 from kafka import OffsetAndMetadata, TopicPartition
 
@@ -522,7 +523,7 @@ def test_error_objects_carry_the_declared_properties() -> None:
     [error] = events_of(SCENARIOS["failures"])["g-classic"]["errors"]
 
     assert set(error) == props
-    assert required == {"stage", "message"}
+    assert required == props  # the writer's contract: every property, null when unknown
 
 
 def test_every_schema_property_is_documented() -> None:
@@ -1063,7 +1064,7 @@ def test_cli_takes_security_options_from_the_environment_and_flags_win(
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(collector, "Collector", Recording)
+    monkeypatch.setattr(collector.cli, "Collector", Recording)
     env = {
         "security.protocol": "SASL_SSL",
         "sasl-mechanism": "SCRAM-SHA-512",
@@ -1118,3 +1119,54 @@ def test_cli_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert flag in out
     assert "--duration" in out and "--kafka-option" in out
     assert "127.0.0.1:19092" in out
+
+
+# --------------------------------------------------------------------------- one event model
+
+
+def test_the_published_schema_is_generated_from_the_model() -> None:
+    """``streaming/schemas/membership_event_v1.json`` is what ``make schema`` writes from
+    :mod:`streaming.membership_event`: the file and the model cannot drift apart."""
+    from streaming import membership_event
+
+    assert load_schema() == membership_event.json_schema()
+    assert membership_event.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_model_reads_back_what_the_collector_writes(name: str) -> None:
+    """Encode (collector) -> decode (tracker's model) -> encode gives the same bytes."""
+    from streaming import membership_event
+
+    for event in build_events(SCENARIOS[name], cluster="test", snapshot_id="snap"):
+        raw = event.encode()[1]
+        decoded = membership_event.decode(json.loads(raw))
+        assert not isinstance(decoded, membership_event.Unsupported)
+        assert msgspec.json.encode(decoded) == raw
+
+
+def test_schema_and_model_reject_the_same_mutations(
+    validator: jsonschema.Draft202012Validator,
+) -> None:
+    """Each mutation of a valid event is refused by both the schema and the model's decoder
+    (and each valid one accepted by both)."""
+    from streaming import membership_event
+
+    good = json.loads(build_events(answers(), cluster="c", snapshot_id="s")[0].encode()[1])
+    bad = [
+        {**good, "membership_source": "guess"},
+        {**good, "snapshot_ts_ms": 1.5},
+        {**good, "snapshot_ts_ms": -1},
+        {**good, "cluster": ""},
+        {**good, "member_count": -1},
+        {**good, "members": [{**good["members"][0], "member_id": 7}]},
+        {**good, "errors": [{"stage": 3, "message": "x"}]},
+        {**good, "session_timeout_ms": 0},
+    ]
+    for event in bad:
+        assert not validator.is_valid(event), event
+        with pytest.raises(membership_event.EventFormatError):
+            membership_event.decode(event)
+    for event in (good, {**good, "a_future_additive_field": 1}):
+        assert validator.is_valid(event)
+        assert isinstance(membership_event.decode(event), membership_event.GroupEvent)

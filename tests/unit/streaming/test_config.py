@@ -14,6 +14,7 @@ from streaming.config import (
     parse_key_value,
     under_spark_submit,
 )
+from streaming.errors import ConfigError
 
 pytestmark = [pytest.mark.unit]
 
@@ -187,3 +188,180 @@ def test_parse_key_value() -> None:
     )
     with pytest.raises(JobConfigError, match=r"^--conf: expected KEY=VALUE"):
         parse_key_value("novalue", "--conf")
+
+
+# -- the Kafka connection and the collector's layers ------------------------------------------
+
+
+def test_a_connection_redacts_its_secrets_and_maps_java_settings() -> None:
+    from streaming.kafka_connection import KafkaConnection
+
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="u" password="pw1";'
+    )
+    c = KafkaConnection.of(
+        "h1:9092, h2:9093",
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": jaas,
+            "ssl_cafile": "/ca.pem",
+        },
+    )
+    assert c.bootstrap_servers == ("h1:9092", "h2:9093") and c.servers == "h1:9092,h2:9093"
+    assert "pw1" not in repr(c) and "pw1" not in str(c)
+    assert c.redacted()["sasl.jaas.config"] == "***"
+    assert c.java() == {"sasl.jaas.config": jaas}  # kafka-python names stay Python's
+    python = c.kafka_python()
+    assert python["sasl_plain_username"] == "u" and python["sasl_plain_password"] == "pw1"
+    assert python["security_protocol"] == "SASL_SSL" and python["ssl_cafile"] == "/ca.pem"
+    with pytest.raises(AttributeError):
+        c.options = {}  # type: ignore[misc]
+
+
+def test_the_job_shares_the_connection_model() -> None:
+    c = load_config(environ={}, overrides={"kafka_options": {"security.protocol": "SSL"}})
+    assert c.kafka.bootstrap_servers == ("127.0.0.1:19092",)
+    assert c.kafka.kafka_python()["security_protocol"] == "SSL"
+
+
+def test_collector_layers_file_then_environment_then_flags(tmp_path: Path) -> None:
+    from streaming.config import load_collector_config
+
+    path = _write(
+        tmp_path,
+        """
+cluster = "job-level"
+[collect]
+bootstrap_servers = "file:1"
+cluster = "from-file"
+interval_s = 7
+topic = "file.topic"
+[collect.kafka_options]
+security_protocol = "SSL"
+ssl_check_hostname = false
+""",
+    )
+    env = {
+        "REBALANCE_MONITOR_COLLECT_CLUSTER": "from-env",
+        "REBALANCE_MONITOR_COLLECT_INTERVAL_S": "3",
+        "REBALANCE_MONITOR_COLLECT_KAFKA_OPTIONS": '{"ssl_cafile": "/env.pem"}',
+    }
+    c = load_collector_config(
+        config_file=path,
+        environ=env,
+        overrides={"bootstrap_servers": "flag:2", "cluster": None},
+    )
+    assert c.bootstrap_servers == ("flag:2",)
+    assert (c.cluster, c.interval_s, c.topic) == ("from-env", 3.0, "file.topic")
+    assert dict(c.kafka_options) == {
+        "security_protocol": "SSL",
+        "ssl_check_hostname": False,
+        "ssl_cafile": "/env.pem",
+    }
+    # the job reads the same file and leaves the [collect] table to the collector
+    assert load_config(config_file=path, environ={}).cluster == "job-level"
+
+
+@pytest.mark.parametrize(
+    ("file_text", "env", "overrides", "origin"),
+    [
+        ("[collect]\ninterval_s = -1\n", {}, {}, "(from the config file "),
+        ("", {"REBALANCE_MONITOR_COLLECT_INTERVAL_S": "-1"}, {}, "$REBALANCE_MONITOR_COLLECT_"),
+        ("", {}, {"interval_s": -1.0}, "(from --interval)"),
+        ("", {"REBALANCE_MONITOR_COLLECT_INTERVAL_S": "soon"}, {}, "REBALANCE_MONITOR_COLLECT_"),
+        ("[collect]\nno_such = 1\n", {}, {}, "unknown setting in the config file"),
+    ],
+)
+def test_collector_errors_name_where_the_value_came_from(
+    tmp_path: Path, file_text: str, env: dict[str, str], overrides: dict[str, object], origin: str
+) -> None:
+    from streaming.collector import FLAGS
+    from streaming.config import CollectorConfigError, load_collector_config
+
+    path = _write(tmp_path, file_text)
+    with pytest.raises(CollectorConfigError) as raised:
+        load_collector_config(config_file=path, environ=env, overrides=overrides, flags=FLAGS)
+    message = str(raised.value)
+    assert message.split(":")[0] in ("interval_s", "no_such"), message
+    assert origin in message, message
+
+
+def test_job_errors_name_the_environment_variable() -> None:
+    with pytest.raises(
+        JobConfigError, match=r"^metrics_port: .*\(from \$REBALANCE_MONITOR_METRICS_PORT\)"
+    ):
+        load_config(environ={"REBALANCE_MONITOR_METRICS_PORT": "70000"})
+
+
+def test_the_collector_takes_the_job_s_java_settings() -> None:
+    """``collect --kafka-option`` takes what ``run --kafka-option`` takes (mapped once)."""
+    from streaming.config import CollectorConfig, CollectorConfigError, parse_kafka_option
+
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="monitor" password="s3cret";'
+    )
+    java = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": jaas,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/ca.pem",
+    }
+    options = dict(parse_kafka_option(f"{k}={v}") for k, v in java.items())
+    c = CollectorConfig(kafka_options=options)
+    assert c.check_configs() == {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "monitor",
+        "sasl_plain_password": "s3cret",
+        "ssl_cafile": "/ca.pem",
+    }
+    assert "s3cret" not in repr(c) and "s3cret" not in str(c.kafka)
+    with pytest.raises(CollectorConfigError, match=r"location has no kafka-python"):
+        CollectorConfig(kafka_options={"ssl.truststore.location": "/trust.jks"})
+
+
+def test_properties_files_round_trip_and_are_private(tmp_path: Path) -> None:
+    from streaming.kafka_connection import read_properties, write_properties
+
+    options = {"sasl.jaas.config": 'x required password="a\\\\b=c";', "k": "two\nlines"}
+    path = write_properties(tmp_path / "client.properties", options)
+    assert read_properties(path) == options
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_the_simulator_takes_the_job_s_settings_flags_over_the_environment() -> None:
+    import argparse
+
+    from streaming.simulate.member import security_options
+    from streaming.simulate.runner import connection_from_args
+
+    args = argparse.Namespace(
+        bootstrap_server="h:1",
+        kafka_option=['sasl.jaas.config=x required username="u" password="flag";'],
+    )
+    env = {
+        "REBALANCE_MONITOR_KAFKA_OPTIONS": '{"security.protocol": "SASL_PLAINTEXT", '
+        '"sasl.mechanism": "PLAIN", "sasl.jaas.config": "overridden"}'
+    }
+    c = connection_from_args(args, env)
+    assert c.bootstrap_servers == ("h:1",)
+    assert c.kafka_python()["sasl_plain_password"] == "flag"
+    assert c.kafka_python()["security_protocol"] == "SASL_PLAINTEXT"
+    with pytest.raises(ConfigError, match="REBALANCE_MONITOR_KAFKA_OPTIONS must be a JSON"):
+        connection_from_args(args, {"REBALANCE_MONITOR_KAFKA_OPTIONS": "[1]"})
+    assert security_options("h:1", None) == {}
+
+
+def test_a_member_maps_its_client_config(tmp_path: Path) -> None:
+    from streaming.kafka_connection import write_properties
+    from streaming.simulate.member import security_options
+
+    path = write_properties(
+        tmp_path / "client.properties",
+        {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": "/c"},
+    )
+    assert security_options("h:1", path) == {"security_protocol": "SSL", "ssl_cafile": "/c"}
