@@ -10,7 +10,9 @@
       └── the Structured Streaming job (local Spark, this process)
             -> Delta tables under .local/demo/delta
             -> Prometheus exporter on http://127.0.0.1:9108/metrics
-            -> the terminal summary below, refreshed every few seconds
+            -> the terminal: a table of the groups redrawn in place (rich), each
+               group's rebalances counted by cause; off a terminal one line per
+               rebalance, and the table once at the end
 
 It runs until Ctrl-C or ``--duration``; then it stops the simulator (which closes its
 members), the collector, the job, and the broker if the demo started it. The job starts from
@@ -18,8 +20,14 @@ the latest offsets (``--from-earliest`` replays what the broker already holds), 
 scenarios and the collector only once its first micro-batch is done, so every group is seen
 from its first record (``--duration`` counts from then); it keeps its
 checkpoint and tables in ``.local/demo`` (cleared at start unless ``--keep-state``). Logs of
-the helpers go to ``.local/demo/*.log``. ``--static`` prints the what-if comparison of the
-source documents' scenarios instead (no broker, no Spark).
+the helpers go to ``.local/demo/*.log``: the job's progress lines to ``job.log``, everything
+Spark's JVM and its Python workers print to ``spark.log`` (never to the terminal,
+:func:`streaming.spark.session.launch_jvm`). While Spark starts, creates the tables and runs
+its first micro-batch (a minute or more on a busy machine) a spinner says which, with the
+time elapsed (:func:`streaming.console.waiting`). Groups known only from the collector's
+snapshots (no coordinator record yet, such as the Kafka source's own consumer) are named
+under the table with what is known of them, not given a row. ``--static`` prints the what-if
+comparison of the source documents' scenarios instead (no broker, no Spark).
 """
 
 from __future__ import annotations
@@ -35,47 +43,65 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 from streaming import kafka_local
 from streaming.config import ENV_PREFIX, KAFKA_OPTIONS_ENV, KafkaConnection, load_config
+from streaming.console import is_terminal, waiting
 from streaming.errors import ArgumentParser, ConfigError, cli_command
 from streaming.kafka_security import SECURITY_MODES
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STATE = REPO / ".local" / "demo"
 PROG = "rebalance-monitor demo"
-CLEAR = "\x1b[H\x1b[2J"
+#: Rows of the live table (the groups with the latest rebalances first).
+TABLE_ROWS = 20
+#: Width of the table when stdout is not a terminal (the final summary in a log).
+PLAIN_WIDTH = 200
 
 
 @dataclass
 class GroupLine:
-    """What the summary shows of one group (updated from the job's tracker rows)."""
+    """What the summary shows of one group (updated from the job's tracker rows); None:
+    not known (yet)."""
 
     group: str
-    strategy: str = "?"
+    strategy: str | None = None
     generation: int | None = None
-    members: int = 0
-    rebalances: int = 0
-    cause: str = "-"
+    members: int | None = None
+    state: str | None = None
+    causes: Counter[str] = field(default_factory=Counter)
+    seen_rebalance: bool = False  # a rebalance row (coordinator records) named the group
     last_ts_ms: int | None = None
     spread: int | None = None
     imbalance: float | None = None
     moved_total: int = 0
-    last_moved: int | None = None
     divergent: bool | None = None
-    state: str = "?"
+
+    @property
+    def rebalances(self) -> int:
+        return sum(self.causes.values())
+
+    def causes_text(self) -> str:
+        """Each cause with its count, the most frequent first: ``join 3, crash 1``."""
+        return ", ".join(f"{cause.replace('_', ' ')} {n}" for cause, n in self.causes.most_common())
 
 
 @dataclass
 class Summary:
-    """The demo's live view: the job's rows folded per group (thread-safe)."""
+    """The demo's live view: the job's rows folded per group (thread-safe); the rebalances
+    also as one line each (:meth:`take_lines`) for output that is not a terminal."""
 
     groups: dict[str, GroupLine] = field(default_factory=dict)
     events: int = 0
+    lines: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def on_events(self, rows: list[dict[str, Any]]) -> None:
@@ -85,73 +111,139 @@ class Summary:
                 group = row.get("group_id")
                 if not group:
                     continue
-                line = self.groups.setdefault(group, GroupLine(group))
                 kind = row.get("kind")
+                if kind == "group_deleted":
+                    self.groups.pop(group, None)
+                    self.lines.append(f"{_clock(row.get('event_ts_ms'))}  {group}  deleted")
+                    continue
+                line = self.groups.setdefault(group, GroupLine(group))
                 if kind in ("rebalance", "rebalance_summary"):
                     self._rebalance(line, row)
+                    self.lines.append(_event_line(line, row))
                 elif kind == "group_status":
-                    line.state = str(row.get("state") or "?")
-                    line.members = int(row.get("member_count") or 0)
+                    line.state = row.get("state") or line.state
+                    line.strategy = row.get("strategy") or line.strategy
+                    if row.get("member_count") is not None:
+                        line.members = int(row["member_count"])
                     if row.get("generation") is not None:
                         line.generation = int(row["generation"])
-                elif kind == "group_deleted":
-                    self.groups.pop(group, None)
 
     @staticmethod
     def _rebalance(line: GroupLine, row: Mapping[str, Any]) -> None:
-        line.strategy = str(row.get("strategy") or line.strategy)
+        line.seen_rebalance = True
+        line.strategy = row.get("strategy") or line.strategy
         line.generation = row.get("generation_after", line.generation)
         line.members = len(row.get("members_after") or [])
         line.last_ts_ms = row.get("completed_ts_ms") or row.get("event_ts_ms")
-        if row.get("generation_before") is None:
-            line.cause = "first seen"
-        else:
-            line.rebalances += 1
-            line.cause = str(row.get("cause") or "unknown")
+        if row.get("generation_before") is not None and row.get("is_rebalance", True):
+            line.causes[str(row.get("cause") or "unknown")] += 1
         skew = row.get("actual_skew") or {}
         line.spread = skew.get("spread_partitions")
         line.imbalance = skew.get("imbalance_ratio")
         churn = row.get("churn") or {}
-        line.last_moved = churn.get("moved_partitions")
-        line.moved_total += int(line.last_moved or 0)
+        line.moved_total += int(churn.get("moved_partitions") or 0)
         line.divergent = row.get("own_strategy_divergent")
 
-    def render(self, *, now_s: float, header: str, limit: int = 20) -> str:
+    def take_lines(self) -> list[str]:
+        """The event lines since the last call."""
         with self.lock:
-            lines = sorted(self.groups.values(), key=lambda g: g.last_ts_ms or 0, reverse=True)[
-                :limit
-            ]
-            total, events = len(self.groups), self.events
-        out = [header, f"{total} groups tracked, {events} tracker rows so far", ""]
-        head = (
-            f"{'group':<44} {'strategy':<18} {'gen':>4} {'mbrs':>4} {'rebal':>5}  "
-            f"{'last cause':<22} {'ago':>6} {'skew':>4} {'imbal':>5} {'moved':>5} {'own≠':>4}"
-        )
-        out.append(head)
-        out.append("-" * len(head))
-        for g in lines:
-            ago = "-" if g.last_ts_ms is None else f"{max(0.0, now_s - g.last_ts_ms / 1000):.0f}s"
-            out.append(
-                f"{g.group[-44:]:<44} {g.strategy[:18]:<18} {_fmt(g.generation):>4} "
-                f"{g.members:>4} {g.rebalances:>5}  {g.cause[:22]:<22} {ago:>6} "
-                f"{_fmt(g.spread):>4} {_fmt(g.imbalance):>5} {g.moved_total:>5} "
-                f"{_flag(g.divergent):>4}"
+            out, self.lines = self.lines, []
+        return out
+
+    def render(self, *, now_s: float, header: str, limit: int = TABLE_ROWS) -> RenderableType:
+        """The header, a table of the groups with rebalances (latest first) and a line
+        naming the groups known only from the collector's snapshots."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        with self.lock:
+            seen = [g for g in self.groups.values() if g.seen_rebalance]
+            others = sorted(g.group for g in self.groups.values() if not g.seen_rebalance)
+            snapshot_only = [self.groups[name] for name in others]
+            events = self.events
+        seen.sort(key=lambda g: g.last_ts_ms or 0, reverse=True)
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for name, justify in COLUMNS:
+            table.add_column(name, justify=justify, no_wrap=True)
+        for g in seen[:limit]:
+            ago = "" if g.last_ts_ms is None else f"{max(0.0, now_s - g.last_ts_ms / 1000):.0f}s"
+            table.add_row(
+                g.group,
+                g.strategy or "",
+                _fmt(g.generation),
+                _fmt(g.members),
+                str(g.rebalances),
+                g.causes_text() or "first seen",
+                ago,
+                _fmt(g.spread),
+                _fmt(g.imbalance),
+                str(g.moved_total),
+                "" if g.divergent is None else ("yes" if g.divergent else "no"),
             )
-        if not lines:
-            out.append("(waiting for the first rebalance: the simulator starts its groups)")
-        return "\n".join(out)
+        parts: list[RenderableType] = [
+            Text(header, style="bold"),
+            Text(f"{len(seen)} groups with coordinator records, {events} tracker rows so far"),
+            Text(""),
+        ]
+        if seen:
+            parts.append(table)
+            if len(seen) > limit:
+                parts.append(Text(f"… and {len(seen) - limit} more"))
+        else:
+            parts.append(Text("(waiting for the first rebalance: the simulator starts its groups)"))
+        if snapshot_only:
+            named = ", ".join(_known(g) for g in snapshot_only[:5])
+            more = f" and {len(snapshot_only) - 5} more" if len(snapshot_only) > 5 else ""
+            parts.append(Text(f"only in the collector's snapshots so far: {named}{more}"))
+        return Group(*parts)
+
+
+#: The live table's columns (name, alignment).
+COLUMNS: tuple[tuple[str, Literal["left", "right"]], ...] = (
+    ("group", "left"),
+    ("strategy", "left"),
+    ("gen", "right"),
+    ("members", "right"),
+    ("rebalances", "right"),
+    ("causes", "left"),
+    ("last", "right"),
+    ("skew", "right"),
+    ("imbal", "right"),
+    ("moved", "right"),
+    ("own≠", "right"),
+)
+
+
+def _event_line(line: GroupLine, row: Mapping[str, Any]) -> str:
+    """One rebalance as a line: time, group, what happened, the group's causes so far."""
+    first = row.get("generation_before") is None
+    what = "first seen" if first else str(row.get("cause") or "unknown").replace("_", " ")
+    moved = int((row.get("churn") or {}).get("moved_partitions") or 0)
+    return (
+        f"{_clock(line.last_ts_ms)}  {line.group}  {what}: {line.strategy or 'strategy unknown'}"
+        f", generation {_fmt(line.generation)}, {_fmt(line.members)} members, {moved} moved"
+        + ("" if first else f"; so far {line.causes_text()}")
+    )
+
+
+def _known(g: GroupLine) -> str:
+    facts = [x for x in (g.state, None if g.members is None else f"{g.members} members") if x]
+    return f"{g.group} ({', '.join(facts)})" if facts else g.group
+
+
+def _clock(ts_ms: Any) -> str:
+    if not isinstance(ts_ms, int):
+        return "--:--:--"
+    return time.strftime("%H:%M:%S", time.localtime(ts_ms / 1000))
 
 
 def _fmt(value: float | int | None) -> str:
     if value is None:
-        return "-"
+        return ""
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)
-
-
-def _flag(value: bool | None) -> str:
-    return "-" if value is None else ("yes" if value else "no")
 
 
 # -- the helper processes ---------------------------------------------------------------------
@@ -216,9 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--refresh",
         type=float,
-        default=5.0,
+        default=2.0,
         metavar="SECONDS",
-        help="seconds between summaries (default 5)",
+        help="seconds between redraws of the table on a terminal (default 2)",
     )
     p.add_argument(
         "--kafka-port",
@@ -294,8 +386,12 @@ def cli_demo(argv: Sequence[str] | None = None) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from streaming.job import check_kafka, launch
+    from rich.console import Console
 
+    from streaming.job import check_kafka, launch, session_for
+
+    interactive = is_terminal(sys.stdout)
+    console = Console(file=sys.stdout, highlight=False, width=None if interactive else PLAIN_WIDTH)
     say = _say
     state: Path = args.state_dir
     if state.exists() and not args.keep_state:
@@ -341,13 +437,20 @@ def run_demo(args: argparse.Namespace) -> int:
         job_log.flush()
 
     scenarios = args.scenario or ["all"]
+    spark_log = state / "spark.log"
     try:
         # the job first, its first micro-batch done: it reads from the latest offsets, so
         # whatever the scenarios write after this is seen from a group's first record on
-        say("starting the streaming job (local Spark; the first batch takes a while)")
-        job = launch(config, progress=log, on_events=summary.on_events)
+        t0 = time.monotonic()
+        with waiting(f"starting Spark (a local JVM, its log: {spark_log})", stream=sys.stdout):
+            spark = session_for(config, log_file=spark_log)
+        say(f"Spark started in {time.monotonic() - t0:.0f} s")
+        with waiting("creating the Delta tables and starting the query", stream=sys.stdout):
+            job = launch(config, spark=spark, progress=log, on_events=summary.on_events)
         try:
-            job.await_backlog()
+            with waiting("first micro-batch (it compiles the query)", stream=sys.stdout):
+                job.await_backlog()
+            say(f"first micro-batch done, {time.monotonic() - t0:.0f} s after the start of Spark")
             started = time.monotonic()  # --duration: of the scenarios
             with (
                 _process("collector", ["collect", "--bootstrap-server", bootstrap,
@@ -359,11 +462,12 @@ def run_demo(args: argparse.Namespace) -> int:
             ):  # fmt: skip
                 url = job.metrics_url or "(exporter off)"
                 say(f"metrics: {url}   tables: {config.delta_path}   logs: {state}")
-                _watch(job, summary, args, started, url, (collector, simulator))
+                _watch(job, summary, args, started, url, (collector, simulator), console)
         except KeyboardInterrupt:
             say("\ninterrupted: stopping")
         finally:
-            job.stop()
+            with waiting("stopping the job", stream=sys.stdout, quiet_when_piped=True):
+                job.stop()
     except KeyboardInterrupt:
         say("\ninterrupted: stopping")
     finally:
@@ -372,7 +476,7 @@ def run_demo(args: argparse.Namespace) -> int:
             kafka_local.stop(broker_config, progress=say)
         else:
             say(f"the broker on {bootstrap} was already running: left running")
-    print(summary.render(now_s=time.time(), header="final summary"))
+    console.print(summary.render(now_s=time.time(), header="final summary"))
     return 0
 
 
@@ -383,27 +487,53 @@ def _watch(
     started: float,
     url: str,
     helpers: Sequence[subprocess.Popen[bytes]],
+    console: Console,
 ) -> None:
-    interactive = sys.stdout.isatty()
+    """Until ``--duration`` or Ctrl-C: on a terminal the table redrawn in place every
+    ``--refresh`` seconds; elsewhere one line per rebalance as it comes."""
+    from rich.live import Live
+
+    interactive = console.is_terminal
     deadline = None if args.duration is None else started + args.duration
-    while deadline is None or time.monotonic() < deadline:
-        time.sleep(
-            args.refresh
-            if deadline is None
-            else max(0.0, min(args.refresh, deadline - time.monotonic()))
-        )
-        for query in job.queries:
-            if not query.isActive:
-                raise RuntimeError(f"query {query.name} stopped: {query.exception()}")
-        stopped = [p.args[3] for p in helpers if p.poll() is not None]  # the subcommand
+    reported: set[str] = set()
+
+    def frame() -> RenderableType:
+        stopped = [_name(p) for p in helpers if p.poll() is not None]
         stats = job.stats
         header = (
             f"rebalance-monitor demo — {time.monotonic() - started:.0f}s — metrics {url} — "
             f"records {stats.input_records}, bad {stats.bad_records} — Ctrl-C to stop"
-            + (f" — exited: {', '.join(map(str, stopped))} (see its log)" if stopped else "")
+            + (f" — exited: {', '.join(stopped)} (see its log)" if stopped else "")
         )
-        text = summary.render(now_s=time.time(), header=header)
-        print((CLEAR if interactive else "\n") + text, flush=True)
+        return summary.render(now_s=time.time(), header=header)
+
+    live = Live(frame(), console=console, auto_refresh=False, transient=True)
+    with live if interactive else contextlib.nullcontext():
+        while deadline is None or time.monotonic() < deadline:
+            time.sleep(
+                args.refresh
+                if deadline is None
+                else max(0.0, min(args.refresh, deadline - time.monotonic()))
+            )
+            for query in job.queries:
+                if not query.isActive:
+                    raise RuntimeError(f"query {query.name} stopped: {query.exception()}")
+            if interactive:
+                summary.take_lines()  # the table shows them
+                live.update(frame(), refresh=True)
+                continue
+            for line in summary.take_lines():
+                print(line, flush=True)
+            for p in helpers:
+                name = _name(p)
+                if p.poll() is not None and name not in reported:
+                    reported.add(name)
+                    print(f"{name} exited with {p.returncode} (see {name}.log)", flush=True)
+
+
+def _name(helper: subprocess.Popen[bytes]) -> str:
+    """The subcommand a helper runs (``python -m streaming.cli NAME ...``)."""
+    return str(cast("Sequence[str]", helper.args)[3])
 
 
 def _say(line: str) -> None:

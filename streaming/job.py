@@ -198,9 +198,10 @@ def _join(base: str, name: str) -> str:
 # -- the session -----------------------------------------------------------------------------
 
 
-def session_for(config: JobConfig) -> SparkSession:
+def session_for(config: JobConfig, *, log_file: Path | None = None) -> SparkSession:
     """The active session, the one ``spark-submit`` prepared, or a local one with the jars
-    from the local Maven cache (:func:`streaming.spark.session.build_session`)."""
+    from the local Maven cache (:func:`streaming.spark.session.build_session`; the JVM it
+    launches prints to ``log_file``, when given, not to the terminal)."""
     from pyspark.sql import SparkSession
 
     from streaming.config import under_spark_submit
@@ -214,7 +215,7 @@ def session_for(config: JobConfig) -> SparkSession:
         for key, value in {**DEFAULT_CONF, **config.spark_conf, **REQUIRED_CONF}.items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
-    return build_session(master=config.spark_master, conf=config.spark_conf)
+    return build_session(master=config.spark_master, conf=config.spark_conf, log_file=log_file)
 
 
 def _runtime_conf(spark: SparkSession, config: JobConfig) -> None:
@@ -476,7 +477,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help=f"where the trace of a failure goes (default {DEFAULT_LOG_FILE})",
+        help="where Spark's log (of a JVM this command starts) and the trace of a failure "
+        f"go (default {DEFAULT_LOG_FILE})",
     )
 
 
@@ -553,7 +555,8 @@ def cli_run(argv: Sequence[str] | None = None) -> int:
     check_kafka(config, progress=_print)  # BrokerCheckError: exit 2 with its cause
     log_file: Path = args.log_file or DEFAULT_LOG_FILE
     try:
-        run(config, once=args.once, duration_s=args.duration, progress=_print)
+        spark = session_for(config, log_file=log_file)  # Spark's own lines: to the log file
+        run(config, once=args.once, duration_s=args.duration, spark=spark, progress=_print)
     except Exception as e:
         where = _log_failure(log_file, e)
         print(f"{PROG}: failed: {_first_line(e)}{where}", file=sys.stderr, flush=True)

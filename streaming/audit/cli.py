@@ -24,6 +24,7 @@ from typing import Any
 from streaming.audit import AuditError, MissingTableError
 from streaming.audit.render import FORMATS
 from streaming.audit.times import TIME_HELP, parse_time
+from streaming.console import waiting
 from streaming.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -39,6 +40,9 @@ EXIT_SPARK = EXIT_FAILED
 DEFAULT_LIMIT = 1000
 #: Over :data:`streaming.spark.session.DEFAULT_CONF`: no progress bars on a terminal.
 _SESSION_CONF = {"spark.ui.showConsoleProgress": "false"}
+#: Where Spark's own lines go (``--log-file``): never the terminal.
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_LOG_FILE = REPO / ".local" / "audit" / "spark.log"
 
 _TIME_OPTIONS = ("--since", "--until", "--at")
 _NEGATIVE = re.compile(r"-\s*\d")
@@ -107,6 +111,13 @@ def _common() -> ArgumentParser:
         "--master",
         default="local[*]",
         help="Spark master (default: local[*]; 'none': spark-submit's)",
+    )
+    g.add_argument(
+        "--log-file",
+        type=Path,
+        default=DEFAULT_LOG_FILE,
+        metavar="FILE",
+        help=f"where Spark's own lines go (default {DEFAULT_LOG_FILE.relative_to(REPO)})",
     )
     return p
 
@@ -320,7 +331,7 @@ def _validate(args: argparse.Namespace) -> None:
             raise AuditError(f"--plot: folder {parent} does not exist")
 
 
-def _session(master: str) -> tuple[Any, bool]:
+def _session(master: str, log_file: Path) -> tuple[Any, bool]:
     """The Spark session (reused when this process already has one) and whether it was
     started here (then it is stopped at the end)."""
     from pyspark.sql import SparkSession
@@ -337,7 +348,7 @@ def _session(master: str) -> tuple[Any, bool]:
         # Delta rebuilds a table's state in 50 tasks by default, sized for a cluster;
         # on one machine a few per core is as fast and far quicker for small tables
         conf["spark.databricks.delta.snapshotPartitions"] = str(2 * (os.cpu_count() or 1))
-    session = build_session("rebalance-monitor-audit", master=chosen, conf=conf)
+    session = build_session("rebalance-monitor-audit", master=chosen, conf=conf, log_file=log_file)
     session.sparkContext.setLogLevel("ERROR")
     return session, True
 
@@ -362,60 +373,69 @@ def _run(args: argparse.Namespace) -> int:
     base = _delta_path(args)
     _precheck_tables(base, args.command)
 
-    spark, started = _session(args.master)
-    try:
-        from streaming.audit.queries import Audit
-
-        audit = Audit(spark, base, cluster=args.cluster, limit=args.limit or None)
-        command: str = args.command
-        if command == "history":
-            result = audit.history(args.group, since_ms=times["since"], until_ms=times["until"])
-            if args.plot:
-                _plot(audit, args, times)
-        elif command == "advise":
-            rows, protocol = audit.cost_rows(
-                args.group, since_ms=times["since"], until_ms=times["until"]
-            )
-            result = audit.advise(
-                args.group,
-                since_ms=times["since"],
-                until_ms=times["until"],
-                rows=rows,
-                group_protocol=protocol,
-            )
-            if args.plot:
-                _plot_advice(rows, args)
-        elif command == "storms":
-            result = audit.storms(
-                since_ms=times["since"],
-                until_ms=times["until"],
-                min_rebalances=args.min_rebalances,
-                window_ms=max(1, round(args.window * 60_000)),
-            )
-        elif command == "diverging":
-            result = audit.diverging(strategy=args.strategy)
-        elif command == "top-churn":
-            result = audit.top_churn(since_ms=times["since"], until_ms=times["until"])
-        elif command == "owner":
-            assert times["at"] is not None  # --at is required
-            result = audit.owner(
-                args.topic,
-                args.partition,
-                at_ms=times["at"],
-                group=args.group,
-                current=args.current,
-            )
-        else:
-            result = audit.sql(args.query)
-    finally:
-        if started:
-            spark.stop()
+    with waiting("starting Spark", quiet_when_piped=True) as step:
+        spark, started = _session(args.master, args.log_file)
+        try:
+            step(f"running {args.command}")
+            result = _query(spark, base, args, times)
+        finally:
+            if started:
+                step("stopping Spark")
+                spark.stop()
     print(render(result, args.format))
     for note in result.notes:
         print(f"{PROG}: {note}", file=sys.stderr)
     if result.footer is not None and args.format != "table":
         print(f"{PROG}: {result.footer}", file=sys.stderr)
     return EXIT_OK
+
+
+def _query(spark: Any, base: str, args: argparse.Namespace, times: dict[str, int | None]) -> Any:
+    """The subcommand's result (:class:`streaming.audit.queries.Result`), and its plot."""
+    from streaming.audit.queries import Audit
+
+    audit = Audit(spark, base, cluster=args.cluster, limit=args.limit or None)
+    command: str = args.command
+    if command == "history":
+        result = audit.history(args.group, since_ms=times["since"], until_ms=times["until"])
+        if args.plot:
+            _plot(audit, args, times)
+        return result
+    if command == "advise":
+        rows, protocol = audit.cost_rows(
+            args.group, since_ms=times["since"], until_ms=times["until"]
+        )
+        result = audit.advise(
+            args.group,
+            since_ms=times["since"],
+            until_ms=times["until"],
+            rows=rows,
+            group_protocol=protocol,
+        )
+        if args.plot:
+            _plot_advice(rows, args)
+        return result
+    if command == "storms":
+        return audit.storms(
+            since_ms=times["since"],
+            until_ms=times["until"],
+            min_rebalances=args.min_rebalances,
+            window_ms=max(1, round(args.window * 60_000)),
+        )
+    if command == "diverging":
+        return audit.diverging(strategy=args.strategy)
+    if command == "top-churn":
+        return audit.top_churn(since_ms=times["since"], until_ms=times["until"])
+    if command == "owner":
+        assert times["at"] is not None  # --at is required
+        return audit.owner(
+            args.topic,
+            args.partition,
+            at_ms=times["at"],
+            group=args.group,
+            current=args.current,
+        )
+    return audit.sql(args.query)
 
 
 def _plot_advice(rows: Any, args: argparse.Namespace) -> None:

@@ -144,11 +144,13 @@ def build_session(
     master: str | None = "local[*]",
     conf: Mapping[str, str] | None = None,
     jars_dir: Path = DEFAULT_JARS_DIR,
+    log_file: Path | None = None,
 ) -> SparkSession:
     """A SparkSession with the pinned jars, Delta and the job's required settings.
 
     ``master=None`` leaves the master to ``spark-submit``. ``conf`` overrides the defaults
-    (not the required settings).
+    (not the required settings). ``log_file``: where the JVM's output goes when this call
+    launches it (:func:`launch_jvm`), instead of this process's terminal.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -167,6 +169,8 @@ def build_session(
     settings["spark.jars"] = ",".join(str(j) for j in spark_jars(jars_dir))
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if log_file is not None and master:
+        launch_jvm({"spark.app.name": app_name, "spark.master": master, **settings}, log_file)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     _quiet(session, QUIET_LOGGERS)
@@ -188,3 +192,30 @@ def _quiet(session: SparkSession, loggers: tuple[str, ...]) -> None:
     level = jvm.org.apache.logging.log4j.Level.ERROR
     for name in loggers:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+
+
+def launch_jvm(settings: Mapping[str, str], log_file: Path) -> bool:
+    """Launch the driver's JVM (as ``getOrCreate`` would, with ``settings`` as its
+    ``--conf``) with its stdout and stderr appended to ``log_file``; False when this process
+    already has one (a session was built before, or pyspark runs under ``spark-submit``).
+
+    Everything the JVM prints goes there instead of the terminal: log4j's console appender
+    (Spark's WARN lines), Spark's start-up notes and the Python workers' output, which the
+    JVM copies to its own stderr (the ``TransformWithStateInPandas`` worker's banner lines).
+    The commands that start Spark for a person (``demo``, ``run``, ``audit``) use it."""
+    import subprocess
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return False
+    conf = SparkConf(loadDefaults=False)
+    conf.setAll(list(settings.items()))
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as out:  # the JVM keeps its own descriptor
+        gateway = launch_gateway(  # type: ignore[no-untyped-call]
+            conf, popen_kwargs={"stdout": out, "stderr": subprocess.STDOUT}
+        )
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    return True

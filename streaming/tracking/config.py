@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assign_core.assignors.registry import SERVER_STRATEGIES, STRATEGIES
+from assign_core.assignors.registry import CLIENT_STRATEGIES, SERVER_STRATEGIES, STRATEGIES
 from streaming.tracking.errors import TrackerConfigError
 
 __all__ = ["DEFAULT_CONFIG", "TrackerConfig"]
@@ -48,7 +48,7 @@ class TrackerConfig:
     """
 
     classic_strategies: tuple[str, ...] = STRATEGIES
-    consumer_strategies: tuple[str, ...] = SERVER_STRATEGIES
+    consumer_strategies: tuple[str, ...] = SERVER_STRATEGIES + CLIENT_STRATEGIES
     crash_session_fraction: float = 2 / 3
     consumer_session_timeout_ms: int = 45_000
     default_server_assignor: str = "uniform"

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from assign_core.assignors.registry import STRATEGIES
 from streaming.audit.cli import cli_audit
 from streaming.cli import main
 from tests.audit.conftest import AuditTables, rebalance_ts
@@ -343,7 +344,7 @@ def replayed_costs(written: list[dict[str, Any]]) -> dict[str, tuple[int, int, f
     return {k: (int(a), int(b), c, int(d)) for k, (a, b, c, d) in out.items()}
 
 
-@pytest.mark.parametrize("group", [RANGE, COOP])
+@pytest.mark.parametrize("group", [RANGE, COOP, KIP848])
 def test_advise_replays_every_strategy(
     capsys: pytest.CaptureFixture[str], audit_tables: AuditTables, group: str
 ) -> None:
@@ -368,6 +369,9 @@ def test_advise_replays_every_strategy(
         "server",
         "server",
     ]
+    # a classic group sees the KIP-848 migration, a KIP-848 group (by default) what moving
+    # back to the classic protocol would cost: every strategy is priced either way
+    assert set(got) == {"actual", *STRATEGIES}
     # the recommendation goes to stderr with --format json
     assert "switch " in err or "keep " in err
 

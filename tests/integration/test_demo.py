@@ -1,13 +1,24 @@
-"""``rebalance-monitor demo`` as a newcomer runs it (``make demo``), on ports and folders of its
-own: its own broker, the simulator looping over the crash scenario, the collector and the
-job. While it runs, its exporter serves the group's metrics; the live summary shows the
-group's rebalances; at ``--duration`` it stops everything it started, broker included."""
+"""``rebalance-monitor demo`` as a newcomer runs it (``make demo``), on a terminal (a
+pseudo-terminal here) and on ports and folders of its own: its own broker, the simulator
+looping over the crash scenario, the collector and the job. While it runs, its exporter serves
+the group's metrics and the table, redrawn in place, shows the group's rebalances by cause;
+no line of Spark's log or of its Python workers reaches the screen (they go to
+``spark.log``); at ``--duration`` it stops everything it started, broker included.
+
+(The line-per-event output off a terminal is :mod:`tests.unit.streaming.test_demo_summary`'s.)"""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pty
+import re
+import select
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import time
 import urllib.request
 from pathlib import Path
@@ -23,7 +34,17 @@ pytestmark = [
     pytest.mark.timeout(420),
 ]
 
-DURATION_S = 150
+DURATION_S = 90  # the first rebalances of the crash groups come within seconds
+ROWS, COLUMNS = 50, 220
+#: What Spark's log4j lines, the JVM and the Python workers print (spark.log has them).
+LOG_LINE = re.compile(
+    r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR)\b"
+    r"|Python worker|log4j|setLogLevel|Using incubator modules|^\s+at [\w.$]+\(",
+    re.MULTILINE,
+)
+#: A crash group's row once it rebalanced: its causes column counts them.
+CRASH_ROW = re.compile(r"sim-\w+-crash\b[^\n]*\b(join|crash|leave) \d")
+ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
 
 def _listening(port: int) -> bool:
@@ -32,13 +53,15 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_the_demo_runs_everything_and_stops_what_it_started(tmp_path: Path) -> None:
+def test_the_demo_on_a_terminal_shows_no_log_line_and_stops_what_it_started(
+    tmp_path: Path,
+) -> None:
     kafka_port, controller_port, metrics_port = free_ports(3)
     command = [
         str(Path(sys.executable).with_name("rebalance-monitor")),
         "demo",
         "--duration", str(DURATION_S),
-        "--refresh", "5",
+        "--refresh", "2",
         "--kafka-port", str(kafka_port),
         "--kafka-controller-port", str(controller_port),
         "--kafka-folder", str(tmp_path / "kafka"),
@@ -46,25 +69,54 @@ def test_the_demo_runs_everything_and_stops_what_it_started(tmp_path: Path) -> N
         "--state-dir", str(tmp_path / "demo"),
         "--scenario", "crash",
     ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS)}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    raw = b""
     scraped = ""
-    lines: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line.rstrip())
-        words = line.split()  # a summary row: group, strategy, gen, members, rebalances, ...
-        if not scraped and words[:1] and words[0].endswith("-crash") and words[4:5] != ["0"]:
-            # a crash group with a rebalance is on the summary: the exporter has it too
-            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
-                scraped = resp.read().decode()
-    proc.wait(timeout=120)
-    out = "\n".join(lines)
-    assert proc.returncode == 0, out[-6000:]
-    assert f"metrics: http://127.0.0.1:{metrics_port}/metrics" in out
-    assert "kafka_consumergroup_rebalances_total{" in scraped, out[-6000:]
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 5)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the demo closed the terminal (exited)
+                break
+            if not chunk:
+                break
+            raw += chunk
+            recent = ESCAPE.sub("", raw[-20_000:].decode(errors="replace"))
+            if not scraped and CRASH_ROW.search(recent):
+                # a crash group's rebalance is on the table: the exporter has it too
+                with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
+                    scraped = resp.read().decode()
+        proc.wait(timeout=120)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    screen = ESCAPE.sub("", raw.decode("utf-8", errors="replace"))
+    assert proc.returncode == 0, screen[-6000:]
+    # what it waited for, then the table
+    for step in ("starting Spark", "first micro-batch", "rebalance-monitor demo — "):
+        assert step in screen, step
+    assert f"metrics: http://127.0.0.1:{metrics_port}/metrics" in screen
+    leaked = [m.group(0) for m in LOG_LINE.finditer(screen)]
+    assert not leaked, leaked[:10]
+    # ... and they are in the log file instead
+    spark_log = (tmp_path / "demo" / "spark.log").read_text(errors="replace")
+    assert LOG_LINE.search(spark_log)
+    assert "kafka_consumergroup_rebalances_total{" in scraped, screen[-6000:]
     assert 'cause="crash"' in scraped or 'cause="join"' in scraped
-    final = out[out.index("final summary") :]
-    assert "-crash" in final
+    final = screen[screen.rindex("final summary") :]
+    assert CRASH_ROW.search(final), final
+    assert "?" not in final  # groups without coordinator records are no rows of "?"
     # everything the demo started is stopped: the broker's port is free again
     deadline = time.monotonic() + 30
     while _listening(kafka_port) and time.monotonic() < deadline:

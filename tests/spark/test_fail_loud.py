@@ -1,7 +1,7 @@
 """A failed streaming query never exits 0 (issue 15): ``rebalance-monitor run --once`` on a
 checkpoint whose offset log is corrupt (its metadata file intact, so the query starts) fails
 inside the query's own thread, after Spark started; the command exits 1 with the cause on
-one line and the trace in ``--log-file``."""
+one line and the trace in ``--log-file``, where Spark's own lines went too."""
 
 from __future__ import annotations
 
@@ -42,8 +42,12 @@ def test_a_failed_query_exits_1_with_one_line_and_the_trace_in_the_log(
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "started:" in proc.stdout  # Spark did start: the failure is the query's
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("rebalance-monitor run: failed: query rebalance-monitor-events failed:")
-    assert last.endswith(f"(trace in {log})")
+    # that one line is all of stderr: Spark's own lines (its JVM's log4j output, the query's
+    # ERROR and stack) went to the log file (issue 16: the console)
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("rebalance-monitor run: failed: query rebalance-monitor-events failed:")
+    assert line.endswith(f"(trace in {log})")
+    assert not any(" WARN " in x or " ERROR " in x for x in proc.stdout.splitlines())
     trace = log.read_text()
     assert "Traceback" in trace and "QueryFailedError" in trace
+    assert " ERROR MicroBatchExecution" in trace  # Spark's log4j line of the failure

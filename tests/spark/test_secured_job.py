@@ -69,11 +69,13 @@ def test_the_job_reads_the_secured_broker_and_keeps_the_password_to_itself(
             "--checkpoint-dir", str(tmp_path / "checkpoint"),
             "--delta-path", str(tmp_path / "delta"),
             "--metrics-port", "0", "--cluster", "secured",
+            "--log-file", str(tmp_path / "run.log"),
         ],
         capture_output=True, text=True, timeout=900, cwd=REPO, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert password not in proc.stdout + proc.stderr
+    assert password not in (tmp_path / "run.log").read_text(errors="replace")  # Spark's log
     commits = (
         spark.read.format("delta")
         .load(str(tmp_path / "delta" / "offset_commits"))

@@ -6,10 +6,16 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from assign_core.assignors.registry import get_assignor
+from assign_core.assignors.registry import CLIENT_STRATEGIES, get_assignor
 from assign_core.model import GroupSpec, Member, TopicPartition
 from streaming.codec.model import MemberKey, Tombstone
-from streaming.tracking.events import GroupDeleted, GroupStatus, MemberAssignmentRow, RebalanceEvent
+from streaming.tracking.events import (
+    GroupDeleted,
+    GroupMetricsRow,
+    GroupStatus,
+    MemberAssignmentRow,
+    RebalanceEvent,
+)
 from tests.unit.streaming.tracking.factories import (
     GROUP,
     TOPIC_IDS,
@@ -100,10 +106,15 @@ def test_join_then_second_member_reconciles() -> None:
     # cooperative: only what moved from J1 to J2 was paused
     assert set(e2.paused_partitions) == set(second["J2"])
     assert e2.churn.moved_partitions == len(second["J2"])
-    # the coordinator's uniform assignor is the group's own strategy; server-range what-if
+    # the coordinator's uniform assignor is the group's own strategy; server-range and, by
+    # default, the classic strategies (what a move back would cost) are what-ifs
     assert [(x.strategy, x.own) for x in e2.expected] == [
         ("uniform", True),
         ("server-range", False),
+        ("range", False),
+        ("roundrobin", False),
+        ("sticky", False),
+        ("cooperative-sticky", False),
     ]
     assert e2.own_strategy_divergent is False
     assert e2.topic_partition_count_sources == {"Order": "records", "Stock": "records"}
@@ -113,6 +124,32 @@ def test_join_then_second_member_reconciles() -> None:
     assert (status.state, status.generation, status.group_epoch, status.member_count) == (
         "Stable", 2, 2, 2
     )  # fmt: skip
+
+
+def test_the_default_prices_a_move_back_to_the_classic_protocol() -> None:
+    """Issue 14: a KIP-848 group's group_metrics rows carry every classic strategy by
+    default, each priced as that strategy revokes (cost.py C2-C4): the eager ones pause
+    everything the members owned before for the rebalance's duration, cooperative-sticky
+    only what it moves, as the incremental server assignors do."""
+    log, t = Log(), Tracker()
+    two_members(log, t)
+    e2 = rebalances(t)[-1]
+    rows = {r.strategy: r for r in t.of(GroupMetricsRow) if r.rebalance_event_id == e2.event_id}
+    assert set(rows) == {"actual", "uniform", "server-range", *CLIENT_STRATEGIES}
+    owned_before = e2.churn.owned_before_partitions
+    assert owned_before == sum(COUNTS.values())  # J1 owned everything
+    seconds = e2.duration_ms / 1000
+    for eager in ("range", "roundrobin", "sticky"):
+        row = rows[eager]
+        assert row.error is None and not row.is_own_strategy
+        assert row.rebalance_protocol == "eager"
+        assert row.paused_partitions == owned_before
+        assert row.paused_partition_seconds == pytest.approx(owned_before * seconds)
+    for cooperative in ("cooperative-sticky", "uniform", "actual"):
+        row = rows[cooperative]
+        assert row.rebalance_protocol == "cooperative"
+        assert row.paused_partitions < owned_before
+    assert rows["uniform"].is_own_strategy
 
 
 def test_member_leaves_gracefully() -> None:
