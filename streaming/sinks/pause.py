@@ -34,7 +34,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 from streaming.sinks import SinkError
 
@@ -79,7 +79,7 @@ class PausePoint:
                 batch_id = -1
             if batch_id < 0:
                 raise PauseSpecError(f"{PAUSE_ENV}={spec!r}: @{batch_text} is not a batch id >= 0")
-        return cls(cast(Point, point), table or None, batch_id)
+        return cls(point, table or None, batch_id)
 
 
 class Pauser:

@@ -50,7 +50,7 @@ def test_unset_it_never_holds() -> None:
     pauser = Pauser.from_env({})
     assert pauser.where is None
     for point in ("before-append", "after-append", "after-batch"):
-        pauser.reach(point, 0, "offset_commits")  # type: ignore[arg-type]
+        pauser.reach(point, 0, "offset_commits")
 
 
 def test_a_point_without_a_marker_file_is_refused() -> None:
