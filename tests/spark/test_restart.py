@@ -440,7 +440,9 @@ def test_killed_again_and_again_the_job_equals_an_uninterrupted_run(
     )
     print(f"chaos: {summary}", flush=True)
     assert chaos.highest == last_batch, summary
-    assert made == len(plan), summary + "\n" + "\n".join(o.landed for o in outcomes)
+    # a timer may outlast the backlog's last batches; every other kill must have landed
+    missed = [o for o in outcomes if o.landed.startswith("none") and o.kill.kind != "timer"]
+    assert not missed, summary + "\n" + "\n".join(f"{o.kill}: {o.landed}" for o in missed)
 
     expected = table_rows(spark, tmp_path / "reference" / "delta")
     actual = table_rows(spark, work / "delta")
