@@ -10,7 +10,7 @@ MVN := mvn -B -q -s jvm/settings.xml
 LOCALFS_JAR := $(JARS)/localfs/rebalance-monitor-localfs.jar
 UDF_JAR := $(JARS)/udf/rebalance-monitor-udf.jar
 
-.PHONY: help setup test-tools jars test test-unit test-oracle check schema fmt bench bench-stream bench-steady bench-live demo clean
+.PHONY: help setup test-tools jars test test-unit test-oracle chaos check schema fmt bench bench-stream bench-steady bench-live demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -114,6 +114,14 @@ test: setup test-tools ## run every test tier (unit, oracle, broker, Spark, Prom
 
 test-unit: setup ## only the fast unit tier
 	$(BIN)/pytest -m unit
+
+# The chaos test's long version (tests/spark/test_restart.py; make test runs a short one):
+# KILLS SIGKILLs at random points (inside the Delta appends too), SEED to replay a plan.
+KILLS ?= 24
+SEED ?= random
+chaos: setup ## SIGKILL the job KILLS times (24) at random points, restart it, compare its tables (SEED=N replays)
+	CHAOS_KILLS=$(KILLS) CHAOS_SEED=$(SEED) CHAOS_MAX_OFFSETS=$(or $(MAX_OFFSETS),25) \
+	  $(BIN)/pytest tests/spark/test_restart.py -s
 
 check: setup ## ruff, ruff-format and mypy --strict on assign_core
 	$(BIN)/ruff check .

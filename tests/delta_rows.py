@@ -1,10 +1,14 @@
 """Tracker rows into Delta the way the job writes them: the stateful step's typed rows
 (:func:`streaming.spark.stateful.event_row`), then each table's frame
-(:func:`streaming.sinks.micro_batch.table_frames`)."""
+(:func:`streaming.sinks.micro_batch.table_frames`); and back out, to compare what two runs
+wrote row for row (:func:`table_rows`, :func:`rows_diff`)."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,3 +29,36 @@ def table_frames_of(
     from streaming.sinks.micro_batch import table_frames
 
     return table_frames(events_frame(spark, rows), {str(r["kind"]) for r in rows}, batch_id)
+
+
+def table_rows(spark: SparkSession, delta_path: Path) -> dict[str, list[str]]:
+    """Every table under ``delta_path`` as its rows, each as canonical JSON (sorted keys,
+    bytes as hex), sorted: two runs wrote the same tables iff these are equal."""
+    from streaming.sinks.tables import TABLE_NAMES
+
+    out: dict[str, list[str]] = {}
+    for table in TABLE_NAMES:
+        rows = spark.read.format("delta").load(str(delta_path / table)).collect()
+        out[table] = sorted(
+            json.dumps(r.asDict(recursive=True), sort_keys=True, default=_plain) for r in rows
+        )
+    return out
+
+
+def rows_diff(expected: list[str], actual: list[str], shown: int = 5) -> str:
+    """What ``actual`` lacks and has too many of, against ``expected`` (:func:`table_rows`),
+    as counts and the first ``shown`` rows of each."""
+    want, got = Counter(expected), Counter(actual)
+    missing = list((want - got).elements())
+    extra = list((got - want).elements())
+    lines = [f"{len(expected)} rows expected, {len(actual)} written: {len(missing)} missing, "
+             f"{len(extra)} too many (duplicated or unexpected)"]  # fmt: skip
+    lines += [f"  missing: {r}" for r in missing[:shown]]
+    lines += [f"  too many: {r}" for r in extra[:shown]]
+    return "\n".join(lines)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    return str(value)

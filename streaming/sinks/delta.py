@@ -13,6 +13,10 @@ per table, and a table the crash kept from being written is written on the re-ru
 is lost or duplicated. Tables are independent Delta logs, so each remembers its own last
 version.
 
+A test can hold the sink before or after a table's append, or after the whole batch
+(:mod:`streaming.sinks.pause`, off unless its environment variable is set), to kill the job
+exactly there.
+
 **A new checkpoint needs a new app id.** Batch ids restart at 0 with a fresh checkpoint; with
 the old app id, Delta would silently skip every batch up to the old last version. Derive
 the app id from the checkpoint (e.g. ``rebalance-monitor:<checkpoint path>`` or a UUID kept
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from streaming.sinks import TableSchemaError, UnknownTableError
 from streaming.sinks import tables as t
+from streaming.sinks.pause import Pauser
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,6 +56,7 @@ class DeltaSink:
         self.spark = spark
         self.base_path = base_path.rstrip("/")
         self.app_id = app_id
+        self.pauser = Pauser.from_env()
 
     def path(self, table: str) -> str:
         """Where ``table`` lives."""
@@ -105,33 +111,35 @@ class DeltaSink:
         if batch_id < 0:
             raise ValueError("batch_id must be >= 0")
         appends = [
-            (frame.select(*t.schema(table).fieldNames()), self.path(table))
-            for table, frame in frames.items()
+            (table, frame.select(*t.schema(table).fieldNames())) for table, frame in frames.items()
         ]
         self._append_all(appends, batch_id)
+        self.pauser.reach("after-batch", batch_id)
         return list(frames)
 
-    def _append_all(self, appends: Sequence[tuple[DataFrame, str]], batch_id: int) -> None:
+    def _append_all(self, appends: Sequence[tuple[str, DataFrame]], batch_id: int) -> None:
         """The appends side by side: each table is its own Delta log, and most of an append's
         time is its commit's round trips on the driver, not the executors' work. Every append
         is waited for; the first failure is raised."""
         if len(appends) <= 1:
-            for frame, path in appends:
-                self._append(frame, path, batch_id)
+            for table, frame in appends:
+                self._append(table, frame, batch_id)
             return
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(len(appends), thread_name_prefix="delta-append") as pool:
-            futures = [pool.submit(self._append, frame, path, batch_id) for frame, path in appends]
+            futures = [pool.submit(self._append, name, frame, batch_id) for name, frame in appends]
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
             raise errors[0]  # type: ignore[misc]
 
-    def _append(self, frame: DataFrame, path: str, batch_id: int) -> None:
+    def _append(self, table: str, frame: DataFrame, batch_id: int) -> None:
+        self.pauser.reach("before-append", batch_id, table)
         (
             frame.write.format("delta")
             .mode("append")
             .option("txnAppId", self.app_id)
             .option("txnVersion", str(batch_id))
-            .save(path)
+            .save(self.path(table))
         )
+        self.pauser.reach("after-append", batch_id, table)

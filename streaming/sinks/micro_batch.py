@@ -352,6 +352,8 @@ def app_id(checkpoint_dir: str) -> str:
     folder = Path(checkpoint_dir.removeprefix("file://").removeprefix("file:"))
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / "app-id"
-    if not marker.exists():
-        marker.write_text(f"rebalance-monitor:{uuid.uuid4()}\n", encoding="utf-8")
+    if not marker.exists():  # written whole or not at all: a kill here leaves no empty id
+        partial = folder / f".app-id.{uuid.uuid4()}"
+        partial.write_text(f"rebalance-monitor:{uuid.uuid4()}\n", encoding="utf-8")
+        partial.replace(marker)
     return marker.read_text(encoding="utf-8").strip()
