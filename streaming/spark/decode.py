@@ -367,16 +367,6 @@ def _segments(groups: pa.Array, rows: Any, boundaries: list[tuple[str, int]], n:
     return np.where(codes >= 0, found, 0)
 
 
-def _field_or_nulls(
-    commit: pa.StructArray, name: str, type_: pa.DataType, rows: pa.Array
-) -> pa.Array:
-    """``commit``'s field ``name`` at ``rows``; nulls when the struct has no such field (a
-    ``commit`` column built without it, as some tests do)."""
-    if commit.type.get_field_index(name) < 0:
-        return pa.nulls(len(rows), type=type_)
-    return commit.field(name).take(rows).cast(type_)
-
-
 def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: int) -> pa.Table:
     """One ``CommitRun`` row per (group, topic, partition, source partition, segment) of
     commit rows ``rows`` (in offset order within each source partition)."""
@@ -426,10 +416,8 @@ def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: i
         pa.ListArray.from_arrays(list_offsets, commit.field("commit_ts_ms").take(hist_rows)),
         pa.ListArray.from_arrays(list_offsets, commit.field("offset").take(hist_rows)),
         commit.field("topic_id").take(last_rows),
-        *(
-            _field_or_nulls(commit, name, type_, last_rows)
-            for name, type_ in (("metadata", pa.string()), ("expire_ts_ms", pa.int64()))
-        ),
+        commit.field("metadata").take(last_rows),
+        commit.field("expire_ts_ms").take(last_rows),
     ]
     return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
 
