@@ -7,20 +7,54 @@ daemon imports pyarrow, pandas and the job's modules on its first task: ~1-2 s o
 paid again by each new worker, so it lands in the first micro-batches (the start-up target
 of the job). Importing them once in the daemon gives every forked worker a warm copy.
 
+**Spark's zips off the path.** Spark puts ``pyspark.zip`` and ``py4j-*-src.zip`` first on the
+workers' ``PYTHONPATH``. Python cannot cache bytecode inside a zip, so the daemon compiled
+pyspark's modules from source on every start, and every task's ``setup_spark_files``
+(``importlib.invalidate_caches()``) re-read both zips' directories: py-spy of the steady
+benchmark (``bench/steady.py``, 1,000 groups) put ~5 s of worker CPU there, a quarter of
+the workers' samples. In local mode those zips are copies of the pip-installed pyspark the
+driver runs (the same ``SPARK_HOME``), so :func:`without_spark_zips` drops them when that
+install is on the path, and pyspark loads from it, with its cached bytecode.
+
 :mod:`streaming.spark.session` sets ``spark.python.daemon.module`` to this module for local
 masters only: a cluster's executors need not have the ``streaming`` package installed.
 """
 
 from __future__ import annotations
 
-import pandas  # noqa: F401
-import pyarrow
-import pyarrow.compute  # noqa: F401
-from pyspark import daemon
+import sys
+from pathlib import Path
 
-import streaming.spark.decode
-import streaming.spark.stateful
-import streaming.tracking.reducer  # noqa: F401
+
+def without_spark_zips(path: list[str]) -> list[str]:
+    """``path`` without the zips of ``<install>/pyspark/python/lib``, when an entry of
+    ``path`` holds that same ``pyspark`` installed as a package (else ``path`` unchanged)."""
+    zips = [p for p in path if p.endswith(".zip") and Path(p).parent.parent.name == "python"]
+    installs = {str(Path(z).parents[2]) for z in zips if Path(z).parents[2].name == "pyspark"}
+    on_path = {
+        str(Path(p) / "pyspark")
+        for p in path
+        if p and not p.endswith(".zip") and (Path(p) / "pyspark" / "__init__.py").is_file()
+    }
+    if not installs or not installs <= on_path:
+        return path
+    ours = {z for z in zips if str(Path(z).parents[2]) in installs}
+    return [p for p in path if p not in ours]
+
+
+sys.path[:] = without_spark_zips(sys.path)
+for _entry in [k for k in sys.path_importer_cache if k.endswith(".zip")]:
+    if _entry not in sys.path:
+        del sys.path_importer_cache[_entry]
+
+import pandas  # noqa: E402, F401
+import pyarrow  # noqa: E402
+import pyarrow.compute  # noqa: E402, F401
+from pyspark import daemon  # noqa: E402
+
+import streaming.spark.decode  # noqa: E402
+import streaming.spark.stateful  # noqa: E402
+import streaming.tracking.reducer  # noqa: E402, F401
 
 if __name__ == "__main__":
     daemon.manager()
