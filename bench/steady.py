@@ -363,7 +363,8 @@ def write_backlog(
 
 def compile_producer() -> Path:
     """Compile ``BacklogProducer.java`` once per source version; returns its classes folder."""
-    from streaming.simulate.runner import SetupError, compile_client_java
+    from streaming.simulate.model import SetupError
+    from streaming.simulate.runner import compile_client_java
 
     if not any(CLIENT_JARS.glob("kafka-clients-*.jar")):
         raise SystemExit(f"no kafka-clients jars in {CLIENT_JARS}: run `make setup`")
@@ -751,7 +752,7 @@ _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def scrape(url: str, *names: str) -> list[tuple[str, dict[str, str], float]]:
-    out = []
+    out: list[tuple[str, dict[str, str], float]] = []
     for line in _get(url, timeout_s=60).decode().splitlines():
         if not line.startswith(names):
             continue

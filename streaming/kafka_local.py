@@ -902,8 +902,8 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
 
 def _metadata_ok(config: BrokerConfig) -> bool:
     """A kafka-python DescribeCluster round trip lists our node, unfenced."""
-    from kafka import KafkaAdminClient  # type: ignore[import-untyped]
-    from kafka.errors import KafkaError  # type: ignore[import-untyped]
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
 
     from streaming.kafka_check import kafka_python_options
 

@@ -629,8 +629,8 @@ class _Simulation:
         return result
 
     def _setup(self) -> None:
-        from kafka import KafkaAdminClient  # type: ignore[import-untyped]
-        from kafka.errors import KafkaError  # type: ignore[import-untyped]
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaError
 
         if self.scenario.needs_java:
             if not compiled_java_exists():
@@ -722,7 +722,7 @@ class _Simulation:
         return "created " + ", ".join(wanted)
 
     def _set_group_config(self, step: SetGroupConfig) -> str:
-        from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
+        from kafka.admin import ConfigResource, ConfigResourceType
         from kafka.errors import KafkaError
 
         resource = ConfigResource(
