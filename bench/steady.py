@@ -86,6 +86,11 @@ unless ``--keep``; the job's, Burrow's and KMinion's logs and configs are there)
 
 The same workload produced live, at its real rate (record time = wall time), with detection
 latency trials among the commits: ``bench/live.py`` (``make bench-live``).
+
+This script stays one file (~1,100 lines) on purpose: it is one measurement, whose sections
+(the v4 value, the backlog, the broker and producer, Burrow, KMinion, the job, the report)
+read top to bottom in the order they run, and ``bench/live.py`` imports its parts as one
+module (``import steady``); no package code imports it.
 """
 
 from __future__ import annotations
