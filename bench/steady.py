@@ -86,6 +86,11 @@ unless ``--keep``; the job's, Burrow's and KMinion's logs and configs are there)
 
 The same workload produced live, at its real rate (record time = wall time), with detection
 latency trials among the commits: ``bench/live.py`` (``make bench-live``).
+
+This script stays one file (~1,100 lines) on purpose: it is one measurement, whose sections
+(the v4 value, the backlog, the broker and producer, Burrow, KMinion, the job, the report)
+read top to bottom in the order they run, and ``bench/live.py`` imports its parts as one
+module (``import steady``); no package code imports it.
 """
 
 from __future__ import annotations
@@ -363,7 +368,8 @@ def write_backlog(
 
 def compile_producer() -> Path:
     """Compile ``BacklogProducer.java`` once per source version; returns its classes folder."""
-    from streaming.simulate.runner import SetupError, compile_client_java
+    from streaming.simulate.model import SetupError
+    from streaming.simulate.runner import compile_client_java
 
     if not any(CLIENT_JARS.glob("kafka-clients-*.jar")):
         raise SystemExit(f"no kafka-clients jars in {CLIENT_JARS}: run `make setup`")
@@ -751,7 +757,7 @@ _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def scrape(url: str, *names: str) -> list[tuple[str, dict[str, str], float]]:
-    out = []
+    out: list[tuple[str, dict[str, str], float]] = []
     for line in _get(url, timeout_s=60).decode().splitlines():
         if not line.startswith(names):
             continue

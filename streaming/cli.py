@@ -264,7 +264,7 @@ _DELEGATED: dict[str, tuple[str, str, str]] = {
     ),
     "decode": ("streaming.codec.cli", "cli_decode", "decode one __consumer_offsets record"),
     "simulate": (
-        "streaming.simulate.runner",
+        "streaming.simulate.cli",
         "cli_simulate",
         "play a scripted membership scenario with real consumers",
     ),

@@ -236,8 +236,8 @@ class _Captured(logging.Handler):
 
 
 def _describe(server: str, options: Mapping[str, Any], *, timeout_s: float) -> int:
-    from kafka import KafkaAdminClient  # type: ignore[import-untyped]
-    from kafka.errors import KafkaError  # type: ignore[import-untyped]
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
 
     kafka_log = logging.getLogger("kafka")
     captured = _Captured()

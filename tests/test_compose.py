@@ -338,7 +338,7 @@ def test_collector_and_monitor_agree(services: Mapping[str, Any]) -> None:
 
 
 def test_workload_command_parses(services: Mapping[str, Any]) -> None:
-    from streaming.simulate.runner import build_parser
+    from streaming.simulate.cli import build_parser
     from streaming.simulate.scenarios import SCENARIOS, get_scenario
 
     command = _command(services["workload"])

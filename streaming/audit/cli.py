@@ -501,7 +501,7 @@ def _spark_failure(error: Exception) -> str | None:
         return str(error)
     if "pyspark" not in sys.modules:
         return None
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
     if isinstance(error, PySparkException | Py4JError):

@@ -136,13 +136,14 @@ def plot_cumulative_paused(rows: Sequence[CostRow], path: str | Path, *, title: 
         for strategy in order:
             times, sums = series[strategy]
             xs = [dt.datetime.fromtimestamp(t / 1000, tz=dt.UTC) for t in times]
-            style = {"linewidth": 1.6}
+            style: dict[str, float | str] = {"linewidth": 1.6}
             if strategy == "actual":
                 style = {"linewidth": 2.8, "color": "black"}
             label = f"{strategy} ({sums[-1]:,.1f})"
             if strategy in own:
                 style["linestyle"] = "--"
                 label += ", own"
+            # matplotlib's stubs take no list of datetimes (its units registry converts them)
             ax.step(xs, sums, where="post", label=label, **style)  # type: ignore[arg-type]
         ax.set_ylabel("paused partition-seconds (cumulative)")
         ax.set_xlabel("rebalance time (UTC)")

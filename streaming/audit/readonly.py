@@ -113,7 +113,7 @@ def plan_node_names(spark: Any, statement: str) -> list[str]:
 
 
 def _parse(spark: Any, statement: str) -> Any:
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
     if not statement.strip():

@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-import kafka.errors as kafka_errors  # type: ignore[import-untyped]
+import kafka.errors as kafka_errors
 from kafka import (
     OffsetSpec,
     TopicPartition,
 )
-from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
+from kafka.admin import ConfigResource, ConfigResourceType
 
 from streaming.collector.events import (
     AdminAnswers,

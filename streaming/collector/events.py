@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import kafka.errors as kafka_errors  # type: ignore[import-untyped]
+import kafka.errors as kafka_errors
 import msgspec
 
 from streaming import membership_event as wire

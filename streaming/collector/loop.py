@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import kafka.errors as kafka_errors  # type: ignore[import-untyped]
+import kafka.errors as kafka_errors
 from kafka import (
     KafkaAdminClient,
     KafkaProducer,

@@ -12,7 +12,9 @@ Modules, in data-flow order:
 - ``model.py``: members, steps, results and :class:`Scenario` (pure);
 - ``checks.py``: the checks of a run, each scenario's and the common ones (pure);
 - ``catalogue.py``: the scenarios themselves; ``scenarios.py`` re-exports all three;
-- ``runner.py``: processes, progress output, cleanup, timeouts, ``cli_simulate``;
+- ``runner.py``: processes, cleanup, timeouts (:func:`run_scenario`);
+- ``report.py``: progress output, for a person or as JSON lines;
+- ``cli.py``: ``rebalance-monitor simulate`` (:func:`cli_simulate`);
 - ``member.py``: a kafka-python member (classic protocol) printing JSON lines;
 - ``java/SimConsumer.java``: a Java member (KIP-848 ``group.protocol=consumer``), same lines.
 
@@ -30,7 +32,8 @@ scenario runs.
 
 from __future__ import annotations
 
-from streaming.simulate.runner import cli_simulate, run_scenario
+from streaming.simulate.cli import cli_simulate
+from streaming.simulate.runner import run_scenario
 from streaming.simulate.scenarios import (
     SCENARIOS,
     MemberFailedError,

@@ -54,21 +54,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer  # type: ignore[import-untyped]
-from kafka.coordinator.assignors.cooperative_sticky import (  # type: ignore[import-untyped]
+from kafka import ConsumerRebalanceListener, KafkaConsumer
+from kafka.coordinator.assignors.cooperative_sticky import (
     CooperativeStickyAssignor,
 )
-from kafka.coordinator.assignors.range import (  # type: ignore[import-untyped]
+from kafka.coordinator.assignors.range import (
     RangePartitionAssignor,
 )
-from kafka.coordinator.assignors.roundrobin import (  # type: ignore[import-untyped]
+from kafka.coordinator.assignors.roundrobin import (
     RoundRobinPartitionAssignor,
 )
-from kafka.coordinator.assignors.sticky.sticky_assignor import (  # type: ignore[import-untyped]
+from kafka.coordinator.assignors.sticky.sticky_assignor import (
     StickyPartitionAssignor,
 )
-from kafka.errors import KafkaError  # type: ignore[import-untyped]
-from kafka.structs import MemberState  # type: ignore[import-untyped]
+from kafka.errors import KafkaError
+from kafka.structs import MemberState
 
 __all__ = ["ASSIGNOR_NAMES", "Member", "main", "make_assignor"]
 

@@ -28,12 +28,12 @@ Use::
     result = run_scenario(get_scenario("crash"), bootstrap_servers="127.0.0.1:19092")
     result.final.assignment      # {"C1": {"Order": [0, 1, 2, 3], "Stock": [0, 1, 2]}, ...}
 
-or ``rebalance-monitor simulate crash`` (:func:`cli_simulate`).
+or ``rebalance-monitor simulate crash`` (:func:`streaming.simulate.cli.cli_simulate`).
+Progress goes to a :class:`~streaming.simulate.report.Reporter`.
 """
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
 import hashlib
@@ -48,26 +48,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from streaming.config import (
-    DEFAULT_BOOTSTRAP_SERVERS,
-    ENV_PREFIX,
-    parse_key_value,
-)
-from streaming.errors import ArgumentParser, ConfigError, cli_command
+from streaming.config import DEFAULT_BOOTSTRAP_SERVERS
 from streaming.kafka_connection import (
     PRODUCER_ONLY_OPTIONS,
     KafkaConnection,
     write_properties,
 )
 from streaming.simulate.model import PartitionKey
+from streaming.simulate.report import Reporter, format_assignment
 from streaming.simulate.scenarios import (
-    CLASSIC_ASSIGNORS,
-    SCENARIOS,
     AddPartitions,
     CloseMember,
     CreateTopics,
@@ -89,22 +83,15 @@ from streaming.simulate.scenarios import (
     StepTimeoutError,
     WaitGroupEmpty,
     WaitStable,
-    describe_scenarios,
     evaluate_checks,
-    get_scenario,
 )
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",
-    "JSON_TYPES",
+    "DEFAULT_LOG_DIR",
     "JVM_OPTIONS",
-    "JsonReporter",
-    "Reporter",
     "RunNames",
-    "TextReporter",
-    "cli_simulate",
     "compile_java",
-    "format_assignment",
     "run_scenario",
 ]
 
@@ -129,11 +116,6 @@ START_TIMEOUT_S = 60.0
 TOPICS_READY_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 20.0
 TERMINATE_GRACE_S = 5.0
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 def _now_ms() -> int:
@@ -238,193 +220,6 @@ def compile_client_java(source: Path, classes_root: Path) -> Path:
     except OSError:  # compiled by another process at the same time
         shutil.rmtree(tmp, ignore_errors=True)
     return out
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def _ranges(partitions: Sequence[int]) -> str:
-    """``[0, 1, 2, 3, 5]`` -> ``0-3,5``; runs shorter than three stay a list."""
-    out: list[str] = []
-    ps = sorted(partitions)
-    i = 0
-    while i < len(ps):
-        j = i
-        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
-            j += 1
-        if j - i >= 2:
-            out.append(f"{ps[i]}-{ps[j]}")
-        else:
-            out.extend(str(p) for p in ps[i : j + 1])
-        i = j + 1
-    return ",".join(out)
-
-
-def format_assignment(partitions: Sequence[PartitionKey]) -> str:
-    """``Order 0-3 · Stock 0,1`` (``-`` when empty)."""
-    by_topic: dict[str, list[int]] = {}
-    for topic, p in sorted(partitions):
-        by_topic.setdefault(topic, []).append(p)
-    return " · ".join(f"{t} {_ranges(ps)}" for t, ps in by_topic.items()) or "-"
-
-
-# --------------------------------------------------------------------------- reporters
-
-
-class Reporter:
-    """Receives progress as it happens; this base class ignores everything (tests)."""
-
-    def scenario_started(self, scenario: Scenario, names: RunNames, bootstrap: str) -> None:
-        pass
-
-    def step_started(
-        self, index: int, total: int, step: Step, description: str, at_s: float
-    ) -> None:
-        pass
-
-    def member_event(self, event: MemberEvent, at_s: float) -> None:
-        pass
-
-    def step_finished(self, result: StepResult, at_s: float) -> None:
-        pass
-
-    def note(self, text: str, at_s: float) -> None:
-        pass
-
-    def scenario_finished(self, result: ScenarioResult) -> None:
-        pass
-
-
-class TextReporter(Reporter):
-    """Progress for a person: each step, the members' reports, the group at stable points,
-    the checks."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self._out = stream or sys.stdout
-
-    def _say(self, text: str) -> None:
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self._out.write(text + "\n")
-            self._out.flush()
-
-    def scenario_started(self, scenario: Scenario, names: RunNames, bootstrap: str) -> None:
-        source = f"  [document {scenario.source}]" if scenario.source else ""
-        self._say(f"== {scenario.name}: {scenario.title}{source}")
-        self._say(
-            f"   group {names.group_id} on {bootstrap}, {scenario.group_protocol} protocol, "
-            f"assignor {scenario.assignor}"
-        )
-
-    def step_started(
-        self, index: int, total: int, step: Step, description: str, at_s: float
-    ) -> None:
-        self._say(f"[{at_s:6.1f}s] step {index}/{total}: {description}")
-
-    def member_event(self, event: MemberEvent, at_s: float) -> None:
-        prefix = f"[{at_s:6.1f}s]     {event.name:<9}"
-        if event.event == "assignment":
-            member = event.member_id or "?"
-            short = member if len(member) <= 14 else member[:13] + "…"
-            self._say(
-                f"{prefix} generation {event.generation}, member {short}: "
-                f"{format_assignment(event.partitions)}"
-            )
-        elif event.event in ("revoked", "assigned", "lost"):
-            callback = {"revoked": "Revoked", "assigned": "Assigned", "lost": "Lost"}[event.event]
-            self._say(f"{prefix} onPartitions{callback}({format_assignment(event.partitions)})")
-        elif event.event == "started":
-            self._say(f"{prefix} process started, pid {event.pid}")
-        elif event.event == "closed":
-            self._say(f"{prefix} closed cleanly, pid {event.pid} ({event.message or ''})")
-        elif event.event == "error":
-            self._say(f"{prefix} ERROR {event.message}")
-
-    def step_finished(self, result: StepResult, at_s: float) -> None:
-        snap = result.stable
-        if snap is None:
-            if result.detail:
-                self._say(f"[{at_s:6.1f}s]     -> {result.detail}")
-            return
-        broker = ""
-        if snap.broker_members is not None:
-            broker = f"; the coordinator lists {', '.join(snap.broker_members) or 'nobody'}"
-        reached_s = (snap.reached_ts_ms - result.started_ts_ms) / 1000
-        self._say(
-            f"[{at_s:6.1f}s]     -> stable at generation {snap.generation} "
-            f"({max(0.0, reached_s):.1f} s into the step): {', '.join(snap.names)}{broker}"
-        )
-        width = max(len(n) for n in snap.names)
-        for m in snap.members:
-            self._say(f"{'':>14}{m.name:<{width}}  {format_assignment(m.partitions)}")
-
-    def note(self, text: str, at_s: float) -> None:
-        self._say(f"[{at_s:6.1f}s]     {text}")
-
-    def scenario_finished(self, result: ScenarioResult) -> None:
-        if result.error:
-            self._say(f"   error: {result.error}")
-        if result.checks:
-            self._say("   checks:")
-        for check in result.checks:
-            mark = "ok  " if check.ok else "FAIL"
-            detail = f"  ({check.detail})" if check.detail else ""
-            self._say(f"     {mark} {check.description}{detail}")
-        verdict = "ok" if result.ok else "FAILED"
-        self._say(f"   {result.scenario}: {verdict} in {result.duration_s:.1f} s")
-        self._say("")
-
-
-#: The ``type`` of each line ``--json`` prints.
-JSON_TYPES = ("scenario", "step", "member", "note", "result")
-
-
-class JsonReporter(Reporter):
-    """Machine-readable progress: one JSON object per line (``type``: ``scenario``,
-    ``step``, ``member``, ``note``, ``result``)."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self._out = stream or sys.stdout
-        self._scenario = ""
-
-    def _emit(self, obj: dict[str, Any]) -> None:
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self._out.write(json.dumps(obj, separators=(",", ":")) + "\n")
-            self._out.flush()
-
-    def scenario_started(self, scenario: Scenario, names: RunNames, bootstrap: str) -> None:
-        self._scenario = scenario.name
-        self._emit(
-            {
-                "type": "scenario",
-                "scenario": scenario.name,
-                "title": scenario.title,
-                "source": scenario.source,
-                "group_id": names.group_id,
-                "bootstrap_servers": bootstrap,
-                "assignor": scenario.assignor,
-            }
-        )
-
-    def member_event(self, event: MemberEvent, at_s: float) -> None:
-        self._emit(
-            {
-                "type": "member",
-                "scenario": self._scenario,
-                "at_s": round(at_s, 3),
-                **event.to_json(),
-            }
-        )
-
-    def step_finished(self, result: StepResult, at_s: float) -> None:
-        self._emit({"type": "step", "scenario": self._scenario, **result.to_json()})
-
-    def note(self, text: str, at_s: float) -> None:
-        self._emit(
-            {"type": "note", "scenario": self._scenario, "at_s": round(at_s, 3), "text": text}
-        )
-
-    def scenario_finished(self, result: ScenarioResult) -> None:
-        self._emit({"type": "result", **result.to_json()})
 
 
 # --------------------------------------------------------------------------- processes
@@ -629,8 +424,8 @@ class _Simulation:
         return result
 
     def _setup(self) -> None:
-        from kafka import KafkaAdminClient  # type: ignore[import-untyped]
-        from kafka.errors import KafkaError  # type: ignore[import-untyped]
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaError
 
         if self.scenario.needs_java:
             if not compiled_java_exists():
@@ -722,7 +517,7 @@ class _Simulation:
         return "created " + ", ".join(wanted)
 
     def _set_group_config(self, step: SetGroupConfig) -> str:
-        from kafka.admin import ConfigResource, ConfigResourceType  # type: ignore[import-untyped]
+        from kafka.admin import ConfigResource, ConfigResourceType
         from kafka.errors import KafkaError
 
         resource = ConfigResource(
@@ -1030,171 +825,3 @@ def run_scenario(
         timeout_s=timeout_s,
     )
     return sim.run()
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def build_parser(prog: str = "rebalance-monitor simulate") -> argparse.ArgumentParser:
-    p = ArgumentParser(
-        prog=prog,
-        description=(
-            "Play scripted membership changes with real consumer processes (kafka-python "
-            "members, Java members for KIP-848) against a broker, showing each step, the "
-            "members and the assignment and generation each one reports."
-        ),
-        epilog="Scenarios:\n" + describe_scenarios(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="scenario names, or 'all'")
-    p.add_argument("--list", action="store_true", help="describe the scenarios and exit")
-    p.add_argument(
-        "--bootstrap-server",
-        default=DEFAULT_BOOTSTRAP,
-        metavar="HOST:PORT",
-        help=f"the broker (default: the local one, {DEFAULT_BOOTSTRAP})",
-    )
-    p.add_argument(
-        "--kafka-option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a Kafka client setting of every client (repeatable), as `run` takes it: "
-        "security.protocol=SASL_SSL, sasl.jaas.config=..., ssl.truststore.location=...; also "
-        f"${KAFKA_OPTIONS_ENV} as a JSON object (flags win), which keeps passwords out of the "
-        "process list",
-    )
-    p.add_argument(
-        "--group-prefix",
-        metavar="PREFIX",
-        help="prefix of group and topic names (default: sim-<random>, unique per run)",
-    )
-    p.add_argument(
-        "--assignor",
-        choices=CLASSIC_ASSIGNORS,
-        help="switch the Python members of scenarios that allow it to this assignor",
-    )
-    p.add_argument("--loop", action="store_true", help="repeat the scenarios until interrupted")
-    p.add_argument("--json", action="store_true", help="JSON lines: steps, member reports, results")
-    p.add_argument("--keep-topics", action="store_true", help="do not delete the run's topics")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=180.0,
-        metavar="S",
-        help="give up on a scenario after S seconds (default: 180)",
-    )
-    p.add_argument(
-        "--log-dir",
-        type=Path,
-        default=DEFAULT_LOG_DIR,
-        metavar="DIR",
-        help="where member logs go (default: .local/simulate)",
-    )
-    return p
-
-
-def _selected(args: argparse.Namespace) -> list[Scenario]:
-    names = list(args.scenarios)
-    if names == ["all"]:
-        names = list(SCENARIOS)
-    chosen = [get_scenario(name) for name in names]
-    if args.assignor is None:
-        return chosen
-    out = []
-    for s in chosen:
-        if args.assignor in s.assignor_choices:
-            out.append(s.with_assignor(args.assignor))
-        elif len(chosen) == 1:
-            s.with_assignor(args.assignor)  # raises with the choices
-        else:
-            out.append(s)
-    return out
-
-
-#: The Kafka client settings from the environment, as the job reads them (a JSON object).
-KAFKA_OPTIONS_ENV = ENV_PREFIX + "KAFKA_OPTIONS"
-
-
-def connection_from_args(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
-) -> KafkaConnection:
-    """``--bootstrap-server`` and the Java client's settings: ``$REBALANCE_MONITOR_KAFKA_OPTIONS``
-    (the job's variable) < ``--kafka-option``; :class:`ConfigError` naming the bad one."""
-    env = os.environ if environ is None else environ
-    options: dict[str, str] = {}
-    text = env.get(KAFKA_OPTIONS_ENV, "")
-    if text.strip():
-        try:
-            given = json.loads(text)
-        except ValueError:
-            given = None
-        if not isinstance(given, dict):
-            raise ConfigError(f"kafka_options: {KAFKA_OPTIONS_ENV} must be a JSON object")
-        options.update({str(k): str(v) for k, v in given.items()})
-    options.update(parse_key_value(t, "--kafka-option") for t in args.kafka_option)
-    try:
-        return KafkaConnection(tuple(args.bootstrap_server.split(",")), options)
-    except ConfigError as exc:
-        raise ConfigError(f"--bootstrap-server/--kafka-option: {exc}") from None
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the simulator like Ctrl-C does: members are closed on the way out."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@cli_command("rebalance-monitor simulate")
-def cli_simulate(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:
-    """``rebalance-monitor simulate``: returns 0 when every scenario passed its checks,
-    1 when one failed, 2 on bad usage, 130 when interrupted."""
-    out = stdout or sys.stdout
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.list:
-        out.write(describe_scenarios() + "\n")
-        return EXIT_OK
-    if not args.scenarios:
-        parser.error("name a scenario (or 'all'); --list shows them")
-    scenarios = _selected(args)  # ScenarioDefinitionError: exit 2 (errors.cli_command)
-    connection = connection_from_args(args)
-    reporter: Reporter = JsonReporter(out) if args.json else TextReporter(out)
-    failed = False
-    round_no = 0
-    try:
-        with _sigterm_as_interrupt():
-            while True:
-                round_no += 1
-                prefix = args.group_prefix
-                if prefix and round_no > 1:
-                    prefix = f"{prefix}-r{round_no}"
-                for scenario in scenarios:
-                    result = run_scenario(
-                        scenario,
-                        connection=connection,
-                        group_prefix=prefix,
-                        reporter=reporter,
-                        log_dir=args.log_dir,
-                        keep_topics=args.keep_topics,
-                        timeout_s=args.timeout,
-                    )
-                    failed = failed or not result.ok
-                if not args.loop:
-                    break
-                time.sleep(1.0)
-    except KeyboardInterrupt:
-        sys.stderr.write("simulate: interrupted; every member was stopped\n")
-        return EXIT_INTERRUPTED
-    return EXIT_FAILED if failed else EXIT_OK

@@ -168,24 +168,28 @@ class _Store(Collector):
     @staticmethod
     def _family(spec: MetricSpec, values: Mapping[_Labels, Any]) -> Metric:
         labels = list(spec.labels)
-        if spec.type == "counter":
-            family: Metric = CounterMetricFamily(spec.base_name, spec.help, labels=labels)
-        elif spec.type == "gauge":
-            family = GaugeMetricFamily(spec.name, spec.help, labels=labels)
-        else:
-            family = HistogramMetricFamily(spec.name, spec.help, labels=labels)
         if not values and not spec.labels and spec.name not in _SET_FIRST:
             # always exposed, as prometheus_client does
             values = {(): [0.0] * (len(spec.buckets) + 2) if spec.type == "histogram" else 0.0}
-        for key, value in values.items():
-            if spec.type == "histogram":
-                cumulative, buckets = 0.0, []
+        if spec.type == "histogram":
+            histogram = HistogramMetricFamily(spec.name, spec.help, labels=labels)
+            for key, value in values.items():
+                cumulative = 0.0
+                buckets: list[tuple[str, float]] = []
                 for bound, count in zip((*spec.buckets, math.inf), value, strict=False):
                     cumulative += count
-                    buckets.append((floatToGoString(bound), cumulative))
-                family.add_metric(list(key), buckets, value[-1])  # type: ignore[call-arg]
-            else:
-                family.add_metric(list(key), value)
+                    # prometheus_client.utils leaves floatToGoString unannotated
+                    bucket = floatToGoString(bound)  # type: ignore[no-untyped-call]
+                    buckets.append((bucket, cumulative))
+                histogram.add_metric(list(key), buckets, value[-1])
+            return histogram
+        family: CounterMetricFamily | GaugeMetricFamily
+        if spec.type == "counter":
+            family = CounterMetricFamily(spec.base_name, spec.help, labels=labels)
+        else:
+            family = GaugeMetricFamily(spec.name, spec.help, labels=labels)
+        for key, value in values.items():
+            family.add_metric(list(key), value)
         return family
 
 

@@ -270,7 +270,7 @@ def serve(
     if config is not None and config.users:
         app = _BasicAuth(app, config.users)
 
-    class Server(ThreadingWSGIServer):  # type: ignore[misc]
+    class Server(ThreadingWSGIServer):
         def handle_error(self, request: Any, client_address: Any) -> None:
             """A failed TLS handshake or a dropped connection: nothing to print."""
 

@@ -188,7 +188,8 @@ QUIET_LOGGERS = (
 def _quiet(session: SparkSession, loggers: tuple[str, ...]) -> None:
     """Only ERROR lines of ``loggers`` (log4j, the driver's JVM: in local mode, the executor's
     too)."""
-    jvm = session.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm = session.sparkContext._jvm
+    assert jvm is not None  # set while the session's context lives
     level = jvm.org.apache.logging.log4j.Level.ERROR
     for name in loggers:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)

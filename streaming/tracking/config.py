@@ -91,10 +91,10 @@ class TrackerConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise TrackerConfigError(f"{name}: expected a positive integer, got {value!r}")
-        allowed = self.lag_status_allowed_records
-        if isinstance(allowed, bool) or not isinstance(allowed, int) or allowed < 0:
+        allowed_lag = self.lag_status_allowed_records
+        if isinstance(allowed_lag, bool) or not isinstance(allowed_lag, int) or allowed_lag < 0:
             raise TrackerConfigError(
-                f"lag_status_allowed_records: expected a non-negative integer, got {allowed!r}"
+                f"lag_status_allowed_records: expected a non-negative integer, got {allowed_lag!r}"
             )
         for name, low in (
             ("commit_history", 2),

@@ -604,8 +604,8 @@ def _compile(tp: Any) -> _Convert:
         return lambda v: TopicPartition(v["topic"], v["partition"])
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        inner = _converter(args[0]) if len(args) == 1 else None
+        members = [a for a in typing.get_args(tp) if a is not type(None)]
+        inner = _converter(members[0]) if len(members) == 1 else None
         if inner is None:
             return None
         return lambda v: None if v is None else inner(v)

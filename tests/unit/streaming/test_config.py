@@ -336,8 +336,8 @@ def test_properties_files_round_trip_and_are_private(tmp_path: Path) -> None:
 def test_the_simulator_takes_the_job_s_settings_flags_over_the_environment() -> None:
     import argparse
 
+    from streaming.simulate.cli import connection_from_args
     from streaming.simulate.member import security_options
-    from streaming.simulate.runner import connection_from_args
 
     args = argparse.Namespace(
         bootstrap_server="h:1",

@@ -18,14 +18,9 @@ from pathlib import Path
 import pytest
 
 from streaming.simulate import member
-from streaming.simulate.runner import (
-    JSON_TYPES,
-    JsonReporter,
-    RunNames,
-    TextReporter,
-    cli_simulate,
-    format_assignment,
-)
+from streaming.simulate.cli import cli_simulate
+from streaming.simulate.report import JSON_TYPES, JsonReporter, TextReporter, format_assignment
+from streaming.simulate.runner import RunNames
 from streaming.simulate.scenarios import (
     CLASSIC_ASSIGNORS,
     COMMON_CHECKS,
