@@ -93,6 +93,7 @@ __all__ = [
     "JobConfigError",
     "KafkaConnection",
     "is_host_port",
+    "job_kafka_options_from_env",
     "kafka_options_from_env",
     "load_collector_config",
     "load_config",
@@ -576,6 +577,17 @@ def _job_env_map(name: str, var: str, raw: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise JobConfigError(f"{name}: {var} must be a JSON object")
     return parsed
+
+
+def job_kafka_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The job's Kafka client settings in ``$REBALANCE_MONITOR_KAFKA_OPTIONS`` (a JSON object),
+    read as the job's own loader reads them (the simulator takes them too)."""
+    env = os.environ if environ is None else environ
+    var = ENV_PREFIX + "KAFKA_OPTIONS"
+    raw = env.get(var, "")
+    if not raw.strip():
+        return {}
+    return string_map("kafka_options", _job_env_map("kafka_options", var, raw), JobConfigError)
 
 
 def _collector_map_entries(name: str, value: Mapping[str, Any], origin: str) -> dict[str, Any]:

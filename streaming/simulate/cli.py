@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
 import signal
 import sys
 import threading
@@ -19,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from streaming.config import ENV_PREFIX, parse_key_value
+from streaming.config import ENV_PREFIX, job_kafka_options_from_env, parse_key_value
 from streaming.errors import EXIT_FAILED, EXIT_OK, ArgumentParser, ConfigError, cli_command
 from streaming.kafka_connection import KafkaConnection
 from streaming.simulate.report import JsonReporter, Reporter, TextReporter
@@ -124,17 +122,7 @@ def connection_from_args(
 ) -> KafkaConnection:
     """``--bootstrap-server`` and the Java client's settings: ``$REBALANCE_MONITOR_KAFKA_OPTIONS``
     (the job's variable) < ``--kafka-option``; :class:`ConfigError` naming the bad one."""
-    env = os.environ if environ is None else environ
-    options: dict[str, str] = {}
-    text = env.get(KAFKA_OPTIONS_ENV, "")
-    if text.strip():
-        try:
-            given = json.loads(text)
-        except ValueError:
-            given = None
-        if not isinstance(given, dict):
-            raise ConfigError(f"kafka_options: {KAFKA_OPTIONS_ENV} must be a JSON object")
-        options.update({str(k): str(v) for k, v in given.items()})
+    options = job_kafka_options_from_env(environ)
     options.update(parse_key_value(t, "--kafka-option") for t in args.kafka_option)
     try:
         return KafkaConnection(tuple(args.bootstrap_server.split(",")), options)
