@@ -560,7 +560,12 @@ def _plain(value: Any) -> Any:
         )
         _FIELD_NAMES[cls] = names
     if names is not None:
-        return {name: _plain(getattr(value, name)) for name in names}
+        # scalars inline: most fields are, and a call per field was most of a flat row's cost
+        out = {}
+        for name in names:
+            field_value = getattr(value, name)
+            out[name] = field_value if type(field_value) in _SCALARS else _plain(field_value)
+        return out
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
