@@ -314,26 +314,31 @@ def _commit_row(
 def _run(
     partition: int, offset: int, ts_ms: int, run: tuple[list[Any], ...], i: int
 ) -> Observation:
-    group, topic, tp_partition, committed, epoch, commit_ts, count, hist_ts, hist_off, tid = (
-        column[i] for column in run[:10]
-    )
+    # the columns come from Series.tolist(): Python ints and strings already, the two
+    # history columns numpy arrays (their tolist() is one C call per row, int() per item was
+    # most of this function's time)
+    hist_ts, hist_off = run[7][i], run[8][i]
     return Observation(
         "offsets",
         partition,
         offset,
         ts_ms,
         CommitRun(
-            group_id=str(group),
-            topic=str(topic),
-            partition=int(tp_partition),
-            offset=int(committed),
-            leader_epoch=int(epoch),
-            commit_ts_ms=int(commit_ts),
-            count=int(count),
-            history=tuple(zip(map(int, hist_ts), map(int, hist_off), strict=True)),
-            topic_id=str(tid),
+            group_id=str(run[0][i]),
+            topic=str(run[1][i]),
+            partition=int(run[2][i]),
+            offset=int(run[3][i]),
+            leader_epoch=int(run[4][i]),
+            commit_ts_ms=int(run[5][i]),
+            count=int(run[6][i]),
+            history=tuple(zip(_ints(hist_ts), _ints(hist_off), strict=True)),
+            topic_id=str(run[9][i]),
         ),
     )
+
+
+def _ints(values: Any) -> list[int]:
+    return values.tolist() if hasattr(values, "tolist") else [int(v) for v in values]
 
 
 def event_row(row: Mapping[str, Any], summary: RebalanceSummary | None = None) -> dict[str, Any]:
