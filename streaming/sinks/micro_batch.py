@@ -11,7 +11,6 @@ exporter's own metrics.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -20,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.sinks.tables import BAD_RECORD_KIND, GROUP_METRICS, PARTITION_LAG
+from streaming.sinks.tables import BAD_RECORD_KIND, DRIVER_STRUCTS, GROUP_METRICS, PARTITION_LAG
+from streaming.tracking.events import RebalanceSummary
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,12 +55,18 @@ DRIVER_KINDS = frozenset(
     {"rebalance", "group_metrics", "group_status", "partition_lag", "group_deleted"}
 )
 
-#: The driver's kinds it reads typed, from their table's struct column (the others, JSON:
-#: a rebalance's summary, the kinds without a table).
-DRIVER_STRUCT_KINDS = {"group_metrics": GROUP_METRICS, "partition_lag": PARTITION_LAG}
+#: The struct column the driver reads of each of its kinds: the table's for group metrics
+#: and lag, else the kind's own (:data:`~streaming.sinks.tables.DRIVER_STRUCTS`: a rebalance
+#: as its summary, the kinds without a table). All typed: no JSON.
+DRIVER_STRUCT_KINDS = {
+    "group_metrics": GROUP_METRICS,
+    "partition_lag": PARTITION_LAG,
+    "rebalance": RebalanceSummary.kind,
+    "group_status": "group_status",
+    "group_deleted": "group_deleted",
+}
+assert DRIVER_STRUCT_KINDS.keys() == DRIVER_KINDS
 _TOMBSTONE = "tombstone"
-#: The driver's kinds it reads as JSON (``summary`` or ``payload``).
-_TEXT_KINDS = DRIVER_KINDS - DRIVER_STRUCT_KINDS.keys()
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
 SOURCE_STATS, BAD_RECORD = "source_stats", BAD_RECORD_KIND
@@ -226,24 +232,20 @@ class Sinks:
         df = df.persist()
         try:
             # the first job computes the batch (persisted) and counts each kind; the second
-            # brings the driver, from the cache, the rows it needs: the exporter's, typed
-            # (their table's struct: DRIVER_STRUCT_KINDS; an offset tombstone's commit
-            # struct, which ends its partition's lag series), or as JSON (a rebalance as its
-            # RebalanceSummary, without the lists only Delta keeps; the kinds without a
-            # table), and the source stats (typed); only those rows, since each row carries
-            # every struct column (null ones too); the batch cap (max_offsets_per_trigger)
-            # bounds them
+            # brings the driver, from the cache, the rows it needs, typed: the exporter's
+            # (DRIVER_STRUCT_KINDS: a rebalance as its RebalanceSummary, without the lists
+            # only Delta keeps; an offset tombstone's commit struct, which ends its
+            # partition's lag series) and the source stats; only those rows, since each row
+            # carries every struct column (null ones too); the batch cap
+            # (max_offsets_per_trigger) bounds them
             kind_col = F.col("kind")
             kinds: dict[str, int] = {
                 str(r["kind"]): int(r["count"]) for r in df.groupBy("kind").count().collect()
             }
             commit = F.col(COMMIT_STRUCT_COLUMN)
             is_tombstone = (kind_col == COMMIT_KIND) & commit["deleted"]
-            text = F.when(
-                kind_col.isin(sorted(_TEXT_KINDS)), F.coalesce(F.col("summary"), F.col("payload"))
-            ).alias("text")
-            typed = [F.col(table) for table in DRIVER_STRUCT_KINDS.values()]
-            columns = ["text", *DRIVER_STRUCT_KINDS.values(), _TOMBSTONE]
+            typed = [F.col(column) for column in DRIVER_STRUCT_KINDS.values()]
+            columns = [*DRIVER_STRUCT_KINDS.values(), _TOMBSTONE]
             driver_rows = df.where(
                 kind_col.isin([*DRIVER_KINDS, SOURCE_STATS])
                 | F.coalesce(is_tombstone, F.lit(False))
@@ -257,7 +259,7 @@ class Sinks:
                 driver_rows = driver_rows.repartition(pieces, "group_id")
             # Arrow buffers, not a row object each
             small = driver_rows.select(
-                "kind", text, *typed, F.when(is_tombstone, commit).alias(_TOMBSTONE), SOURCE_STATS
+                "kind", *typed, F.when(is_tombstone, commit).alias(_TOMBSTONE), SOURCE_STATS
             ).toArrow()
             is_stats = pc.equal(small["kind"], SOURCE_STATS)
             stats: list[dict[str, Any]] = small.filter(is_stats)[SOURCE_STATS].to_pylist()
@@ -298,23 +300,23 @@ def driver_row(row: Mapping[str, Any]) -> dict[str, Any] | None:
     from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 
     kind = row["kind"]
-    text = row["summary"] or row["payload"] if kind in _TEXT_KINDS else None
     commit = row.get(COMMIT_STRUCT_COLUMN)
     tombstone = commit if kind == COMMIT_KIND and commit and commit["deleted"] else None
-    return _driver_row(kind, [text, *(row.get(t) for t in DRIVER_STRUCT_KINDS.values()), tombstone])
+    structs = [row.get(column) for column in DRIVER_STRUCT_KINDS.values()]
+    return _driver_row(kind, [*structs, tombstone])
 
 
 def _driver_row(kind: str, values: list[Any]) -> dict[str, Any] | None:
-    """A row the driver needs, from its ``text`` (JSON) or its one non-null struct."""
-    text, *structs = values
-    if text is not None:
-        row: dict[str, Any] = json.loads(text)
-        row.setdefault("kind", kind)
-        return row
-    for struct in structs:
+    """A row the driver needs, from its one non-null struct of :data:`DRIVER_STRUCT_KINDS`'
+    columns then the tombstone's (a struct of its own kind's column, such as a rebalance's
+    summary, is a row of that kind)."""
+    for column, struct in zip(_DRIVER_COLUMNS, values, strict=True):
         if struct is not None:
-            return {**struct, "kind": kind}
+            return {**struct, "kind": column if column in DRIVER_STRUCTS else kind}
     return None
+
+
+_DRIVER_COLUMNS = (*DRIVER_STRUCT_KINDS.values(), _TOMBSTONE)
 
 
 def table_frames(

@@ -33,8 +33,11 @@ value.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from typing import TYPE_CHECKING
+import types
+import typing
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pyspark.sql.types import (
     ArrayType,
@@ -62,6 +65,7 @@ __all__ = [
     "BAD_RECORD_DERIVED",
     "BAD_RECORD_KIND",
     "DERIVED_COLUMNS",
+    "DRIVER_STRUCTS",
     "GROUP_METRICS",
     "KIND_TO_TABLE",
     "MEMBER_ASSIGNMENTS",
@@ -74,6 +78,7 @@ __all__ = [
     "TRACKER_TABLES",
     "bad_records_frame",
     "body_schema",
+    "dataclass_struct",
     "date_of_ms",
     "relaxed",
     "schema",
@@ -484,3 +489,60 @@ def bad_records_frame(events: DataFrame, batch_id: int) -> DataFrame:
     return rows.withColumn(PARTITION_COLUMN, F.to_date("timestamp")).select(
         *schema(BAD_RECORDS).fieldNames()
     )
+
+
+# -- the driver's rows without a table ------------------------------------------------------
+
+
+def dataclass_struct(cls: type) -> StructType:
+    """The Spark struct of a tracker row type, from its type hints (``ClassVar`` fields
+    skipped, every field nullable): ``str`` and string ``Literal`` -> string, ``int`` ->
+    bigint, ``float`` -> double, ``bool`` -> boolean, a dataclass -> struct, ``tuple[X, ...]``
+    -> array. Any other annotation is a :class:`TypeError` naming the field."""
+    hints = typing.get_type_hints(cls)
+    fields = []
+    for f in dataclasses.fields(cls):
+        if typing.get_origin(hints[f.name]) is ClassVar:
+            continue
+        try:
+            fields.append(StructField(f.name, _spark_type(hints[f.name]), True))
+        except TypeError as e:
+            raise TypeError(f"{cls.__name__}.{f.name}: {e}") from None
+    return StructType(fields)
+
+
+_SCALAR_TYPES: dict[Any, DataType] = {
+    str: StringType(),
+    int: LongType(),
+    float: DoubleType(),
+    bool: BooleanType(),
+}
+
+
+def _spark_type(tp: Any) -> DataType:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        (inner,) = [a for a in args if a is not type(None)]
+        return _spark_type(inner)
+    if origin is Literal and all(isinstance(a, str) for a in args):
+        return StringType()
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return ArrayType(_spark_type(args[0]), containsNull=True)
+    if tp in _SCALAR_TYPES:
+        return _SCALAR_TYPES[tp]
+    if dataclasses.is_dataclass(tp):
+        return dataclass_struct(tp)  # type: ignore[arg-type]
+    raise TypeError(f"no Spark type for {tp!r}")
+
+
+def _driver_structs() -> dict[str, StructType]:
+    from streaming.tracking.events import GroupDeleted, GroupStatus, RebalanceSummary
+
+    return {c.kind: dataclass_struct(c) for c in (RebalanceSummary, GroupStatus, GroupDeleted)}
+
+
+#: The rows the driver reads that no table keeps, each a typed struct column of the stateful
+#: step's rows named after its kind: a rebalance's
+#: :class:`~streaming.tracking.events.RebalanceSummary` (``rebalance_summary``), and
+#: ``group_status`` and ``group_deleted`` (the exporter's only).
+DRIVER_STRUCTS: dict[str, StructType] = _driver_structs()

@@ -14,8 +14,10 @@
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
                                                event_ts_ms; a typed struct per table
                                                (rebalance_events, ..., bad_records);
-                                               payload (the driver's kinds as JSON),
-                                               summary (rebalances: the driver's part)
+                                               a typed struct per kind the driver reads
+                                               that no table keeps (rebalance_summary:
+                                               a rebalance's part for the driver;
+                                               group_status, group_deleted)
 
 Why buckets of groups and not a key per group: every key costs a processor call per
 micro-batch, with its own pandas frames in and out and state-server round trips to set and
@@ -54,12 +56,10 @@ are handed over as Spark delivers them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streaming.codec.model import OffsetCommitTombstone
-from streaming.sinks.micro_batch import DRIVER_KINDS, DRIVER_STRUCT_KINDS
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import (
@@ -82,7 +82,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BAD_KEY",
     "BUCKETS",
-    "DRIVER_JSON_KINDS",
     "EVENTS_SCHEMA",
     "STATE_SCHEMA",
     "Reducer",
@@ -103,6 +102,7 @@ def _events_schema() -> StructType:
     from streaming.sinks.tables import (
         BAD_RECORDS,
         COMMIT_STRUCT_COLUMN,
+        DRIVER_STRUCTS,
         OFFSET_COMMITS,
         TRACKER_TABLES,
         body_schema,
@@ -120,22 +120,19 @@ def _events_schema() -> StructType:
     types = {"string": StringType(), "int": IntegerType(), "bigint": LongType()}
     stats = StructType([StructField(n, types[t], True) for n, t in STATS_FIELDS])
     commit = StructField(COMMIT_STRUCT_COLUMN, relaxed(body_schema(OFFSET_COMMITS)), True)
-    return StructType([*head, *tables, commit, StructField("source_stats", stats, True)])
+    driver = [StructField(kind, struct, True) for kind, struct in DRIVER_STRUCTS.items()]
+    return StructType([*head, *tables, commit, StructField("source_stats", stats, True), *driver])
 
 
-_HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms", "payload", "summary")
-#: The stateful step's rows: the head (``payload``: the ``to_row`` dict as JSON for the
-#: kinds the driver reads, :data:`DRIVER_JSON_KINDS`; ``summary``: a rebalance's
-#: :class:`~streaming.tracking.events.RebalanceSummary` as JSON), then one typed struct per
-#: table, filled on its kinds' rows (:func:`streaming.sinks.tables.body_schema`: the
-#: table's columns but the derived ones).
+_HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms")
+#: The stateful step's rows: the head, then one typed struct per table, filled on its kinds'
+#: rows (:func:`streaming.sinks.tables.body_schema`: the table's columns but the derived
+#: ones), the source stats, and one typed struct per kind the driver reads that no table
+#: keeps (:data:`streaming.sinks.tables.DRIVER_STRUCTS`: a rebalance's
+#: :class:`~streaming.tracking.events.RebalanceSummary`, ``group_status``,
+#: ``group_deleted``). No output row carries JSON.
 EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
-#: The kinds whose rows the driver reads as JSON ``payload``: the exporter's kinds without a
-#: table struct (a rebalance goes as its ``summary``; group metrics and lag as their typed
-#: struct, :data:`~streaming.sinks.micro_batch.DRIVER_STRUCT_KINDS`); the source stats come
-#: as their typed ``source_stats`` struct.
-DRIVER_JSON_KINDS = DRIVER_KINDS - {"rebalance"} - DRIVER_STRUCT_KINDS.keys()
 STATE_SCHEMA = "state string"
 #: The key of a group's entry in its bucket's MapState.
 GROUP_KEY_SCHEMA = "group_id string"
@@ -343,11 +340,16 @@ def _ints(values: Any) -> list[int]:
 
 def event_row(row: Mapping[str, Any], summary: RebalanceSummary | None = None) -> dict[str, Any]:
     """One tracker row (``to_row`` dict) as an :data:`EVENTS_SCHEMA` dict: the row itself in
-    its table's struct column (the struct takes the table's columns of it); ``payload``, the
-    row as JSON for :data:`DRIVER_JSON_KINDS`; ``summary``, for a rebalance, its
-    :class:`~streaming.tracking.events.RebalanceSummary` as JSON (what the driver's exporter
-    and listener read; built from the row when not given)."""
-    from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN, KIND_TO_TABLE
+    its table's struct column (the struct takes the table's columns of it), or in its own
+    struct column for ``group_status`` and ``group_deleted``; for a rebalance also its
+    :class:`~streaming.tracking.events.RebalanceSummary` (``rebalance_summary``: what the
+    driver's exporter and listener read; built from the row when not given)."""
+    from streaming.sinks.tables import (
+        COMMIT_KIND,
+        COMMIT_STRUCT_COLUMN,
+        DRIVER_STRUCTS,
+        KIND_TO_TABLE,
+    )
 
     kind = row["kind"]
     out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
@@ -357,21 +359,19 @@ def event_row(row: Mapping[str, Any], summary: RebalanceSummary | None = None) -
         kind=kind,
         event_id=row["event_id"],
         event_ts_ms=int(row["event_ts_ms"]),
-        payload=_json(row) if kind in DRIVER_JSON_KINDS else None,
-        summary=_json(to_row(summary or _summary_of(row))) if kind == "rebalance" else None,
     )
     table = COMMIT_STRUCT_COLUMN if kind == COMMIT_KIND else KIND_TO_TABLE.get(kind)
     if table is not None:
         out[table] = row
+    elif kind in DRIVER_STRUCTS:
+        out[kind] = row
+    if kind == RebalanceEvent.kind:
+        out[RebalanceSummary.kind] = to_row(summary or _summary_of(row))
     return out
 
 
 def _summary_of(row: Mapping[str, Any]) -> RebalanceSummary:
     return RebalanceSummary.of(from_row(RebalanceEvent, row))
-
-
-def _json(row: Mapping[str, Any]) -> str:
-    return json.dumps(row, separators=(",", ":"), default=str)
 
 
 def events_to_rows(events: Iterable[Any]) -> list[dict[str, Any]]:

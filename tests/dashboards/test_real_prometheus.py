@@ -4,10 +4,11 @@ The exporter is :class:`streaming.sinks.prometheus.PrometheusSink` on a free por
 the way the job feeds it: the golden ``__consumer_offsets`` records of real groups
 (``tests/fixtures/golden``) go through the tracker in micro-batches of a few records
 (``streaming.tracking.apply``, as in ``tests/unit/streaming/tracking/test_golden.py``), the
-tracker events become the job's event rows (``events_to_rows``, then the JSON payload, as
-``Sinks.events_batch`` does) and reach :meth:`PrometheusSink.update`; each micro-batch is
-also recorded with :meth:`PrometheusSink.record_batch` (records read, offset gaps counted
-per source partition as ``Sinks.records_batch`` does). Lag comes from the tracker's
+tracker events become the job's event rows (``events_to_rows``, then what the driver reads
+of them, ``driver_row``, as ``Sinks.events_batch`` does) and reach
+:meth:`PrometheusSink.update`; each micro-batch is also recorded with
+:meth:`PrometheusSink.record_batch` (records read, offset gaps counted per source partition
+as ``Sinks.records_batch`` does). Lag comes from the tracker's
 ``partition_lag`` rows: the fixtures' collector ``topics`` snapshot carries the end offsets
 the clients saw. Each group is replayed up to the micro-batch in which its last member
 leaves, so it is still running: members hold partitions, lag is measured.

@@ -32,22 +32,31 @@ def test_the_bad_counter_counts_the_stateful_steps_own_quarantined_rows() -> Non
     assert sinks.stats.offset_gaps == 0
 
 
-def test_the_driver_reads_each_row_from_its_json_or_its_one_struct() -> None:
-    from streaming.sinks.micro_batch import _driver_row
+def test_the_driver_reads_each_row_from_its_one_struct() -> None:
+    from streaming.sinks.micro_batch import _DRIVER_COLUMNS, _driver_row
 
-    status = '{"kind": "group_status", "group_id": "g"}'
-    assert _driver_row("group_status", [status, None, None, None]) == {
+    def values(**structs: object) -> list[object]:
+        return [structs.get(c) for c in _DRIVER_COLUMNS]
+
+    status = {"group_id": "g", "state": "Stable"}
+    assert _driver_row("group_status", values(group_status=status)) == {
+        **status,
         "kind": "group_status",
-        "group_id": "g",
     }
     metrics = {"group_id": "g", "strategy": "range"}
-    assert _driver_row("group_metrics", [None, metrics, None, None]) == {
+    assert _driver_row("group_metrics", values(group_metrics=metrics)) == {
         **metrics,
         "kind": "group_metrics",
     }
+    # a rebalance reaches the driver as its summary, a row of the summary's kind
+    summary = {"group_id": "g", "cause": "join"}
+    assert _driver_row("rebalance", values(rebalance_summary=summary)) == {
+        **summary,
+        "kind": "rebalance_summary",
+    }
     tombstone = {"group_id": "g", "topic": "t", "partition": 0, "deleted": True}
-    assert _driver_row("offset_commit", [None, None, None, tombstone]) == {
+    assert _driver_row("offset_commit", values(tombstone=tombstone)) == {
         **tombstone,
         "kind": "offset_commit",
     }
-    assert _driver_row("offset_commit", [None, None, None, None]) is None  # not the driver's
+    assert _driver_row("offset_commit", values()) is None  # not the driver's
