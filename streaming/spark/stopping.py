@@ -61,7 +61,7 @@ def _first_line(text: object) -> str:
 def interruption(error: BaseException) -> str | None:
     """For a ``Py4JJavaError`` whose Java cause chain holds an interrupt or a cancelled Spark
     job: one short line Spark takes for a stop; None for any other error."""
-    from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JJavaError
 
     if not isinstance(error, Py4JJavaError):
         return None
