@@ -50,7 +50,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 from streaming import kafka_local
-from streaming.config import ENV_PREFIX, KAFKA_OPTIONS_ENV, KafkaConnection, load_config
+from streaming.config import (
+    ENV_PREFIX,
+    KAFKA_OPTIONS_ENV,
+    JobConfig,
+    KafkaConnection,
+    load_config,
+)
 from streaming.console import is_terminal, waiting
 from streaming.errors import ArgumentParser, ConfigError, cli_command
 from streaming.kafka_security import SECURITY_MODES
@@ -295,6 +301,13 @@ def _ensure_topic(kafka: KafkaConnection, topic: str) -> None:
 # -- the demo ---------------------------------------------------------------------------------
 
 
+def default_kafka_folder(security: str) -> Path:
+    """``.local/kafka``, or ``.local/kafka-MODE`` for a secured broker: a broker folder's
+    storage is formatted for one mode (:func:`streaming.kafka_local.folder_mode`)."""
+    folder = kafka_local.DEFAULT_FOLDER
+    return folder if security == "plaintext" else folder.with_name(f"{folder.name}-{security}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog=PROG,
@@ -322,8 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kafka-folder",
         type=Path,
-        default=kafka_local.DEFAULT_FOLDER,
-        help="the broker's folder (default .local/kafka)",
+        help="the broker's folder (default .local/kafka, .local/kafka-MODE with --security: "
+        "a folder keeps the mode it was formatted for)",
     )
     p.add_argument(
         "--security",
@@ -334,6 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--metrics-port", type=int, default=9108, help="Prometheus exporter port (default 9108)"
+    )
+    p.add_argument(
+        "--broker-check-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long the check of the broker before Spark starts may take (default 30)",
     )
     p.add_argument(
         "--state-dir",
@@ -401,24 +421,13 @@ def run_demo(args: argparse.Namespace) -> int:
     broker_config = kafka_local.BrokerConfig(
         port=args.kafka_port,
         controller_port=args.kafka_controller_port,
-        folder=args.kafka_folder,
+        folder=args.kafka_folder or default_kafka_folder(args.security),
         security=args.security,
     )
+    _job_config(args, broker_config.bootstrap_servers, {})  # ConfigError before the broker
     broker = kafka_local.start(broker_config, progress=say)
     bootstrap = broker.bootstrap_servers
-    config = load_config(
-        environ={},
-        overrides={
-            "bootstrap_servers": bootstrap,
-            "checkpoint_dir": str(state / "checkpoint"),
-            "delta_path": str(state / "delta"),
-            "metrics_host": "127.0.0.1",
-            "metrics_port": args.metrics_port,
-            "trigger_interval_s": 1.0,
-            "starting_offsets": "earliest" if args.from_earliest else "latest",
-            "kafka_options": dict(broker.kafka_options),
-        },
-    )
+    config = _job_config(args, bootstrap, broker.kafka_options)
     # the children get the client settings in their environment, not on their command line
     secured = json.dumps(config.kafka.java())
     child_env = {KAFKA_OPTIONS_ENV: secured, f"{ENV_PREFIX}KAFKA_OPTIONS": secured}
@@ -480,6 +489,26 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _job_config(
+    args: argparse.Namespace, bootstrap: str, kafka_options: Mapping[str, str]
+) -> JobConfig:
+    """The job's settings for the demo's broker (:class:`ConfigError` naming a bad one)."""
+    return load_config(
+        environ={},
+        overrides={
+            "bootstrap_servers": bootstrap,
+            "checkpoint_dir": str(args.state_dir / "checkpoint"),
+            "delta_path": str(args.state_dir / "delta"),
+            "metrics_host": "127.0.0.1",
+            "metrics_port": args.metrics_port,
+            "trigger_interval_s": 1.0,
+            "starting_offsets": "earliest" if args.from_earliest else "latest",
+            "kafka_options": dict(kafka_options),
+            "broker_check_timeout_s": args.broker_check_timeout,
+        },
+    )
+
+
 def _watch(
     job: Any,
     summary: Summary,
@@ -516,8 +545,11 @@ def _watch(
                 else max(0.0, min(args.refresh, deadline - time.monotonic()))
             )
             for query in job.queries:
-                if not query.isActive:
-                    raise RuntimeError(f"query {query.name} stopped: {query.exception()}")
+                if not query.isActive:  # job.stop() raises the failure Spark or the guard saw
+                    from streaming.job import QueryFailedError
+
+                    error = query.exception() or (job.guard and job.guard.failure)
+                    raise QueryFailedError(f"query {query.name} stopped: {error or 'no cause'}")
             if interactive:
                 summary.take_lines()  # the table shows them
                 live.update(frame(), refresh=True)

@@ -26,7 +26,9 @@ callers (or the standard library) catch a built-in class, it stays a second base
     ├── audit.AuditError                       BadTimeError (ValueError), MissingTableError,
     │                                          TimeTravelError, QueryError
     ├── spark.session.SparkSetupError (RuntimeError)     a jar is missing  [1]
-    └── job.QueryFailedError          (RuntimeError)     the streaming query failed  [1]
+    ├── job.QueryFailedError          (RuntimeError)     the streaming query failed  [1]
+    └── spark.stopping.BatchInterrupted                  a stop ended a micro-batch (raised
+                                               into Spark, never to a command line)  [1]
 
     [1] exit_status 1: the input was fine, running it failed.
 

@@ -44,6 +44,8 @@ measured what that cost), and both lanes see the same offsets in each micro-batc
 ``<checkpoint_dir>/events``. It writes with ``txnAppId`` = the id kept in
 ``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint; a new checkpoint gets a new
 id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
+Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch ends
+the query as stopped, and a batch's failure is reported even when Spark loses its record.
 
 Offset gaps: ``__consumer_offsets`` is compacted and cleaned, so the job reads it with
 ``failOnDataLoss=false`` and counts the offsets it never saw (per source partition: holes
@@ -84,6 +86,7 @@ from streaming.config import (
     parse_key_value,
 )
 from streaming.sinks.micro_batch import EventsListener, JobStats, Progress, Sinks
+from streaming.spark.stopping import BatchGuard
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -128,9 +131,15 @@ JOB_CONF: dict[str, str] = {"spark.databricks.delta.snapshotPartitions": "2"}
 
 
 def start(
-    spark: SparkSession, config: JobConfig, sinks: Sinks, *, once: bool = False
+    spark: SparkSession,
+    config: JobConfig,
+    sinks: Sinks,
+    *,
+    once: bool = False,
+    handler: Callable[[DataFrame, int], None] | None = None,
 ) -> list[StreamingQuery]:
-    """Build the pipeline and start its query (see the module docstring)."""
+    """Build the pipeline and start its query (see the module docstring); ``handler`` takes
+    each micro-batch (default ``sinks.events_batch``; :func:`launch` guards it)."""
     from pyspark.sql import functions as F
 
     from streaming.spark.commits import commit_rows, register, with_commit
@@ -173,7 +182,7 @@ def start(
 
     # 4. sinks
     rows = events.unionByName(commits, allowMissingColumns=True) if every else events
-    return [_start_query(rows, "events", sinks.events_batch, config, once=once)]
+    return [_start_query(rows, "events", handler or sinks.events_batch, config, once=once)]
 
 
 def _start_query(
@@ -243,11 +252,13 @@ class RunningJob:
         sinks: Sinks,
         queries: list[StreamingQuery],
         watch: BrokerWatch | None = None,
+        guard: BatchGuard | None = None,
     ) -> None:
         self.config = config
         self.sinks = sinks
         self.queries = queries
         self.watch = watch
+        self.guard = guard
 
     @property
     def stats(self) -> JobStats:
@@ -276,10 +287,13 @@ class RunningJob:
 
     def stop(self) -> None:
         """Stop the queries, the Kafka watch and the exporter; raise :class:`QueryFailedError`
-        when a query failed."""
+        when a query failed (also when Spark lost its record of the failure:
+        :class:`streaming.spark.stopping.BatchGuard`)."""
         try:
             if self.watch is not None:
                 self.watch.stop()
+            if self.guard is not None:
+                self.guard.stop()  # a batch the stop interrupts is no failure
             for query in self.queries:
                 if query.isActive:
                     query.stop()
@@ -289,6 +303,9 @@ class RunningJob:
             error = query.exception()
             if error is not None:
                 raise QueryFailedError(f"query {query.name} failed: {error}")
+        if self.guard is not None and self.guard.failure is not None:
+            name = self.queries[0].name if self.queries else "events"
+            raise QueryFailedError(f"query {name} failed: {self.guard.failure}")
 
 
 def launch(
@@ -304,8 +321,9 @@ def launch(
     spark = spark or session_for(config)
     _runtime_conf(spark, config)
     sinks = Sinks.open(spark, config, progress=progress, on_events=on_events)
+    guard = BatchGuard(sinks.events_batch)
     try:
-        queries = start(spark, config, sinks, once=once)
+        queries = start(spark, config, sinks, once=once, handler=guard)
     except BaseException:
         sinks.close()
         raise
@@ -314,7 +332,7 @@ def launch(
         f"checkpoint={config.checkpoint_dir} delta={config.delta_path}"
         + (" (available now)" if once else "")
     )
-    return RunningJob(config, sinks, queries, _watch_kafka(config, sinks, progress))
+    return RunningJob(config, sinks, queries, _watch_kafka(config, sinks, progress), guard)
 
 
 def check_kafka(config: JobConfig, progress: Progress = print) -> None:

@@ -56,6 +56,8 @@ Exceptions (all carry a message meant for a person)::
     ├── JavaNotFoundError            no java on PATH or in $JAVA_HOME
     ├── JarsMissingError             .cache/jars/broker is empty: run `make setup`
     ├── PortInUseError               a port is held by something that is not our broker
+    ├── FolderModeError              the folder holds a broker of another security mode
+                                     (exit 2: a setting to change, not a failure)
     └── StartupError                 the broker exited or did not answer in time
                                      (the message ends with the last lines of its log)
 """
@@ -80,7 +82,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from streaming.errors import EXIT_FAILED, ArgumentParser, RebalanceMonitorError, cli_command
+from streaming.errors import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    ArgumentParser,
+    RebalanceMonitorError,
+    cli_command,
+)
 
 __all__ = [
     "DEFAULT_CONTROLLER_PORT",
@@ -89,6 +97,7 @@ __all__ = [
     "BrokerError",
     "BrokerInfo",
     "BrokerStatus",
+    "FolderModeError",
     "JarsMissingError",
     "JavaNotFoundError",
     "PortInUseError",
@@ -158,6 +167,13 @@ class JarsMissingError(BrokerError):
 
 class PortInUseError(BrokerError):
     """A port the broker needs is held by another process."""
+
+
+class FolderModeError(BrokerError):
+    """The folder's storage was formatted for another ``--security`` mode (its SCRAM users
+    are written at format time), so the broker could never answer as asked."""
+
+    exit_status = EXIT_USAGE
 
 
 class StartupError(BrokerError):
@@ -338,6 +354,7 @@ def start(config: BrokerConfig | None = None, *, progress: Progress | None = Non
     t0 = time.monotonic()
     config.folder.mkdir(parents=True, exist_ok=True)
     with _folder_lock(config):
+        _check_folder_mode(config)
         pid = _our_pid(config)
         if pid is not None:
             _wait_until_ready(config, pid, t0, started_now=False, say=say)
@@ -683,6 +700,25 @@ def _random_cluster_id() -> str:
         text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
         if raw not in (bytes(16), bytes(15) + b"\x01") and not text.startswith("-"):
             return text
+
+
+def folder_mode(folder: Path) -> str | None:
+    """The security mode ``folder``'s storage was formatted for (``security/mode``;
+    ``plaintext`` for formatted storage without it), or None for a folder never formatted."""
+    if not (folder / "data" / "meta.properties").exists():
+        return None
+    mode_file = folder / "security" / "mode"
+    return mode_file.read_text(encoding="utf-8").strip() if mode_file.exists() else "plaintext"
+
+
+def _check_folder_mode(config: BrokerConfig) -> None:
+    found = folder_mode(config.folder)
+    if found is not None and found != config.security:
+        raise FolderModeError(
+            f"{config.folder} holds a broker formatted for security {found!r}, not "
+            f"{config.security!r}: choose another folder (kafka start --dir, demo "
+            "--kafka-folder) or delete this one"
+        )
 
 
 def _security_material(config: BrokerConfig, java: str) -> Any:

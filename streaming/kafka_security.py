@@ -26,6 +26,8 @@ Exceptions::
 
     SecurityError   (RuntimeError) keytool failed or missing, or the folder holds a broker of
                     another mode; :func:`streaming.kafka_local.start` raises it as StartupError
+                    (a folder whose storage is formatted for another mode it refuses first:
+                    :class:`streaming.kafka_local.FolderModeError`, exit 2)
 """
 
 from __future__ import annotations

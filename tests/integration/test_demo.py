@@ -9,16 +9,9 @@ no line of Spark's log or of its Python workers reaches the screen (they go to
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
 import re
-import select
 import socket
-import struct
-import subprocess
 import sys
-import termios
 import time
 import urllib.request
 from pathlib import Path
@@ -26,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_ports
+from tests.terminal import on_terminal
 
 pytestmark = [
     pytest.mark.integration,
@@ -35,7 +29,6 @@ pytestmark = [
 ]
 
 DURATION_S = 90  # the first rebalances of the crash groups come within seconds
-ROWS, COLUMNS = 50, 220
 #: What Spark's log4j lines, the JVM and the Python workers print (spark.log has them).
 LOG_LINE = re.compile(
     r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR)\b"
@@ -44,7 +37,6 @@ LOG_LINE = re.compile(
 )
 #: A crash group's row once it rebalanced: its causes column counts them.
 CRASH_ROW = re.compile(r"sim-\w+-crash\b[^\n]*\b(join|crash|leave) \d")
-ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
 
 def _listening(port: int) -> bool:
@@ -69,40 +61,17 @@ def test_the_demo_on_a_terminal_shows_no_log_line_and_stops_what_it_started(
         "--state-dir", str(tmp_path / "demo"),
         "--scenario", "crash",
     ]  # fmt: skip
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS)}
-    env.pop("NO_COLOR", None)
-    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    raw = b""
     scraped = ""
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 5)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the demo closed the terminal (exited)
-                break
-            if not chunk:
-                break
-            raw += chunk
-            recent = ESCAPE.sub("", raw[-20_000:].decode(errors="replace"))
-            if not scraped and CRASH_ROW.search(recent):
-                # a crash group's rebalance is on the table: the exporter has it too
-                with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
-                    scraped = resp.read().decode()
-        proc.wait(timeout=120)
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    screen = ESCAPE.sub("", raw.decode("utf-8", errors="replace"))
-    assert proc.returncode == 0, screen[-6000:]
+
+    def on_output(recent: str) -> None:
+        nonlocal scraped
+        if not scraped and CRASH_ROW.search(recent):
+            # a crash group's rebalance is on the table: the exporter has it too
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
+                scraped = resp.read().decode()
+
+    returncode, screen = on_terminal(command, on_output)
+    assert returncode == 0, screen[-6000:]
     # what it waited for, then the table
     for step in ("starting Spark", "first micro-batch", "rebalance-monitor demo — "):
         assert step in screen, step
@@ -112,6 +81,8 @@ def test_the_demo_on_a_terminal_shows_no_log_line_and_stops_what_it_started(
     # ... and they are in the log file instead
     spark_log = (tmp_path / "demo" / "spark.log").read_text(errors="replace")
     assert LOG_LINE.search(spark_log)
+    # the stop inside a micro-batch ends the query as stopped (streaming.spark.stopping)
+    assert "StackOverflowError" not in spark_log
     assert "kafka_consumergroup_rebalances_total{" in scraped, screen[-6000:]
     assert 'cause="crash"' in scraped or 'cause="join"' in scraped
     final = screen[screen.rindex("final summary") :]

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from streaming import kafka_local
 from streaming.kafka_check import kafka_python_options
-from streaming.kafka_local import BrokerInfo
+from streaming.kafka_local import BrokerConfig, BrokerInfo
+from tests.conftest import free_ports
 from tests.tls import make_certs
 
 pytestmark = pytest.mark.integration
@@ -55,28 +58,70 @@ def test_the_broker_listens_only_with_sasl_ssl(secured_broker: BrokerInfo) -> No
         assert (security / name).stat().st_mode & 0o077 == 0, name  # owner only
 
 
-def test_the_collector_publishes_and_a_reader_reads_it_back(secured_broker: BrokerInfo) -> None:
+def _collect_and_read_back(info: BrokerInfo, cluster: str) -> None:
+    """``collect --once`` publishes with the broker's client settings (kafka-python's) and a
+    kafka-python reader with the same settings reads its events back."""
     from kafka import KafkaConsumer
 
-    topic = "secured.membership"
+    topic = f"{cluster}.membership"
     proc = cli(
-        "collect", "--once", "--bootstrap-server", secured_broker.bootstrap_servers,
-        "--topic", topic, "--cluster", "secured", "--verbose", *python_options(secured_broker),
+        "collect", "--once", "--bootstrap-server", info.bootstrap_servers,
+        "--topic", topic, "--cluster", cluster, "--verbose", *python_options(info),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert password(secured_broker) not in proc.stdout + proc.stderr
+    if "sasl.jaas.config" in info.kafka_options:
+        assert password(info) not in proc.stdout + proc.stderr
     consumer = KafkaConsumer(
         topic,
-        bootstrap_servers=secured_broker.bootstrap_servers,
+        bootstrap_servers=info.bootstrap_servers,
         auto_offset_reset="earliest",
         consumer_timeout_ms=15_000,
-        **kafka_python_options(secured_broker.kafka_options).options,
+        **kafka_python_options(info.kafka_options).options,
     )
     try:
         events = [json.loads(m.value) for m in consumer]
     finally:
         consumer.close()
-    assert events and {e["cluster"] for e in events} == {"secured"}
+    assert events and {e["cluster"] for e in events} == {cluster}
+
+
+def test_the_collector_publishes_and_a_reader_reads_it_back(secured_broker: BrokerInfo) -> None:
+    _collect_and_read_back(secured_broker, "secured")
+
+
+@pytest.mark.parametrize(("mode", "protocol"), [("scram", "SASL_PLAINTEXT"), ("tls", "SSL")])
+def test_a_broker_of_each_other_mode_serves_its_settings_only(
+    mode: str, protocol: str, tmp_path: Path
+) -> None:
+    """``kafka start --security scram`` and ``--security tls``: one client listener of that
+    protocol; its own client settings publish and read, a plaintext client gets its one
+    line and exit 2."""
+    port, controller_port = free_ports(2)
+    config = BrokerConfig(
+        port=port,
+        controller_port=controller_port,
+        folder=tmp_path / "kafka",
+        security=mode,
+        startup_timeout_s=180.0,
+    )
+    info = kafka_local.start(config)
+    try:
+        props = config.properties_path.read_text()
+        assert f"listeners=SECURED://{info.bootstrap_servers},CONTROLLER:" in props
+        assert f"SECURED:{protocol}\n" in props
+        assert info.kafka_options["security.protocol"] == protocol
+        _collect_and_read_back(info, mode)
+        proc = cli("collect", "--once", "--bootstrap-server", info.bootstrap_servers,
+                   "--broker-check-timeout", "15")  # fmt: skip
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        line = proc.stderr.strip()
+        assert "\n" not in line and "Traceback" not in line, line
+        assert line.startswith(
+            f"rebalance-monitor collect: error: kafka: {info.bootstrap_servers}: "
+        )
+        assert "gave no Kafka answer" in line, line
+    finally:
+        kafka_local.stop(config)
 
 
 def test_bad_client_settings_exit_2_with_their_cause(
@@ -145,3 +190,42 @@ def test_the_simulator_plays_on_the_secured_broker(
 def test_no_client_password_in_the_broker_s_log(secured_broker: BrokerInfo) -> None:
     logs = "".join(p.read_text(errors="replace") for p in secured_broker.log_path.parent.glob("*"))
     assert logs and password(secured_broker) not in logs
+
+
+def test_a_folder_of_another_mode_is_one_line_and_exit_2(
+    kafka_broker_config: BrokerConfig,
+    kafka_broker: BrokerInfo,
+    secured_broker: BrokerInfo,
+    tmp_path: Path,
+) -> None:
+    """A broker folder's storage is formatted for one mode (the SCRAM users are written at
+    format time): a plaintext folder asked for SCRAM (the demo's old trap: a broker that
+    never answers, a time-out) and a secured one asked for plaintext are refused at once,
+    before anything starts; the running brokers are left alone."""
+    plain = kafka_broker_config
+    started = time.monotonic()
+    cases = [
+        (("kafka", "start", "--security", "scram", "--dir", str(plain.folder),
+          "--port", str(plain.port)), "kafka", "'plaintext', not 'scram'"),
+        (("kafka", "start", "--dir", str(secured_broker.folder),
+          "--port", secured_broker.bootstrap_servers.rsplit(":", 1)[1]),
+         "kafka", "'scram+tls', not 'plaintext'"),
+        (("demo", "--security", "scram+tls", "--kafka-folder", str(plain.folder),
+          "--kafka-port", str(plain.port), "--kafka-controller-port", str(plain.controller_port),
+          "--state-dir", str(tmp_path / "demo"), "--duration", "5"),
+         "demo", "'plaintext', not 'scram+tls'"),
+    ]  # fmt: skip
+    for argv, prog, cause in cases:
+        proc = cli(*argv)
+        assert proc.returncode == 2, (argv, proc.stdout[-2000:], proc.stderr[-2000:])
+        line = proc.stderr.strip()
+        assert "\n" not in line and "Traceback" not in line, line
+        assert line.startswith(f"rebalance-monitor {prog}: error: "), line
+        assert cause in line and "choose another folder" in line, line
+    assert time.monotonic() - started < 90  # no start-up time-out: refused before starting
+    assert not (tmp_path / "demo" / "spark.log").exists()  # the demo never got to Spark
+    port = int(secured_broker.bootstrap_servers.rsplit(":", 1)[1])
+    secured = BrokerConfig(
+        port=port, controller_port=port + 1, folder=secured_broker.folder, security="scram+tls"
+    )
+    assert kafka_local.status(plain).answering and kafka_local.status(secured).answering

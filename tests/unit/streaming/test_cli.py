@@ -230,6 +230,22 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     out.encode("ascii")  # plain ASCII: safe on any terminal encoding
 
 
+def test_demo_settings_are_checked_before_its_broker_starts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "kafka"
+    for flags, setting in (
+        (["--broker-check-timeout", "-1"], "broker_check_timeout_s"),
+        (["--metrics-port", "70000"], "metrics_port"),
+        (["--duration", "inf"], "--duration"),
+    ):
+        code, out, err = run(capsys, "demo", "--kafka-folder", str(folder),
+                             "--state-dir", str(tmp_path / "demo"), *flags)  # fmt: skip
+        assert code == 2, (flags, out, err)
+        assert_one_line_error(err, setting)
+        assert not folder.exists() and "broker" not in out  # no broker was started
+
+
 # --- the installed console script, lazy imports ---------------------------------------------------
 
 
