@@ -148,15 +148,36 @@ def test_bad_client_settings_exit_2_with_their_cause(
         assert password(secured_broker) not in line
 
 
-def test_run_checks_the_java_settings_before_spark(secured_broker: BrokerInfo) -> None:
+def test_run_checks_the_java_settings_before_spark(
+    secured_broker: BrokerInfo, tmp_path: Path
+) -> None:
+    """``run`` (as ``demo``, through the same check) with the Java client's settings: a wrong
+    password, an untrusted certificate and a plaintext client each end in one line naming
+    the cause, exit 2, before Spark starts."""
+    server = secured_broker.bootstrap_servers
     java = dict(secured_broker.kafka_options)
-    java["sasl.jaas.config"] = java["sasl.jaas.config"].replace(password(secured_broker), "nope")
-    flags = [f for k, v in java.items() for f in ("--kafka-option", f"{k}={v}")]
-    proc = cli("run", "--bootstrap-server", secured_broker.bootstrap_servers, *flags,
-               "--broker-check-timeout", "15")  # fmt: skip
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "SASL authentication failed" in proc.stderr
-    assert "started:" not in proc.stdout
+    wrong = {
+        **java,
+        "sasl.jaas.config": java["sasl.jaas.config"].replace(password(secured_broker), "nope"),
+    }
+    other_ca = make_certs(tmp_path / "certs").other_ca
+    untrusted = {**java, "ssl.truststore.type": "PEM", "ssl.truststore.location": str(other_ca)}
+    cases = [
+        (wrong, "SASL authentication failed"),
+        (untrusted, "TLS handshake failed: the broker's certificate is not trusted"),
+        ({}, "gave no Kafka answer"),  # plaintext
+    ]
+    for options, cause in cases:
+        flags = [f for k, v in options.items() for f in ("--kafka-option", f"{k}={v}")]
+        proc = cli("run", "--bootstrap-server", server, *flags,
+                   "--broker-check-timeout", "15")  # fmt: skip
+        assert proc.returncode == 2, (cause, proc.stderr[-2000:])
+        line = proc.stderr.strip()
+        assert "\n" not in line and "Traceback" not in line, line
+        assert line.startswith(f"rebalance-monitor run: error: kafka: {server}: "), line
+        assert cause in line, line
+        assert password(secured_broker) not in line
+        assert "started:" not in proc.stdout
 
 
 def test_the_simulator_plays_on_the_secured_broker(
