@@ -379,6 +379,11 @@ class ServerGroup:
         self._runs: list[tuple[int, int, int]] = []
         self._scattered: dict[int, list[int]] = {}
         self._flats: list[OwnedFlat] = []
+        # filled by ``current``: per chunk of _flat_many, (member, topic, partition) of every
+        # partition of the members it read
+        self._bulk: list[
+            tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
+        ] = []
 
     def subscription(self, i: int) -> list[int]:
         known = self._member_subscriptions[i]
@@ -481,7 +486,7 @@ class ServerGroup:
             for a in range(0, len(rest), _BULK_CHUNK):
                 chunk = rest[a : a + _BULK_CHUNK]
                 bulk[a : a + len(chunk)] = self._flat_many(
-                    [members[i].owned_partitions for i in chunk]
+                    [members[i].owned_partitions for i in chunk], chunk
                 )
         for i, ready in zip(rest, bulk, strict=True):
             if ready is not None:
@@ -590,14 +595,17 @@ class ServerGroup:
             tps = list(map(tps.__getitem__, perm))
         return OwnedFlat(topics, starts, parts, tps, perm)
 
-    def _flat_many(self, owneds: Sequence[Sequence[TopicPartition]]) -> list[OwnedFlat | None]:
+    def _flat_many(
+        self, owneds: Sequence[Sequence[TopicPartition]], ids: Sequence[int]
+    ) -> list[OwnedFlat | None]:
         """:meth:`_flat` of many members at once, with numpy over all their partitions.
 
         ``None`` where a member takes the one-by-one path (:meth:`_flat` decides there): a
         topic missing from the metadata or in two groups, a partition from 65,536 on, a group
         of 4,096 or more, 4,096 topics or more, a bin of the map (at 16 bins) or of a set
         with 9 keys. For the others it notes the runs and scattered partitions that
-        :attr:`_ownership` would take from their :class:`OwnedFlat`.
+        :attr:`_ownership` would take from their :class:`OwnedFlat`, and every partition of
+        theirs for :meth:`bulk_owned` (``ids``: their indices in ``spec.members``).
         """
         k = len(owneds)
         lengths = np.fromiter(map(len, owneds), dtype=np.int64, count=k)
@@ -659,8 +667,12 @@ class ServerGroup:
         falls = np.zeros(k, dtype=bool)
         down = (keys[1:] < keys[:-1]) & (pmember[1:] == pmember[:-1])
         falls[pmember[1:][down]] = True
-        # the eligible members' groups for _ownership
+        # the eligible members' groups for _ownership, their partitions for bulk_owned
         ok = ~bad[gmember]
+        kept = ~bad[pmember]
+        self._bulk.append(
+            (np.asarray(ids, dtype=np.int64)[pmember[kept]], gtopic[pgroup[kept]], parts[kept])
+        )
         lo = np.minimum.reduceat(parts, gstart)
         hi = np.maximum.reduceat(parts, gstart)
         dense = ok & (hi - lo + 1 == gsize)
@@ -698,6 +710,18 @@ class ServerGroup:
             else:
                 out[j] = OwnedFlat(topic_list[g0:g1], starts, parts_list[a:b], tps_in[a:b], None)
         return out
+
+    def bulk_owned(
+        self,
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """Every partition of the members whose :class:`OwnedFlat` was made by
+        :meth:`_flat_many`, as arrays: member (index in ``spec.members``), topic, partition."""
+        self.current  # noqa: B018 - fills _bulk
+        if not self._bulk:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        members, topics, parts = zip(*self._bulk, strict=True)
+        return np.concatenate(members), np.concatenate(topics), np.concatenate(parts)
 
     @cached_property
     def _ownership(self) -> tuple[dict[int, Sequence[int]], bool]:
