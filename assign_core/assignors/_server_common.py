@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, compress, groupby, repeat
+from itertools import chain, compress, groupby, islice, repeat
 from operator import and_, gt, itemgetter, le, ne, or_, sub
 from typing import Any
 
@@ -379,6 +379,11 @@ class ServerGroup:
         self._runs: list[tuple[int, int, int]] = []
         self._scattered: dict[int, list[int]] = {}
         self._flats: list[OwnedFlat] = []
+        # filled by ``current``: per chunk of _flat_many, (member, topic, partition) of every
+        # partition of the members it read
+        self._bulk: list[
+            tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
+        ] = []
 
     def subscription(self, i: int) -> list[int]:
         known = self._member_subscriptions[i]
@@ -420,6 +425,8 @@ class ServerGroup:
         counts = self.topics.counts
         out: list[Owned] = []
         append = out.append
+        # members whose assignment is no single run, read together at the end
+        rest: list[int] = []
         for m in self.spec.members:
             owned = m.owned_partitions
             if not owned:
@@ -468,9 +475,27 @@ class ServerGroup:
                                 append((t, lo, hi, tps))
                                 runs.append((t, lo, hi))
                                 continue
+            rest.append(len(out))
+            append([])
+        if not rest:
+            return out
+        members = self.spec.members
+        bulk: list[OwnedFlat | None] = [None] * len(rest)
+        if len(rest) >= _BULK_MEMBERS:
+            # in chunks whose partitions stay in the CPU caches across the passes
+            for a in range(0, len(rest), _BULK_CHUNK):
+                chunk = rest[a : a + _BULK_CHUNK]
+                bulk[a : a + len(chunk)] = self._flat_many(
+                    [members[i].owned_partitions for i in chunk], chunk
+                )
+        for i, ready in zip(rest, bulk, strict=True):
+            if ready is not None:
+                out[i] = ready
+                continue
+            owned = members[i].owned_partitions
             flat = self._flat(owned)
             if flat is not None:
-                append(flat)
+                out[i] = flat
                 self._flats.append(flat)
                 continue
             entries: list[OwnedTopic] = []
@@ -493,7 +518,7 @@ class ServerGroup:
                     runs.append((entry.topic, entry.lo, entry.hi))
                 else:
                     self._scattered.setdefault(entry.topic, []).extend(entry.partitions)
-            append(entries)
+            out[i] = entries
         return out
 
     def _flat(self, owned: Sequence[TopicPartition]) -> OwnedFlat | None:
@@ -570,6 +595,134 @@ class ServerGroup:
             tps = list(map(tps.__getitem__, perm))
         return OwnedFlat(topics, starts, parts, tps, perm)
 
+    def _flat_many(
+        self, owneds: Sequence[Sequence[TopicPartition]], ids: Sequence[int]
+    ) -> list[OwnedFlat | None]:
+        """:meth:`_flat` of many members at once, with numpy over all their partitions.
+
+        ``None`` where a member takes the one-by-one path (:meth:`_flat` decides there): a
+        topic missing from the metadata or in two groups, a partition from 65,536 on, a group
+        of 4,096 or more, 4,096 topics or more, a bin of the map (at 16 bins) or of a set
+        with 9 keys. For the others it notes the runs and scattered partitions that
+        :attr:`_ownership` would take from their :class:`OwnedFlat`, and every partition of
+        theirs for :meth:`bulk_owned` (``ids``: their indices in ``spec.members``).
+        """
+        k = len(owneds)
+        lengths = np.fromiter(map(len, owneds), dtype=np.int64, count=k)
+        tps_in = list(chain.from_iterable(owneds))
+        n = len(tps_in)
+        names = list(map(_TOPIC, tps_in))
+        parts = np.fromiter(map(_PARTITION, tps_in), dtype=np.int64, count=n)
+        mstart = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum(lengths, out=mstart[1:])
+        member = np.arange(k)
+        pmember = np.repeat(member, lengths)
+        # groups: runs of one topic name within a member (names are compared by identity first)
+        change = np.ones(n, dtype=bool)
+        change[1:] = np.fromiter(map(ne, names, islice(names, 1, None)), dtype=bool, count=n - 1)
+        change[mstart[:-1]] = True
+        gstart = np.flatnonzero(change)
+        groups = len(gstart)
+        gsize = np.diff(np.append(gstart, n))
+        gcount = np.bincount(pmember[gstart], minlength=k)
+        gfirst = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum(gcount, out=gfirst[1:])
+        gmember = np.repeat(member, gcount)
+        gtopic = np.fromiter(
+            map(self.topics.index.get, map(names.__getitem__, gstart.tolist()), repeat(-1)),
+            dtype=np.int64,
+            count=groups,
+        )
+        bad = np.zeros(k, dtype=bool)
+        bad[gmember[gtopic < 0]] = True
+        bad[pmember[parts >= 65536]] = True
+        bad[gmember[gsize >= len(_COPY_MASKS)]] = True
+        bad[gcount >= len(_SHIFTED)] = True
+        # a topic in two groups of a member
+        width = self.topics.known + 1
+        pairs = np.sort(gmember * width + gtopic + 1)
+        bad[pairs[1:][pairs[1:] == pairs[:-1]] // width] = True
+        # the map: 9 topics in a bin of 16 (the simulator's order, see _flat)
+        spreads = np.array([*self.topics.spreads[: self.topics.known], 0], dtype=np.int64)
+        gspread = spreads[gtopic]
+        map_bins = np.bincount(gmember * 16 + (gspread & 15), minlength=16 * k)
+        bad[(map_bins.reshape(k, 16) >= _PUT_BIN_LIMIT).any(axis=1)] = True
+        # each set, new HashSet<>(group): 9 keys in a bin of its table
+        gmask = _COPY_MASKS_NP[np.minimum(gsize, len(_COPY_MASKS) - 1)]
+        pgroup = np.repeat(np.arange(groups), gsize)
+        set_keys = parts & gmask[pgroup]
+        big = (gsize >= _PUT_BIN_LIMIT)[pgroup]
+        if big.any():
+            bins = np.sort(pgroup[big] * _SET_BINS + set_keys[big])
+            full = bins[_PUT_BIN_LIMIT - 1 :] == bins[: 1 - _PUT_BIN_LIMIT]
+            bad[gmember[bins[_PUT_BIN_LIMIT - 1 :][full] // _SET_BINS]] = True
+        # iteration order: the map's bins (ties in input order), then each set's bins
+        map_keys = gspread & _GROWN_MASKS_NP[np.minimum(gcount, len(_SHIFTED) - 1)][gmember]
+        by_map = np.argsort(gmember * _SET_BINS + map_keys, kind="stable")
+        rank = np.empty(groups, dtype=np.int64)
+        rank[by_map] = np.arange(groups) - gfirst[gmember[by_map]]
+        np.minimum(rank, len(_SHIFTED) - 1, out=rank)  # a member with more topics is bad
+        keys = (rank[pgroup] << 16) | set_keys
+        perm_all = np.argsort((pmember << 28) | keys, kind="stable")
+        falls = np.zeros(k, dtype=bool)
+        down = (keys[1:] < keys[:-1]) & (pmember[1:] == pmember[:-1])
+        falls[pmember[1:][down]] = True
+        # the eligible members' groups for _ownership, their partitions for bulk_owned
+        ok = ~bad[gmember]
+        kept = ~bad[pmember]
+        self._bulk.append(
+            (np.asarray(ids, dtype=np.int64)[pmember[kept]], gtopic[pgroup[kept]], parts[kept])
+        )
+        lo = np.minimum.reduceat(parts, gstart)
+        hi = np.maximum.reduceat(parts, gstart)
+        dense = ok & (hi - lo + 1 == gsize)
+        self._runs.extend(
+            zip(gtopic[dense].tolist(), lo[dense].tolist(), hi[dense].tolist(), strict=True)
+        )
+        parts_list: list[int] = parts.tolist()
+        gstart_list: list[int] = gstart.tolist()
+        gsize_list: list[int] = gsize.tolist()
+        topic_list: list[int] = gtopic.tolist()
+        for j in np.flatnonzero(ok & ~dense).tolist():
+            at = gstart_list[j]
+            self._scattered.setdefault(topic_list[j], []).extend(
+                parts_list[at : at + gsize_list[j]]
+            )
+        # one OwnedFlat per eligible member, slices of lists made once
+        perm_list: list[int] = perm_all.tolist()
+        local_perm: list[int] = (perm_all - mstart[pmember]).tolist()
+        local_start: list[int] = (gstart - mstart[gmember]).tolist()
+        ordered = list(map(tps_in.__getitem__, perm_list))
+        ms: list[int] = mstart.tolist()
+        gf: list[int] = gfirst.tolist()
+        out: list[OwnedFlat | None] = [None] * k
+        for j in compress(range(k), (~bad).tolist()):
+            a = ms[j]
+            b = ms[j + 1]
+            g0 = gf[j]
+            g1 = gf[j + 1]
+            starts = local_start[g0:g1]
+            starts.append(b - a)
+            if falls[j]:
+                out[j] = OwnedFlat(
+                    topic_list[g0:g1], starts, parts_list[a:b], ordered[a:b], local_perm[a:b]
+                )
+            else:
+                out[j] = OwnedFlat(topic_list[g0:g1], starts, parts_list[a:b], tps_in[a:b], None)
+        return out
+
+    def bulk_owned(
+        self,
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """Every partition of the members whose :class:`OwnedFlat` was made by
+        :meth:`_flat_many`, as arrays: member (index in ``spec.members``), topic, partition."""
+        self.current  # noqa: B018 - fills _bulk
+        if not self._bulk:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        members, topics, parts = zip(*self._bulk, strict=True)
+        return np.concatenate(members), np.concatenate(topics), np.concatenate(parts)
+
     @cached_property
     def _ownership(self) -> tuple[dict[int, Sequence[int]], bool]:
         """Per owned topic the partitions nobody owns, and whether some are owned twice."""
@@ -640,6 +793,14 @@ _PARTITION = itemgetter(1)
 _second = itemgetter(1)
 #: rank << 16 for the sort keys of :meth:`ServerGroup._flat` (set keys are below 65536)
 _SHIFTED = [r << 16 for r in range(4096)]
+#: :meth:`ServerGroup._flat_many`: members from this many on are read with numpy
+_BULK_MEMBERS = 32
+_BULK_CHUNK = 256
+_COPY_MASKS_NP = np.array(_COPY_MASKS, dtype=np.int64)
+#: ``grown_capacity(16, z) - 1`` for ``z`` topics in a member's map
+_GROWN_MASKS_NP = np.array([grown_capacity(16, z) - 1 for z in range(4096)], dtype=np.int64)
+#: above every bin of those tables (the sort keys' member or group stride)
+_SET_BINS = 1 << 14
 
 
 def old_map_order(owned: Sequence[OwnedTopic], topics: TopicTable) -> list[OwnedTopic]:

@@ -184,6 +184,18 @@ class _Hetero:
         sizes = self.sizes
         owners = self.owners = {t: [-1] * counts[t] for t in self.subscribers}
         subscribed_sets: dict[int, set[int]] = {}
+        # members read by ServerGroup._flat_many: their partitions are written at the end, in
+        # one numpy pass (a later member's write wins: the highest position)
+        bulk_members, bulk_topics, bulk_parts = g.bulk_owned()
+        n = len(g.spec.members)
+        in_bulk = np.zeros(n, dtype=bool)
+        in_bulk[bulk_members] = True
+        covered: list[bool] = in_bulk.tolist()
+        beyond = np.zeros(n, dtype=bool)
+        known_counts = np.array(counts[: self.topics.known], dtype=np.int64)
+        beyond[bulk_members[bulk_parts >= known_counts[bulk_topics]]] = True
+        too_far: list[bool] = beyond.tolist()
+        deferred = [-1] * n
         for pos, i in enumerate(g.order):
             owned = g.current[i]
             if not owned:
@@ -201,6 +213,12 @@ class _Hetero:
                     self._drop(pos, t)
                 continue
             if isinstance(owned, OwnedFlat) and subscribed.issuperset(owned.topics):
+                if covered[i]:
+                    if too_far[i]:
+                        raise _beyond(self.topics, owned.topics, owned.parts)
+                    deferred[i] = pos
+                    sizes[pos] += len(owned.parts)
+                    continue
                 st = owned.starts
                 group_sizes = list(map(sub_, st[1:], st[:-1]))
                 per_partition = chain.from_iterable(
@@ -221,6 +239,17 @@ class _Hetero:
                     deque(map(setitem, repeat(owners[t]), o.partitions, repeat(pos)), 0)
                 else:
                     self._drop(pos, t)
+        writer = np.array(deferred, dtype=np.int64)[bulk_members]
+        take = writer >= 0
+        if take.any():
+            topics = list(owners)
+            offsets = np.zeros(self.topics.known, dtype=np.int64)
+            offsets[topics] = np.cumsum([0] + [counts[t] for t in topics[:-1]])
+            table = np.array(list(chain.from_iterable(owners.values())), dtype=np.int64)
+            np.maximum.at(table, offsets[bulk_topics[take]] + bulk_parts[take], writer[take])
+            merged: list[int] = table.tolist()
+            for t, at in zip(topics, offsets[topics].tolist(), strict=True):
+                owners[t] = merged[at : at + counts[t]]
 
     def assign_remaining(self) -> None:
         """Each topic's unassigned partitions, ascending, to ``nextLeastLoadedMember()``:

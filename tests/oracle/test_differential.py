@@ -16,6 +16,7 @@ import os
 import pytest
 
 from assign_core.assignors import SERVER_STRATEGIES, STRATEGIES, get_assignor
+from assign_core.assignors import _server_common as server_common
 from assign_core.errors import AssignmentError
 from assign_core.javacompat import string_hash, timeline_order
 from assign_core.scenario import parse_scenario, result_to_json
@@ -45,11 +46,23 @@ def in_timeline_order(scenario: dict) -> dict:
     return {**scenario, "members": [members[i] for i in order]}
 
 
-CASES = [(s, "join") for s in STRATEGIES] + [(s, "timeline") for s in SERVER_STRATEGIES]
+CASES = [(s, "join", False) for s in STRATEGIES] + [
+    (s, order, True) for s in SERVER_STRATEGIES for order in ("join", "timeline")
+]
 
 
-@pytest.mark.parametrize(("strategy", "member_order"), CASES)
-def test_python_equals_java(strategy: str, member_order: MemberOrder, oracle: JavaOracle) -> None:
+@pytest.mark.parametrize(("strategy", "member_order", "bulk"), CASES)
+def test_python_equals_java(
+    strategy: str,
+    member_order: MemberOrder,
+    bulk: bool,
+    oracle: JavaOracle,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``bulk``: the server side reads the current assignments of even the generator's small
+    groups with numpy, as it does from ``_BULK_MEMBERS`` members on."""
+    if bulk:
+        monkeypatch.setattr(server_common, "_BULK_MEMBERS", 1)
     cases = scenarios(strategy, SEED, SCENARIOS)
     mismatches = []
     checked = 0

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assign_core.assignors import _server_common as server_common
 from assign_core.assignors import _uniform_heterogeneous as uniform_heterogeneous
 from assign_core.assignors import get_assignor
 from assign_core.assignors import uniform as uniform_module
@@ -489,3 +490,60 @@ def test_parser_shares_names_subscriptions_and_partitions() -> None:
     assert a.owned_partitions[0] is b.owned_partitions[0] == TopicPartition("t", 0)
     assert a.owned_partitions[1] == TopicPartition("t", 5)
     assert b.owned_partitions[1] == TopicPartition("gone", 1)
+
+
+def _flat_fields(owned: object) -> object:
+    if isinstance(owned, server_common.OwnedFlat):
+        return ("flat", owned.topics, owned.starts, list(owned.parts), owned.tps, owned.perm)
+    if isinstance(owned, list):
+        return [(o.topic, o.partitions, o.tps, o.lo, o.hi) for o in owned]
+    return owned
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 70_000), min_size=1, max_size=14),
+    n_members=st.integers(1, 60),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_current_assignments_read_together_equal_one_by_one(
+    counts: list[int], n_members: int, seed: int
+) -> None:
+    """The members' current assignments read with numpy in one go (``_flat_many``) give what
+    reading them one by one gives: the same views, the same free partitions and double
+    ownership (topics in shuffled groups, a topic in two groups, vanished topics, partitions
+    from 65,536 on, sets with 9 keys in a bin, members owning nothing)."""
+    rng = random.Random(seed)
+    names = [f"topic-{i}" for i in range(len(counts))]
+    members = []
+    for i in range(n_members):
+        owned: list[list[object]] = []
+        for name in rng.sample(names, rng.randint(0, len(names))):
+            count = counts[names.index(name)]
+            shape = rng.random()
+            if shape < 0.1:  # many keys in one bin of the set
+                ps = list(range(rng.randrange(16), count, 16))[: rng.randint(1, 20)]
+            elif shape < 0.2:  # from 65,536 on
+                ps = [p for p in range(65_530, 65_540) if p < count] or [0]
+            else:
+                ps = sorted(rng.sample(range(count), min(count, rng.randint(1, 30))))
+                if rng.random() < 0.5:
+                    rng.shuffle(ps)
+            owned.extend([name, p] for p in ps)
+        if owned and rng.random() < 0.1:
+            owned.append(["vanished", 3])
+        if owned and rng.random() < 0.1:
+            owned.append(owned.pop(0))  # the first topic again, in a second group
+        members.append({"member_id": f"m-{i}", "topics": names, "owned_partitions": owned})
+    group = parse_scenario({"topics": dict(zip(names, counts, strict=True)), "members": members})
+    together = server_common.ServerGroup(group)
+    alone = server_common.ServerGroup(group)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(server_common, "_BULK_MEMBERS", 1)
+        bulk = [_flat_fields(o) for o in together.current]
+        patch.setattr(server_common, "_BULK_MEMBERS", 10**9)
+        assert bulk == [_flat_fields(o) for o in alone.current]
+    assert {t: list(ps) for t, ps in together._ownership[0].items()} == {
+        t: list(ps) for t, ps in alone._ownership[0].items()
+    }
+    assert together.double_owned == alone.double_owned
