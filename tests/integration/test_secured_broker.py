@@ -124,6 +124,18 @@ def test_a_broker_of_each_other_mode_serves_its_settings_only(
         kafka_local.stop(config)
 
 
+def _refused_in_one_line(
+    proc: subprocess.CompletedProcess[str], command: str, server: str, cause: str, secret: str
+) -> None:
+    """Exit 2 with one line naming the broker and ``cause``, no traceback, no ``secret``."""
+    assert proc.returncode == 2, (cause, proc.stderr[-2000:])
+    line = proc.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line, line
+    assert line.startswith(f"rebalance-monitor {command}: error: kafka: {server}: "), line
+    assert cause in line, line
+    assert secret not in line
+
+
 def test_bad_client_settings_exit_2_with_their_cause(
     secured_broker: BrokerInfo, tmp_path: Path
 ) -> None:
@@ -140,12 +152,7 @@ def test_bad_client_settings_exit_2_with_their_cause(
     for flags, cause in cases:
         proc = cli("collect", "--once", "--bootstrap-server", server, *flags,
                    "--broker-check-timeout", "15")  # fmt: skip
-        assert proc.returncode == 2, (cause, proc.stderr[-2000:])
-        line = proc.stderr.strip()
-        assert "\n" not in line and "Traceback" not in line, line
-        assert line.startswith(f"rebalance-monitor collect: error: kafka: {server}: "), line
-        assert cause in line, line
-        assert password(secured_broker) not in line
+        _refused_in_one_line(proc, "collect", server, cause, password(secured_broker))
 
 
 def test_run_checks_the_java_settings_before_spark(
@@ -171,12 +178,7 @@ def test_run_checks_the_java_settings_before_spark(
         flags = [f for k, v in options.items() for f in ("--kafka-option", f"{k}={v}")]
         proc = cli("run", "--bootstrap-server", server, *flags,
                    "--broker-check-timeout", "15")  # fmt: skip
-        assert proc.returncode == 2, (cause, proc.stderr[-2000:])
-        line = proc.stderr.strip()
-        assert "\n" not in line and "Traceback" not in line, line
-        assert line.startswith(f"rebalance-monitor run: error: kafka: {server}: "), line
-        assert cause in line, line
-        assert password(secured_broker) not in line
+        _refused_in_one_line(proc, "run", server, cause, password(secured_broker))
         assert "started:" not in proc.stdout
 
 
