@@ -62,10 +62,8 @@ DRIVER_STRUCT_KINDS = {
     "group_metrics": GROUP_METRICS,
     "partition_lag": PARTITION_LAG,
     "rebalance": RebalanceSummary.kind,
-    "group_status": "group_status",
-    "group_deleted": "group_deleted",
+    **{kind: kind for kind in DRIVER_STRUCTS if kind in DRIVER_KINDS},
 }
-assert DRIVER_STRUCT_KINDS.keys() == DRIVER_KINDS
 _TOMBSTONE = "tombstone"
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).

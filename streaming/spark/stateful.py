@@ -66,8 +66,8 @@ from streaming.tracking.events import (
     OffsetCommitRow,
     RebalanceEvent,
     RebalanceSummary,
+    event_id,
     from_row,
-    quoted,
     to_row,
 )
 from streaming.tracking.model import CommitRun, Observation
@@ -289,9 +289,7 @@ def _commit_row(
     epoch, metadata, commit and expire times; None: a tombstone)."""
     offset, epoch, metadata, commit_ts_ms, expire_ts_ms = committed or (None,) * 5
     return OffsetCommitRow(
-        # event_id("commit", cluster, group_id, f"{partition}:{offset}") without quoting a
-        # part that never repeats (it would only churn quoted()'s cache): ":" is "%3A"
-        event_id=f"commit/{quoted(cluster)}/{quoted(group_id)}/{obs.partition}%3A{obs.offset}",
+        event_id=event_id("commit", cluster, group_id, f"{obs.partition}:{obs.offset}"),
         cluster=cluster,
         group_id=group_id,
         event_ts_ms=obs.timestamp_ms,

@@ -96,8 +96,10 @@ def quoted(text: str) -> str:
 
 
 def event_id(kind: str, cluster: str, group_id: str, *parts: object) -> str:
-    """``kind/cluster/group/part/...`` with cluster, group and string parts percent-encoded."""
-    tail = "/".join(quoted(p) if isinstance(p, str) else str(p) for p in parts)
+    """``kind/cluster/group/part/...`` with cluster, group and string parts percent-encoded
+    (the parts without :func:`quoted`'s cache: an offset's part never repeats, and would
+    only evict the names that do)."""
+    tail = "/".join(quote(p, safe="") if isinstance(p, str) else str(p) for p in parts)
     head = f"{kind}/{quoted(cluster)}/{quoted(group_id)}"
     return f"{head}/{tail}" if tail else head
 

@@ -60,3 +60,9 @@ def test_the_driver_reads_each_row_from_its_one_struct() -> None:
         "kind": "offset_commit",
     }
     assert _driver_row("offset_commit", values()) is None  # not the driver's
+
+
+def test_every_driver_kind_has_its_struct_column() -> None:
+    from streaming.sinks.micro_batch import DRIVER_KINDS, DRIVER_STRUCT_KINDS
+
+    assert DRIVER_STRUCT_KINDS.keys() == DRIVER_KINDS
