@@ -6,9 +6,9 @@
         │  groupBy(tracker_key)                value, group_id (routed rows only); the key:
         │                                      the group's bucket, 1 of BUCKETS
         ▼
-    transformWithStateInPandas(GroupTracker)   per bucket: MapState ``groups`` = group id ->
-        │                                      GroupState JSON (GroupState.to_json); each
-        │                                      group's rows -> Observations ->
+    transformWithStateInPandas(GroupTracker)   per bucket: ValueState ``bucket`` = its groups'
+        │                                      states (BucketStates: group id -> GroupState
+        │                                      JSON); each group's rows -> Observations ->
         │                                      reducer.apply -> events
         ▼
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
@@ -23,9 +23,12 @@ Why buckets of groups and not a key per group: every key costs a processor call 
 micro-batch, with its own pandas frames in and out and state-server round trips to set and
 clear the key. Measured on the steady backlog (``bench/steady.py``, 1,000 groups, one
 micro-batch), that was 7-10 ms of Python per group while the tracker's own work was ~1 ms.
-A bucket pays that once for all its groups; each group still costs a MapState read and
-write. A group's state lives under ``xxhash64(group id) mod BUCKETS``, so :data:`BUCKETS` is
-fixed for a checkpoint (a checkpoint of a version with a key per group must be recreated).
+A bucket pays that once for all its groups, and so do its state calls: the bucket's groups'
+states are one value (:class:`BucketStates`, one read and one write per micro-batch), where
+a MapState entry per group cost a round trip to the state server per group read and per
+group written. A group's state lives under ``xxhash64(group id) mod BUCKETS``, so
+:data:`BUCKETS` is fixed for a checkpoint (a checkpoint of a version with a key per group
+must be recreated; one with a MapState entry per group is read and moved, :func:`load_bucket`).
 
 Why ``transformWithStateInPandas`` and not ``applyInPandasWithState``: it is the
 RocksDB-backed state API v2 (state variables have their own schema and can be changed and
@@ -59,15 +62,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from streaming.codec.model import OffsetCommitTombstone
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
+from streaming.tracking.errors import StateFormatError
 from streaming.tracking.events import (
     OffsetCommitRow,
     RebalanceEvent,
     RebalanceSummary,
     event_id,
     from_row,
+    quoted,
     to_row,
 )
 from streaming.tracking.model import CommitRun, Observation
@@ -82,15 +89,23 @@ if TYPE_CHECKING:
 __all__ = [
     "BAD_KEY",
     "BUCKETS",
+    "BUCKET_STATE_SCHEMA",
     "EVENTS_SCHEMA",
-    "STATE_SCHEMA",
+    "FLAT_COMMIT",
+    "STEP_SCHEMA",
+    "BucketStates",
     "Reducer",
     "bad_record_struct",
     "event_row",
     "events_to_rows",
+    "load_bucket",
     "load_reducer",
     "logical_now_ms",
+    "nest_commits",
     "observations_by_group",
+    "run_commit_frame",
+    "step_frame",
+    "store_bucket",
     "track",
     "tracker_key",
 ]
@@ -133,8 +148,43 @@ _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms")
 #: ``group_deleted``). No output row carries JSON.
 EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
-STATE_SCHEMA = "state string"
-#: The key of a group's entry in its bucket's MapState.
+
+
+def _flat_commit_schema() -> tuple[StructType, dict[str, str]]:
+    from pyspark.sql.types import StructField, StructType
+
+    from streaming.sinks.tables import COMMIT_STRUCT_COLUMN
+
+    fields: list[StructField] = []
+    flat: dict[str, str] = {}
+    for f in EVENTS_SCHEMA.fields:
+        if f.name != COMMIT_STRUCT_COLUMN:
+            fields.append(f)
+            continue
+        assert isinstance(f.dataType, StructType)
+        for inner in f.dataType.fields:
+            name = f"{COMMIT_STRUCT_COLUMN}__{inner.name}"
+            flat[name] = inner.name
+            fields.append(StructField(name, inner.dataType, True))
+    return StructType(fields), flat
+
+
+#: What the processor writes: :data:`EVENTS_SCHEMA` with the ``offset_commit`` struct as one
+#: flat column per field (``offset_commit__<field>``), nested again in the JVM by
+#: :func:`track`. Commits are most of the step's rows, and pyspark converts a struct column
+#: of a pandas frame to Arrow value by value in Python (a flat column: one Arrow call).
+#: ``FLAT_COMMIT``: each flat column's field.
+STEP_SCHEMA, FLAT_COMMIT = _flat_commit_schema()
+_STEP_COLUMNS = tuple(STEP_SCHEMA.fieldNames())
+#: The stateful step's one state variable: per bucket (a grouping key), a ValueState of its
+#: groups' states, :meth:`BucketStates.encode`.
+BUCKET_STATE = "bucket"
+BUCKET_STATE_SCHEMA = "groups binary"
+#: The layout before: a MapState entry per group (group id -> GroupState JSON). Still
+#: declared so that a checkpoint written with it is read: a bucket's entries are moved into
+#: its ValueState the first time the bucket has rows (:func:`load_bucket`).
+LEGACY_STATE = "groups"
+LEGACY_STATE_SCHEMA = "state string"
 GROUP_KEY_SCHEMA = "group_id string"
 #: Groups per stateful key: each key (a bucket of groups) costs one call of the processor
 #: per micro-batch, with a pandas frame in and out, where a key per group cost ~7-10 ms
@@ -196,10 +246,8 @@ def observations_by_group(
     becomes a :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from
     its bytes.
 
-    ``commits``: when given, receives the ``offset_commits`` row of each run's last commit
-    and of each offset tombstone (of ``cluster``): with ``history="latest"`` the table keeps
-    each partition's last record of a batch, which is the last of these
-    (:func:`streaming.sinks.tables.commit_frame`).
+    ``commits``: when given, receives the ``offset_commits`` row of each offset tombstone
+    (of ``cluster``); those of the runs' last commits are :func:`run_commit_frame`'s.
 
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
@@ -217,10 +265,7 @@ def observations_by_group(
             if kind == COMMIT_RUN:
                 if run is None:
                     run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
-                obs = _run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i)
-                observations.append(obs)
-                if commits is not None:
-                    commits.append(_run_commit_row(cluster, obs, run, i))
+                observations.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
                 continue
             k, v = key[i], value[i]
             try:
@@ -256,21 +301,104 @@ def _failed_row(frame: pd.DataFrame, i: int, error: Exception) -> dict[str, Any]
     )
 
 
-def _run_commit_row(
-    cluster: str, obs: Observation, run: tuple[list[Any], ...], i: int
-) -> OffsetCommitRow:
-    """The ``offset_commits`` row of a run's last commit (``obs``: the run's observation)."""
-    p = obs.payload
-    assert isinstance(p, CommitRun)
-    metadata, expire = run[-2][i], _int_or_none(run[-1][i])
-    committed = (
-        p.offset,
-        p.leader_epoch if p.leader_epoch >= 0 else None,
-        None if metadata is None else str(metadata),
-        p.commit_ts_ms,
-        expire if expire is not None and expire >= 0 else None,
+def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFrame | None:
+    """The ``offset_commits`` rows of the commit runs of decoded frames, in the processor's
+    layout (:data:`STEP_SCHEMA`; None: no run): per partition of each group, the row of its
+    last run's last commit, the record ``history="latest"`` keeps of the micro-batch
+    (:func:`streaming.sinks.tables.commit_frame`; a tombstone after it is a row of its own,
+    with a higher source offset). Built column by column with pandas, no Python step per
+    row: commits are ~99 % of ``__consumer_offsets``."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+    from streaming.sinks.tables import COMMIT_KIND
+
+    columns = ["group_id", "partition", "offset", "timestamp_ms", *_RUN_COLUMNS]
+    parts = [f.loc[f["record_type"] == COMMIT_RUN, columns] for f in frames]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return None
+    runs = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    # a group's records are in one __consumer_offsets partition: offset order is log order
+    runs = runs.sort_values("offset", kind="stable").drop_duplicates(
+        ["group_id", "run_topic", "run_partition"], keep="last"
     )
-    return _commit_row(cluster, obs, p.group_id, p.topic, p.partition, committed)
+    n = len(runs)
+    groups = runs["group_id"].astype(object)
+    names = {g: quoted(g) for g in groups.unique()}
+    event_ids = (
+        f"commit/{quoted(cluster)}/"
+        + groups.map(names)
+        + "/"  # the tracker's part "<partition>:<offset>", percent-encoded
+        + runs["partition"].astype(str)
+        + "%3A"
+        + runs["offset"].astype(str)
+    )
+    epoch = runs["run_leader_epoch"].astype("Int64")
+    expire = runs["run_expire_ts_ms"].astype("Int64")
+    commit = {
+        "event_id": event_ids,
+        "cluster": cluster,
+        "group_id": groups,
+        "event_ts_ms": runs["timestamp_ms"],
+        "topic": runs["run_topic"],
+        "partition": runs["run_partition"],
+        "offset": runs["run_offset"],
+        "leader_epoch": epoch.where(epoch >= 0),
+        "metadata": runs["run_metadata"],
+        "commit_ts_ms": runs["run_commit_ts_ms"],
+        "expire_ts_ms": expire.where(expire >= 0),
+        "deleted": False,
+        "source_partition": runs["partition"],
+        "source_offset": runs["offset"],
+    }
+    out = {
+        "cluster": cluster,
+        "group_id": groups,
+        "kind": COMMIT_KIND,
+        "event_id": event_ids,
+        "event_ts_ms": runs["timestamp_ms"],
+        **{flat: commit[field] for flat, field in FLAT_COMMIT.items()},
+    }
+    frame = pd.DataFrame(out, index=runs.index)
+    none = pd.Series([None] * n, index=runs.index, dtype=object)
+    for column in _STEP_COLUMNS:
+        if column not in out:
+            frame[column] = none
+    return frame.reset_index(drop=True)
+
+
+def step_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """:data:`EVENTS_SCHEMA` dicts (:func:`event_row`) as a frame of the processor's layout
+    (:data:`STEP_SCHEMA`: the ``offset_commit`` struct's fields flat)."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+    from streaming.sinks.tables import COMMIT_STRUCT_COLUMN
+
+    columns: dict[str, list[Any]] = {}
+    for column in _STEP_COLUMNS:
+        field = FLAT_COMMIT.get(column)
+        if field is None:
+            columns[column] = [r.get(column) for r in rows]
+        else:
+            columns[column] = [
+                None if (c := r.get(COMMIT_STRUCT_COLUMN)) is None else c.get(field) for r in rows
+            ]
+    return pd.DataFrame(columns, columns=list(_STEP_COLUMNS))
+
+
+def nest_commits(step: DataFrame) -> DataFrame:
+    """The processor's rows (:data:`STEP_SCHEMA`) as :data:`EVENTS_SCHEMA` rows: the flat
+    ``offset_commit__*`` columns nested into the ``offset_commit`` struct (null on the rows
+    of other kinds), in the JVM."""
+    from pyspark.sql import functions as F
+
+    from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
+
+    commit = F.when(
+        F.col("kind") == COMMIT_KIND,
+        F.struct(*(F.col(flat).alias(field) for flat, field in FLAT_COMMIT.items())),
+    )
+    return step.withColumn(COMMIT_STRUCT_COLUMN, commit).select(*_EVENT_COLUMNS)
 
 
 def _tombstone_row(cluster: str, obs: Observation, p: OffsetCommitTombstone) -> OffsetCommitRow:
@@ -421,6 +549,87 @@ def logical_now_ms(state: GroupState, observations: Sequence[Observation]) -> in
     return max(latest, state.last_record_ts_ms or 0)
 
 
+class BucketStates:
+    """The states of one bucket's groups, as its ValueState keeps them: one msgpack map of
+    group id -> :meth:`GroupState.to_json` bytes. A group's state is parsed only when the
+    group has rows in the micro-batch (:meth:`step`); the others stay bytes.
+
+    Why one value per bucket and not a MapState entry per group: each state call is a round
+    trip to the JVM's state server, and a micro-batch of the steady backlog (``bench/steady.py``,
+    1,000 groups, every group committing) spent more of the stateful step's Python in the
+    per-group read and write than in the tracker (py-spy: 130 against 14 samples). A bucket
+    pays one read and one write whatever its number of groups."""
+
+    __slots__ = ("changed", "states")
+
+    def __init__(self, states: dict[str, bytes]) -> None:
+        self.states = states
+        self.changed = False
+
+    @classmethod
+    def decode(cls, blob: bytes | bytearray) -> BucketStates:
+        try:
+            states = _BUCKET_DECODE(blob)
+        except msgspec.DecodeError as e:
+            raise StateFormatError("$bucket", f"not a bucket of group states: {e}") from None
+        return cls(states)
+
+    def encode(self) -> bytes:
+        return _BUCKET_ENCODE(self.states)
+
+    def step(
+        self, group_id: str, observations: Sequence[Observation], cluster: str, apply: Reducer
+    ) -> Sequence[Any]:
+        """Apply one group's observations to its state (a new one if it has none) and keep
+        the result (an empty state is dropped); the group's events."""
+        stored = self.states.get(group_id)
+        if stored is None:
+            state = GroupState.new(cluster, group_id)
+        else:
+            state = GroupState.from_json(stored)
+        state, events = apply(state, observations, logical_now_ms(state, observations))
+        if not state.is_empty():
+            text = state.to_json().encode()
+            if text != stored:
+                self.states[group_id] = text
+                self.changed = True
+        elif stored is not None:
+            del self.states[group_id]
+            self.changed = True
+        return events
+
+
+def load_bucket(value: Any, legacy: Any) -> BucketStates:
+    """A bucket's states from its ValueState (``value``, :data:`BUCKET_STATE`); a bucket
+    never written under this layout takes its groups' entries from the layout before
+    (``legacy``: the MapState :data:`LEGACY_STATE`, group id -> JSON), and clears them."""
+    stored = value.get()
+    if stored is not None:
+        return BucketStates.decode(stored[0])
+    bucket = BucketStates({})
+    if legacy.exists():
+        for (group_id,), (text,) in legacy.iterator():
+            bucket.states[group_id] = text.encode()
+        legacy.clear()
+        bucket.changed = True
+    return bucket
+
+
+def store_bucket(value: Any, bucket: BucketStates) -> None:
+    """Write a bucket's states back to its ValueState if a group's state changed (an empty
+    bucket is cleared)."""
+    if not bucket.changed:
+        return
+    if bucket.states:
+        value.update((bucket.encode(),))
+    else:
+        value.clear()
+
+
+_BUCKET_ENCODE = msgspec.msgpack.Encoder().encode
+_BUCKET_DECODE = msgspec.msgpack.Decoder(dict[str, bytes]).decode
+
+
 # -- the processor ---------------------------------------------------------------------------
 
 
@@ -438,36 +647,42 @@ def _processor_class() -> type:
 
         def init(self, handle: StatefulProcessorHandle) -> None:
             self._handle = handle
-            self._groups = handle.getMapState("groups", GROUP_KEY_SCHEMA, STATE_SCHEMA)
+            self._bucket = handle.getValueState(BUCKET_STATE, BUCKET_STATE_SCHEMA)
+            # the layout before buckets kept one entry per group: read once, then moved
+            self._legacy = handle.getMapState(LEGACY_STATE, GROUP_KEY_SCHEMA, LEGACY_STATE_SCHEMA)
             self._apply = load_reducer(self._config)
 
         def handleInputRows(
             self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
         ) -> Iterator[pd.DataFrame]:
-            import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-
             if key[0] == STATS_KEY:
                 out = [
                     self._passed("source_stats", r, source_stats=r["stats"]) for r in _records(rows)
                 ]
-                yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
+                yield step_frame(out)
             elif key[0] == BAD_KEY:
                 out = [
                     self._passed("bad_record", r, bad_records=bad_record_struct(r))
                     for r in _records(rows)
                 ]
-                yield pd.DataFrame(out, columns=list(_EVENT_COLUMNS))
+                yield step_frame(out)
             else:
+                frames = list(rows)
                 commits: list[OffsetCommitRow] | None = [] if self._commit_rows else None
                 by_group, failed = observations_by_group(
-                    rows, commits=commits, cluster=self._cluster
+                    frames, commits=commits, cluster=self._cluster
                 )
                 events: list[Any] = list(commits or ())
+                bucket = load_bucket(self._bucket, self._legacy)
                 for group_id, observations in by_group.items():
-                    events.extend(self._step(group_id, observations))
+                    events.extend(bucket.step(group_id, observations, self._cluster, self._apply))
+                store_bucket(self._bucket, bucket)
                 out_rows = events_to_rows(events)
                 out_rows += [self._passed("bad_record", bad, bad_records=bad) for bad in failed]
-                yield pd.DataFrame({c: [r[c] for r in out_rows] for c in _EVENT_COLUMNS})
+                yield step_frame(out_rows)
+                run_commits = run_commit_frame(frames, self._cluster) if self._commit_rows else None
+                if run_commits is not None:
+                    yield run_commits
 
         def _passed(self, kind: str, row: Mapping[str, Any], **columns: Any) -> dict[str, Any]:
             out: dict[str, Any] = dict.fromkeys(_EVENT_COLUMNS)
@@ -482,20 +697,6 @@ def _processor_class() -> type:
 
         def close(self) -> None:
             pass
-
-        def _step(self, group_id: str, observations: list[Observation]) -> Sequence[Any]:
-            stored = self._groups.getValue((group_id,))  # None: no state yet
-            state = (
-                GroupState.from_json(stored[0])
-                if stored
-                else GroupState.new(self._cluster, group_id)
-            )
-            state, events = self._apply(state, observations, logical_now_ms(state, observations))
-            if not state.is_empty():
-                self._groups.updateValue((group_id,), (state.to_json(),))
-            elif stored:
-                self._groups.removeKey((group_id,))
-            return events
 
     return GroupTracker
 
@@ -539,9 +740,10 @@ def track(
     routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
     routed = routed.withColumn(TRACKER_KEY, key)
     processor = _processor_class()(cluster, config, commit_rows)
-    return routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
+    step = routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
         statefulProcessor=processor,
-        outputStructType=EVENTS_SCHEMA,
+        outputStructType=STEP_SCHEMA,
         outputMode="Append",
         timeMode="None",
     )
+    return nest_commits(step)

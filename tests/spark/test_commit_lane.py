@@ -200,16 +200,18 @@ def test_offset_commits_keep_every_commit_or_the_last_per_partition(spark: Spark
 
 def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSession) -> None:
     """``history="latest"`` takes the ``offset_commits`` rows from the stateful step (each
-    run's last commit, each offset tombstone) instead of the lane: per partition, the last of
+    partition's last run's last commit, :func:`run_commit_frame`, and each offset tombstone)
+    instead of the lane: per partition, the last of
     them is the lane's last row, field for field (runs split by a group record, tombstones,
     v3 and v4 values, null and UTF-8 metadata, an expire time, a refused commit)."""
     from dataclasses import asdict
 
+    import pandas as pd
     from pyspark.sql import functions as F
 
     from streaming.sinks.tables import commit_frame
     from streaming.spark.decode import decode
-    from streaming.spark.stateful import observations_by_group
+    from streaming.spark.stateful import FLAT_COMMIT, observations_by_group, run_commit_frame
     from streaming.tracking.events import OffsetCommitRow
 
     register(spark)
@@ -258,12 +260,18 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     decoded = decode(records.drop("timestamp_ms")).toPandas()
     assert decoded["error"].notna().sum() == 1  # the refused commit: bad_records' business
     decoded = decoded[decoded["error"].isna() & decoded["group_id"].notna()]
-    got: list[OffsetCommitRow] = []
-    _by_group, failed = observations_by_group([decoded], commits=got, cluster="c/1")
+    tombstones: list[OffsetCommitRow] = []
+    _by_group, failed = observations_by_group([decoded], commits=tombstones, cluster="c/1")
     assert not failed
+    runs = run_commit_frame([decoded], "c/1")
+    assert runs is not None
+    got = [asdict(row) for row in tombstones] + [
+        {field: None if r[flat] is pd.NA else r[flat] for flat, field in FLAT_COMMIT.items()}
+        for r in runs.to_dict("records")
+    ]
     latest: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for row in sorted(got, key=lambda r: (r.source_partition, r.source_offset)):
-        latest[(row.group_id, row.topic, row.partition)] = asdict(row)
+    for row in sorted(got, key=lambda r: (r["source_partition"], r["source_offset"])):
+        latest[(row["group_id"], row["topic"], row["partition"])] = row
     assert len(got) < len(rows) - 2  # runs, not a row per commit
     assert latest == expected
     assert expected[("a", "t", 1)]["deleted"] and not expected[("a", "t", 2)]["deleted"]

@@ -365,3 +365,61 @@ def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> 
     assert (bad["key"], bad["value"]) == (good_key, good_value[:5])
     assert bad["error_type"] == "TruncatedError" and bad["field"] == "value.protocol_type"
     assert "could not rebuild" in bad["error"]
+
+
+@pytest.mark.parametrize("chunk", [37, 10_000])
+def test_the_runs_commit_rows_are_each_partitions_last_commit(chunk: int) -> None:
+    """With ``offset_commits_history=latest`` the stateful step writes, per partition of each
+    group, the row of the micro-batch's last commit (:func:`run_commit_frame`, built column
+    by column): the same row the commit lane builds of that record."""
+    import pandas as pd
+
+    from streaming.codec.model import OffsetCommit
+    from streaming.spark.stateful import FLAT_COMMIT, STEP_SCHEMA, run_commit_frame
+    from streaming.tracking.events import event_id
+
+    rows = _golden_records()
+    table = _with_commit(rows)
+    frames = [
+        decode_batch(table.slice(start, chunk)).to_pandas()
+        for start in range(0, table.num_rows, chunk)
+    ]
+    got = run_commit_frame(frames, "c/1")
+    assert got is not None and sorted(got.columns) == sorted(STEP_SCHEMA.fieldNames())
+    expected: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for partition, offset, ts, key, value in rows:
+        rec = decode_record(key, value)
+        if isinstance(rec, OffsetCommit):
+            expected[(rec.group_id, rec.topic, rec.partition)] = {
+                "event_id": event_id("commit", "c/1", rec.group_id, f"{partition}:{offset}"),
+                "cluster": "c/1",
+                "group_id": rec.group_id,
+                "event_ts_ms": ts,
+                "topic": rec.topic,
+                "partition": rec.partition,
+                "offset": rec.offset,
+                "leader_epoch": rec.leader_epoch if rec.leader_epoch >= 0 else None,
+                "metadata": rec.metadata,
+                "commit_ts_ms": rec.commit_ts_ms,
+                "expire_ts_ms": rec.expire_ts_ms if rec.expire_ts_ms >= 0 else None,
+                "deleted": False,
+                "source_partition": partition,
+                "source_offset": offset,
+            }
+
+    def plain(v: Any) -> Any:
+        return None if v is None or v is pd.NA else v
+
+    commits = [
+        {field: plain(r[flat]) for flat, field in FLAT_COMMIT.items()}
+        for r in got.to_dict("records")
+    ]
+    assert len(commits) == len(expected)
+    assert sorted(commits, key=lambda c: c["source_offset"]) == sorted(
+        expected.values(), key=lambda c: c["source_offset"]
+    )
+    assert set(got["kind"]) == {"offset_commit"}
+    assert list(got["event_id"]) == [c["event_id"] for c in commits]
+    others = [c for c in STEP_SCHEMA.fieldNames() if c not in FLAT_COMMIT]
+    assert got[[c for c in others if c not in ("cluster", "group_id", "kind", "event_id",
+                                               "event_ts_ms")]].isna().all().all()  # fmt: skip
