@@ -31,7 +31,7 @@ from typing import ParamSpec, TypeVar
 
 from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
 from assign_core.model import GroupSpec, Member, TopicPartition
-from assign_core.partition_cache import topic_partitions
+from assign_core.partition_cache import promote_young, topic_partitions
 
 __all__ = [
     "consumer_rack",
@@ -207,7 +207,9 @@ def gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     An assignment of 100,000 partitions allocates as many ``TopicPartition`` tuples, none of
     which can be part of a reference cycle, yet every few hundred allocations trigger a
     collection that scans them (and now and then the whole heap). With the collector paused
-    the young objects are scanned once, by the first collection after the call. A collector
+    they are left for one collection after the call, or, from
+    :data:`~assign_core.partition_cache.PROMOTE_AT` young objects on, handed to the oldest
+    generation unscanned (:func:`~assign_core.partition_cache.promote_young`). A collector
     that was already disabled stays disabled.
     """
 
@@ -219,6 +221,7 @@ def gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
             return fn(*args, **kwargs)
         finally:
             if was_enabled:
+                promote_young()
                 gc.enable()
 
     return paused

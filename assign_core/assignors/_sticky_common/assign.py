@@ -21,17 +21,20 @@ from assign_core.assignors._sticky_common.partitions import _consume, _Layout, _
 from assign_core.errors import AssignmentError
 from assign_core.javacompat import java_str_key
 from assign_core.model import GroupSpec, TopicPartition
+from assign_core.partition_cache import promote_young
 
 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC: a run allocates millions of acyclic objects it would rescan."""
+    """Pause the cyclic GC: a run allocates millions of acyclic objects it would rescan
+    (see :func:`~assign_core.assignors._client_common.gc_paused`)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            promote_young()
             gc.enable()
 
 
