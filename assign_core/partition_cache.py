@@ -50,22 +50,25 @@ _numbers: list[int] = list(range(1024))
 PROMOTE_AT = 100_000
 
 
-def promote_young() -> None:
+def promote_young(held: int = 0) -> None:
     """Move every young object to the oldest generation, without a collection, when a paused
-    collector saw at least :data:`PROMOTE_AT` of them.
+    collector saw at least :data:`PROMOTE_AT` of them or the result holds at least
+    :data:`PROMOTE_AT` references (``held``: its partitions).
 
     An assignor pauses the cyclic collector while it makes its result (hundreds of thousands
     of ``TopicPartition`` tuples and lists of them, none part of a cycle). Re-enabled, the
     collector would start with a young generation of all of them: the first collection
     scans them (70-100 ms for a million partitions, a third of a cold ``sticky`` run), the
-    next older one scans the survivors again, and the cached tuples survive by design. Here
-    ``gc.freeze()`` then ``gc.unfreeze()`` hand them to the oldest generation in constant
-    time instead; the next full collection scans them once (untracking the tuples, as a
-    young collection would have). Other young objects go with them, so a young garbage
-    cycle waits for that full collection. Nothing is done when the process has frozen
-    objects of its own (``gc.get_freeze_count()``): unfreezing would release them.
+    next older one scans the survivors again, and the cached tuples survive by design. With
+    the tuples already cached (a warm run) the young lists are few, but scanning their
+    million references still takes ~50 ms. Here ``gc.freeze()`` then ``gc.unfreeze()`` hand
+    the young objects to the oldest generation in constant time instead; the next full
+    collection scans them once (untracking the tuples, as a young collection would have).
+    Other young objects go with them, so a young garbage cycle waits for that full
+    collection. Nothing is done when the process has frozen objects of its own
+    (``gc.get_freeze_count()``): unfreezing would release them.
     """
-    if gc.get_count()[0] >= PROMOTE_AT and gc.get_freeze_count() == 0:
+    if (gc.get_count()[0] >= PROMOTE_AT or held >= PROMOTE_AT) and gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
 

@@ -30,7 +30,7 @@ from itertools import chain, repeat
 from typing import ParamSpec, TypeVar
 
 from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
-from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
 from assign_core.partition_cache import promote_young, topic_partitions
 
 __all__ = [
@@ -208,20 +208,25 @@ def gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     which can be part of a reference cycle, yet every few hundred allocations trigger a
     collection that scans them (and now and then the whole heap). With the collector paused
     they are left for one collection after the call, or, from
-    :data:`~assign_core.partition_cache.PROMOTE_AT` young objects on, handed to the oldest
-    generation unscanned (:func:`~assign_core.partition_cache.promote_young`). A collector
-    that was already disabled stays disabled.
+    :data:`~assign_core.partition_cache.PROMOTE_AT` young objects or partitions in the result
+    on, handed to the oldest generation unscanned
+    (:func:`~assign_core.partition_cache.promote_young`). A collector that was already
+    disabled stays disabled.
     """
 
     @functools.wraps(fn)
     def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         was_enabled = gc.isenabled()
         gc.disable()
+        held = 0
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            if isinstance(result, AssignmentResult):
+                held = sum(map(len, result.assignment.values()))
+            return result
         finally:
             if was_enabled:
-                promote_young()
+                promote_young(held)
                 gc.enable()
 
     return paused

@@ -63,6 +63,22 @@ def test_a_large_result_leaves_the_young_generation_empty(
     assert sum(map(len, result.assignment.values())) == 20_000
 
 
+@pytest.mark.parametrize("strategy", ["cooperative-sticky", "server-range"])
+def test_a_large_result_of_cached_partitions_is_promoted_too(
+    strategy: str, collector_on: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm run makes few objects (the TopicPartitions are cached) but lists holding as many
+    references as the result has partitions: scanning those is what the promotion saves."""
+    monkeypatch.setattr(partition_cache, "PROMOTE_AT", 5_000)
+    spec = _big_group(f"promote-warm-{strategy}", 20_000)
+    get_assignor(strategy).assign(spec)
+    gc.collect()
+    result = get_assignor(strategy).assign(spec)
+    assert gc.get_count()[0] < 5_000
+    lists = {id(lst) for lst in result.assignment.values()}
+    assert {id(o) for o in gc.get_objects(generation=2) if id(o) in lists} == lists
+
+
 def test_a_small_result_is_left_to_the_young_collections(
     collector_on: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
