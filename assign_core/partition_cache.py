@@ -8,9 +8,10 @@ side) hands out slices of them. The same objects in an input and a cached list a
 the server-side assignors' comparisons pointer compares.
 
 The cache is bounded by the number of ``TopicPartition`` objects it holds,
-:data:`CACHE_LIMIT` (about 60 MB at the limit: the objects of every topic share one int per
-partition number); the least recently used topics are dropped beyond it, and
-:func:`clear_cache` empties it. It is safe to use from several threads.
+:data:`CACHE_LIMIT` (about 64 MB at the limit: 56 bytes per tuple and 8 per list slot; the
+objects of every topic share one int per partition number); the least recently used topics
+are dropped beyond it, and :func:`clear_cache` empties it. It is safe to use from several
+threads.
 
 :func:`promote_young` is how the assignors end their pause of the cyclic collector (see
 :func:`~assign_core.assignors._client_common.gc_paused`).
@@ -46,7 +47,8 @@ _tuple_new = tuple.__new__
 #: 256 is an object of its own: 28 bytes and an allocation per partition otherwise)
 _numbers: list[int] = list(range(1024))
 
-#: Young objects (``gc.get_count()[0]``) from which :func:`promote_young` acts.
+#: Young objects (``gc.get_count()[0]``), or partitions in a result, from which
+#: :func:`promote_young` acts.
 PROMOTE_AT = 100_000
 
 
