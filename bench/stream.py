@@ -34,6 +34,7 @@ with the job's defaults; ``--job-arg`` adds arguments (e.g. ``--job-arg=--conf
 
     make bench-stream                                   # 10,000 groups, 20 latency trials
     .venv/bin/python bench/stream.py --groups 2000 --trials 10 --skip-latency
+    .venv/bin/python bench/stream.py --groups 2000 --ceiling-only 3   # loop vs tracker alone
 
 It starts its own broker (free ports, folder ``.local/bench-stream``, removed at the end).
 """
@@ -446,6 +447,28 @@ class CatchUp:
         return self.records / self.loop_s
 
 
+def ceiling(bootstrap: str, groups: int, rounds: int) -> None:
+    """Only the loop and the tracker alone (no Spark job), ``rounds`` times alternately on
+    one backlog: the ceiling as a ratio within each round (a loaded machine moves both)."""
+    topic = "bench.offsets"
+    create_topics(bootstrap, (topic, PARTITIONS))
+    records = produce_backlog(bootstrap, topic, groups, "bench")
+    cores = os.cpu_count() or 1
+    print(f"backlog: {records:,} records of {groups:,} groups; {cores} cores", flush=True)
+    for i in range(rounds):
+        seen, loop_s = reference_catch_up(bootstrap, topic, records)
+        t = tracker_alone(bootstrap, topic, records)
+        per_record = 1e6 / records
+        print(
+            f"  round {i + 1}: loop {seen / loop_s:,.0f} records/s; tracker alone, one core "
+            f"{t.rate(1):,.0f} records/s (per record: decode {t.decode_s * per_record:.0f} us, "
+            f"reducer {t.reduce_s * per_record:.0f} us, of which what-if assignors "
+            f"{t.what_if_s * per_record:.0f} us); ceiling on {cores} cores "
+            f"{t.rate(cores):,.0f} records/s, ratio {t.rate(cores) * loop_s / seen:.2f}",
+            flush=True,
+        )
+
+
 def catch_up(bootstrap: str, groups: int, work: Path, *extra: str) -> CatchUp:
     import re
 
@@ -577,6 +600,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-catch-up", action="store_true")
     parser.add_argument(
+        "--ceiling-only",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="only the loop and the tracker alone (no Spark job, no latency), ROUNDS times",
+    )
+    parser.add_argument(
         "--job-arg",
         action="append",
         default=[],
@@ -591,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} cores", flush=True)
     c = lat = None
     with _broker(STATE / "kafka") as bootstrap:
+        if args.ceiling_only:
+            ceiling(bootstrap, args.groups, args.ceiling_only)
+            args.skip_catch_up = args.skip_latency = True
         if not args.skip_catch_up:
             c = catch_up(bootstrap, args.groups, STATE, *args.job_arg)
         if not args.skip_latency:

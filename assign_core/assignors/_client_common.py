@@ -30,8 +30,8 @@ from itertools import chain, repeat
 from typing import ParamSpec, TypeVar
 
 from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
-from assign_core.model import GroupSpec, Member, TopicPartition
-from assign_core.partition_cache import topic_partitions
+from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
+from assign_core.partition_cache import promote_young, topic_partitions
 
 __all__ = [
     "consumer_rack",
@@ -207,18 +207,26 @@ def gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     An assignment of 100,000 partitions allocates as many ``TopicPartition`` tuples, none of
     which can be part of a reference cycle, yet every few hundred allocations trigger a
     collection that scans them (and now and then the whole heap). With the collector paused
-    the young objects are scanned once, by the first collection after the call. A collector
-    that was already disabled stays disabled.
+    they are left for one collection after the call, or, from
+    :data:`~assign_core.partition_cache.PROMOTE_AT` young objects or partitions in the result
+    on, handed to the oldest generation unscanned
+    (:func:`~assign_core.partition_cache.promote_young`). A collector that was already
+    disabled stays disabled.
     """
 
     @functools.wraps(fn)
     def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         was_enabled = gc.isenabled()
         gc.disable()
+        held = 0
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            if isinstance(result, AssignmentResult):
+                held = sum(map(len, result.assignment.values()))
+            return result
         finally:
             if was_enabled:
+                promote_young(held)
                 gc.enable()
 
     return paused

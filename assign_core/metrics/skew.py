@@ -72,13 +72,15 @@ def skew(
     weights: Mapping[TopicPartition, float] | None = None,
 ) -> Skew:
     """The :class:`Skew` of ``assignment`` (member id -> partitions); see the module rules."""
-    counts = [len(tps) for tps in assignment.values()]
+    counts = list(map(len, assignment.values()))
+    floats = list(map(float, counts))
+    ratio, cv = _ratio_and_cv(floats)
     if weights is None:
-        loads = [float(c) for c in counts]
+        loads = floats
+        w_ratio, w_cv = ratio, cv
     else:
         loads = [math.fsum(_weight(tp, weights) for tp in tps) for tps in assignment.values()]
-    ratio, cv = _ratio_and_cv([float(c) for c in counts])
-    w_ratio, w_cv = _ratio_and_cv(loads)
+        w_ratio, w_cv = _ratio_and_cv(loads)
     n = len(counts)
     total = sum(counts)
     total_weight = math.fsum(loads)

@@ -44,6 +44,10 @@ most :data:`CACHE_ENTRIES` entries holding at most :data:`CACHE_PARTITIONS` part
 out; an entry larger than the whole budget is not kept.
 That is about 70 MB at worst: 8 bytes per partition reference, 64 per ``TopicPartition``
 when none is shared (``assign_core`` interns those it makes, the keys hold the tracker's).
+The skew and churn figures of the actual assignments (:func:`skew_figures`,
+:func:`churn_figures`, each rebalance event's) are reused the same way, in :data:`FIGURES`:
+at most :data:`CACHE_ENTRIES` entries whose keys hold at most :data:`FIGURE_PARTITIONS`
+partitions (about 18 MB at worst).
 """
 
 from __future__ import annotations
@@ -75,6 +79,8 @@ from streaming.tracking.events import (
 __all__ = [
     "CACHE_ENTRIES",
     "CACHE_PARTITIONS",
+    "FIGURES",
+    "FIGURE_PARTITIONS",
     "KIP848_ASSIGNORS",
     "ResultCache",
     "churn_figures",
@@ -218,7 +224,30 @@ def consumer_spec(
     )
 
 
+def _figures_key(*parts: Mapping[str, object]) -> tuple[Hashable, ...] | None:
+    """The :data:`FIGURES` key of these mappings, ``None`` when a value is not hashable."""
+    key = tuple(tuple(p.items()) for p in parts)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def skew_figures(assignment: Assignment) -> SkewFigures:
+    """The skew figures of ``assignment``, reused for an identical one (:data:`FIGURES`)."""
+    key = _figures_key(assignment)
+    if key is not None:
+        cached = FIGURES.get(("skew", key))
+        if isinstance(cached, SkewFigures):
+            return cached
+    figures = _skew_figures(assignment)
+    if key is not None:
+        FIGURES.put(("skew", key), figures, _held(assignment))
+    return figures
+
+
+def _skew_figures(assignment: Assignment) -> SkewFigures:
     s = skew(assignment)
     return SkewFigures(
         members=s.members,
@@ -233,6 +262,22 @@ def skew_figures(assignment: Assignment) -> SkewFigures:
 
 
 def churn_figures(
+    before: Assignment, after: Assignment, identities: Mapping[str, str]
+) -> ChurnFigures:
+    """The churn figures from ``before`` to ``after``, reused for identical arguments
+    (:data:`FIGURES`)."""
+    key = _figures_key(before, after, identities)
+    if key is not None:
+        cached = FIGURES.get(("churn", key))
+        if isinstance(cached, ChurnFigures):
+            return cached
+    figures = _churn_figures(before, after, identities)
+    if key is not None:
+        FIGURES.put(("churn", key), figures, _held(before) + _held(after))
+    return figures
+
+
+def _churn_figures(
     before: Assignment, after: Assignment, identities: Mapping[str, str]
 ) -> ChurnFigures:
     c = churn(before, after, identities=identities)
@@ -370,6 +415,14 @@ class ResultCache:
 #: The process's cache (a Spark Python worker keeps its own): assignor answers by
 #: (strategy, :func:`spec_key`), and whole :func:`run_strategies` results by all its inputs.
 RESULTS = ResultCache()
+
+#: At most this many partitions are held by the keys of :data:`FIGURES`.
+FIGURE_PARTITIONS = 250_000
+
+#: The skew and churn figures of the actual assignments (each rebalance event's), by their
+#: arguments: a storm repeats them as it repeats the assignor inputs. Apart from
+#: :data:`RESULTS` so that its counts are the assignors' alone.
+FIGURES = ResultCache(max_partitions=FIGURE_PARTITIONS)
 
 
 def _answer(name: str, spec: GroupSpec) -> _Answer:

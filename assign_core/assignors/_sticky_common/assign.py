@@ -5,8 +5,8 @@ up)."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from itertools import repeat
 
 from assign_core.assignors._sticky_common.constrained import _Constrained
@@ -21,18 +21,7 @@ from assign_core.assignors._sticky_common.partitions import _consume, _Layout, _
 from assign_core.errors import AssignmentError
 from assign_core.javacompat import java_str_key
 from assign_core.model import GroupSpec, TopicPartition
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC: a run allocates millions of acyclic objects it would rescan."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+from assign_core.partition_cache import promote_young
 
 
 class StickyState:
@@ -63,8 +52,19 @@ class StickyOutcome:
 def run_sticky(spec: GroupSpec, *, cooperative: bool, state: StickyState) -> StickyOutcome:
     """``assignPartitions`` of ``StickyAssignor`` (``cooperative=False``) or
     ``CooperativeStickyAssignor`` (``cooperative=True``, including ``adjustAssignment``)."""
-    with _gc_paused():
-        return _run(spec, cooperative, state)
+    # the cyclic GC paused: a run allocates millions of acyclic objects it would rescan (see
+    # assign_core.assignors._client_common.gc_paused)
+    enabled = gc.isenabled()
+    gc.disable()
+    held = 0
+    try:
+        outcome = _run(spec, cooperative, state)
+        held = sum(map(len, outcome.assignment.values()))
+        return outcome
+    finally:
+        if enabled:
+            promote_young(held)
+            gc.enable()
 
 
 def _run(spec: GroupSpec, cooperative: bool, state: StickyState) -> StickyOutcome:

@@ -104,6 +104,7 @@ class Boom:
 def fresh_cache() -> None:
     """Each test starts without cached answers (some replace an assignor)."""
     expected.RESULTS.clear()
+    expected.FIGURES.clear()
 
 
 def test_a_failing_assignor_is_an_error_entry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,3 +252,33 @@ def test_an_identical_call_reuses_the_whole_result(monkeypatch: pytest.MonkeyPat
     )
     assert [r.churn and r.churn.moved_partitions for r in first] == [0, 1]
     assert [r.churn and r.churn.moved_partitions for r in other] == [2, 1]
+
+
+def test_the_figures_of_an_identical_assignment_are_reused() -> None:
+    """An event's skew and churn figures: computed once per distinct arguments (FIGURES),
+    each change of an argument computed anew; lists (unhashable) are computed every time."""
+    before = {"a": tps("t", 0, 1), "b": tps("t", 2, 3)}
+    after = {"a": tps("t", 0, 1, 2), "b": tps("t", 3)}
+    skew = expected.skew_figures(after)
+    churn = expected.churn_figures(before, after, {})
+    assert (skew.max_partitions, churn.moved_partitions) == (3, 1)
+    assert expected.skew_figures(dict(after)) is skew
+    assert expected.churn_figures(dict(before), dict(after), {}) is churn
+    assert (expected.FIGURES.hits, expected.FIGURES.misses) == (2, 2)
+    # another identity map, another previous assignment: new figures
+    static = expected.churn_figures(before, after, {"a": "i", "b": "i"})
+    assert static.moved_partitions == 0 and static is not churn
+    assert expected.churn_figures({"a": tps("t", 0, 1)}, after, {}).moved_partitions == 0
+    as_lists = {m: list(v) for m, v in after.items()}
+    assert expected.skew_figures(as_lists) == skew
+    assert expected.churn_figures(before, as_lists, {}) == churn
+    assert expected.FIGURES.misses == 4 and len(expected.FIGURES) == 4
+    assert expected.RESULTS.hits == expected.RESULTS.misses == 0  # the assignors' cache apart
+
+
+def test_the_figures_cache_is_bounded() -> None:
+    assert expected.FIGURES.max_entries == expected.CACHE_ENTRIES
+    assert expected.FIGURES.max_partitions == expected.FIGURE_PARTITIONS
+    big = {"a": tuple(TopicPartition("t", p) for p in range(expected.FIGURE_PARTITIONS + 1))}
+    expected.skew_figures(big)
+    assert len(expected.FIGURES) == 0  # larger than the whole budget: not kept
