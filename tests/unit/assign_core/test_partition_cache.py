@@ -101,7 +101,10 @@ def test_objects_the_process_froze_stay_frozen(
         frozen = gc.get_freeze_count()
         assert frozen > 0
         get_assignor("sticky").assign(_big_group("promote-frozen", 20_000))
-        assert gc.get_freeze_count() == frozen
+        # an unfreeze would have emptied the permanent generation, a freeze grown it by the
+        # run's objects; frozen objects may still be freed by reference counting meanwhile
+        # (other threads of the test process), so the count can only have dropped a little
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
