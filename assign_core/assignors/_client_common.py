@@ -30,7 +30,7 @@ from itertools import chain, repeat
 from typing import ParamSpec, TypeVar
 
 from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
-from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
+from assign_core.model import GroupSpec, Member, TopicPartition
 from assign_core.partition_cache import promote_young, topic_partitions
 
 __all__ = [
@@ -221,8 +221,9 @@ def gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         held = 0
         try:
             result = fn(*args, **kwargs)
-            if isinstance(result, AssignmentResult):
-                held = sum(map(len, result.assignment.values()))
+            assignment = getattr(result, "assignment", None)  # AssignmentResult, StickyOutcome
+            if isinstance(assignment, Mapping):
+                held = sum(map(len, assignment.values()))
             return result
         finally:
             if was_enabled:

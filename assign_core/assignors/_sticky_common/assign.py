@@ -4,11 +4,11 @@ up)."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from contextlib import suppress
 from itertools import repeat
 
+from assign_core.assignors._client_common import gc_paused
 from assign_core.assignors._sticky_common.constrained import _Constrained
 from assign_core.assignors._sticky_common.general import _General
 from assign_core.assignors._sticky_common.inputs import (
@@ -21,7 +21,6 @@ from assign_core.assignors._sticky_common.partitions import _consume, _Layout, _
 from assign_core.errors import AssignmentError
 from assign_core.javacompat import java_str_key
 from assign_core.model import GroupSpec, TopicPartition
-from assign_core.partition_cache import promote_young
 
 
 class StickyState:
@@ -49,22 +48,11 @@ class StickyOutcome:
         self.transferring = transferring
 
 
+@gc_paused  # a run allocates millions of acyclic objects the collector would rescan
 def run_sticky(spec: GroupSpec, *, cooperative: bool, state: StickyState) -> StickyOutcome:
     """``assignPartitions`` of ``StickyAssignor`` (``cooperative=False``) or
     ``CooperativeStickyAssignor`` (``cooperative=True``, including ``adjustAssignment``)."""
-    # the cyclic GC paused: a run allocates millions of acyclic objects it would rescan (see
-    # assign_core.assignors._client_common.gc_paused)
-    enabled = gc.isenabled()
-    gc.disable()
-    held = 0
-    try:
-        outcome = _run(spec, cooperative, state)
-        held = sum(map(len, outcome.assignment.values()))
-        return outcome
-    finally:
-        if enabled:
-            promote_young(held)
-            gc.enable()
+    return _run(spec, cooperative, state)
 
 
 def _run(spec: GroupSpec, cooperative: bool, state: StickyState) -> StickyOutcome:
