@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from streaming.sinks.tables import BAD_RECORD_KIND, DRIVER_STRUCTS, GROUP_METRIC
 from streaming.tracking.events import RebalanceSummary
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from streaming.config import JobConfig
@@ -211,6 +212,24 @@ class Sinks:
             )
         self.progress(line)
 
+    def _drive(self, rows: pa.Table, columns: list[str]) -> None:
+        """Hand the exporter and the listener the driver's rows of one collected piece, in
+        chunks of :data:`DRIVER_CHUNK` (no filtered copy of the piece: memory)."""
+        for start in range(0, rows.num_rows, DRIVER_CHUNK):
+            chunk = rows.slice(start, DRIVER_CHUNK)
+            values = [chunk[c].to_pylist() for c in columns]
+            driver = []
+            for i, row_kind in enumerate(chunk["kind"].to_pylist()):
+                row = _driver_row(row_kind, [v[i] for v in values])
+                if row is not None:
+                    driver.append(row)
+            if not driver:
+                continue
+            if self.prometheus is not None:
+                self.prometheus.update(driver)
+            if self.on_events is not None:
+                self.on_events(driver)
+
     def events_batch(self, df: DataFrame, batch_id: int) -> None:
         """One micro-batch of the stateful step's rows: the rows the driver needs (exporter,
         listener), then each table's rows parsed and appended by Spark (one Delta append per
@@ -234,8 +253,7 @@ class Sinks:
             # (DRIVER_STRUCT_KINDS: a rebalance as its RebalanceSummary, without the lists
             # only Delta keeps; an offset tombstone's commit struct, which ends its
             # partition's lag series) and the source stats; only those rows, since each row
-            # carries every struct column (null ones too); the batch cap
-            # (max_offsets_per_trigger) bounds them
+            # carries every struct column (null ones too); in pieces (_pieces)
             kind_col = F.col("kind")
             kinds: dict[str, int] = {
                 str(r["kind"]): int(r["count"]) for r in df.groupBy("kind").count().collect()
@@ -249,33 +267,16 @@ class Sinks:
                 | F.coalesce(is_tombstone, F.lit(False))
             )
             needed = sum(n for k, n in kinds.items() if k in DRIVER_KINDS or k == SOURCE_STATS)
-            if needed > DRIVER_PIECE_ROWS:
-                # a big batch (a backfill without a cap): more, smaller task results, so no
-                # single one must fit in the driver's heap at once; by group, which keeps
-                # each group's rows in their order (one map task holds a group's rows)
-                pieces = -(-needed // DRIVER_PIECE_ROWS)
-                driver_rows = driver_rows.repartition(pieces, "group_id")
-            # Arrow buffers, not a row object each
-            small = driver_rows.select(
-                "kind", *typed, F.when(is_tombstone, commit).alias(_TOMBSTONE), SOURCE_STATS
-            ).toArrow()
-            is_stats = pc.equal(small["kind"], SOURCE_STATS)
-            stats: list[dict[str, Any]] = small.filter(is_stats)[SOURCE_STATS].to_pylist()
-            for start in range(0, small.num_rows, DRIVER_CHUNK):  # no filtered copy: memory
-                chunk = small.slice(start, DRIVER_CHUNK)
-                values = [chunk[c].to_pylist() for c in columns]
-                driver = []
-                for i, row_kind in enumerate(chunk["kind"].to_pylist()):
-                    row = _driver_row(row_kind, [v[i] for v in values])
-                    if row is not None:
-                        driver.append(row)
-                if not driver:
-                    continue
-                if self.prometheus is not None:
-                    self.prometheus.update(driver)
-                if self.on_events is not None:
-                    self.on_events(driver)
-            del small
+            stats: list[dict[str, Any]] = []
+            for piece in _pieces(driver_rows, needed):
+                # Arrow buffers, not a row object each
+                small = piece.select(
+                    "kind", *typed, F.when(is_tombstone, commit).alias(_TOMBSTONE), SOURCE_STATS
+                ).toArrow()
+                is_stats = pc.equal(small["kind"], SOURCE_STATS)
+                stats += small.filter(is_stats)[SOURCE_STATS].to_pylist()
+                self._drive(small, columns)
+                del small
             frames = table_frames(
                 df, kinds, batch_id, offset_commits_history=self.offset_commits_history
             )
@@ -289,6 +290,26 @@ class Sinks:
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
         shown = ", ".join(f"{k}={n}" for k, n in sorted(events.items())) or "none"
         self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
+
+
+def _pieces(rows: DataFrame, needed: int) -> Iterator[DataFrame]:
+    """The driver's rows of a micro-batch (``needed`` of them), in pieces of about
+    :data:`DRIVER_PIECE_ROWS` rows collected one after the other, so that the driver's heap
+    never holds more than one piece's task results: a big batch (a backfill without a cap)
+    collected at once ran the 2 GiB driver out of heap (``bench/stream.py``, 10,000 groups in
+    one micro-batch, 446,000 driver rows). A group's rows are in one piece, in their order
+    (the batch is cached: each piece is a scan of it)."""
+    from pyspark.sql import functions as F
+
+    pieces = -(-needed // DRIVER_PIECE_ROWS)
+    if pieces <= 1:
+        yield rows
+        return
+    # by group, which keeps each group's rows in their order (one map task holds a
+    # group's rows); the stats rows have no group and go with the first piece
+    piece = F.coalesce(F.pmod(F.xxhash64("group_id"), F.lit(pieces)), F.lit(0))
+    for i in range(pieces):
+        yield rows.where(piece == F.lit(i))
 
 
 def driver_row(row: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -27,8 +27,10 @@ class _NoDelta:
 def test_the_driver_gets_what_the_full_rows_give(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch, piece_rows: int
 ) -> None:
-    """Also when a big batch's driver rows are split by group into several task results:
-    each group's rows keep their order (the gauges follow the newest generation)."""
+    """Also when a big batch's driver rows are split by group into pieces: each group's rows
+    keep their order (the gauges follow the newest generation), and each piece is collected
+    on its own, so the driver never holds more than one piece's rows at once (a 10,000-group
+    batch collected at once ran the driver out of heap)."""
     from streaming.sinks import micro_batch
     from streaming.sinks.micro_batch import Sinks
     from streaming.sinks.prometheus import PrometheusSink
@@ -47,7 +49,21 @@ def test_the_driver_gets_what_the_full_rows_give(
     listened: list[dict[str, Any]] = []
     delta = _NoDelta()
     sinks = Sinks(delta, PrometheusSink(), progress=lambda _line: None, on_events=listened.extend)  # type: ignore[arg-type]
-    sinks.events_batch(spark.createDataFrame(events_to_rows(events), schema=EVENTS_SCHEMA), 0)
+    batch = spark.createDataFrame(events_to_rows(events), schema=EVENTS_SCHEMA)
+    collected: list[int] = []
+    to_arrow = type(batch).toArrow
+
+    def counted(df: DataFrame) -> Any:
+        table = to_arrow(df)
+        collected.append(table.num_rows)
+        return table
+
+    monkeypatch.setattr(type(batch), "toArrow", counted)
+    sinks.events_batch(batch, 0)
+    if piece_rows < len(events):
+        assert len(collected) > 1 and max(collected) < sum(collected)
+    else:
+        assert len(collected) == 1
     kinds = {r["kind"] for r in listened}
     assert {"rebalance_summary", "group_metrics", "partition_lag", "group_status"} <= kinds
     assert sinks.prometheus is not None
