@@ -290,7 +290,26 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Ta
       Applying the run equals applying its commits one by one
       (:class:`~streaming.tracking.model.CommitRun`);
     * an offset tombstone keeps its bytes and its own row (``OffsetCommitTombstone``);
-    * every other record is decoded by the Python codec here."""
+    * every other record is decoded by the Python codec here.
+
+    :func:`decode_batches` does the same over a whole task's input, chunk by chunk."""
+    other, runs = _decode_chunk(batch, history, {})
+    if runs is None:
+        return other
+    return pa.concat_tables([other, runs.drop_columns([_SEGMENT])])
+
+
+#: The internal column of a pending run: how many of its group's other ``__consumer_offsets``
+#: records (run boundaries) came before it in the task's input.
+_SEGMENT = "run_segment"
+
+
+def _decode_chunk(
+    batch: pa.RecordBatch | pa.Table, history: int, seen: dict[str, int]
+) -> tuple[pa.Table, pa.Table | None]:
+    """:func:`decode_batch`'s rows of one chunk of a task's input, the runs apart (with their
+    :data:`_SEGMENT`; None: no plain commit). ``seen``: each group's run boundaries in the
+    task's chunks before this one, updated with this chunk's."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -305,7 +324,8 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Ta
     take, results = _per_row(batch, np.flatnonzero(~is_commit))
     parts = [_decoded_rows(batch, take, results)]
     if commit is None or not is_commit.any():
-        return parts[0]
+        _count_boundaries(seen, [d.group_ids[0] for d in results], batch, take)
+        return parts[0], None
     commit_rows = np.flatnonzero(is_commit)
     commits = commit.take(pa.array(commit_rows))
     groups = commits.field("group_id")
@@ -335,18 +355,37 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Ta
         commit_rows[tombstone].tolist(),
         strict=True,
     )
+    other = pa.concat_tables(parts)
     plain = ~tombstone
+    runs = None
     if plain.any():
         rows = commit_rows[plain]
-        parts.append(
-            _runs(
-                batch,
-                rows,
-                _segments(groups.filter(pa.array(plain)), rows, offsets_rows, n),
-                history,
-            )
-        )
-    return pa.concat_tables(parts)
+        plain_groups = groups.filter(pa.array(plain))
+        segments = _segments(plain_groups, rows, offsets_rows, n)
+        if seen:  # the boundaries of the task's earlier chunks
+            known = pa.array(list(seen), type=pa.string())
+            index = pc.index_in(plain_groups, value_set=known).fill_null(-1)
+            codes = np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int64)
+            base = np.r_[np.array(list(seen.values()), dtype=np.int64), 0]
+            segments = segments + base[codes]
+        runs = _runs(batch, rows, segments, history)
+    for group, _row in offsets_rows:
+        seen[group] = seen.get(group, 0) + 1
+    return other, runs
+
+
+def _count_boundaries(
+    seen: dict[str, int],
+    groups: list[str | None],
+    batch: pa.RecordBatch | pa.Table,
+    rows: list[int],
+) -> None:
+    """Add the run boundaries of a chunk without commits to ``seen`` (its routed
+    ``__consumer_offsets`` records)."""
+    sources = batch.column("source")
+    for group, i in zip(groups, rows, strict=True):
+        if group is not None and sources[i].as_py() == OFFSETS:
+            seen[group] = seen.get(group, 0) + 1
 
 
 def _segments(groups: pa.Array, rows: Any, boundaries: list[tuple[str, int]], n: int) -> Any:
@@ -369,26 +408,17 @@ def _segments(groups: pa.Array, rows: Any, boundaries: list[tuple[str, int]], n:
 
 def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: int) -> pa.Table:
     """One ``CommitRun`` row per (group, topic, partition, source partition, segment) of
-    commit rows ``rows`` (in offset order within each source partition)."""
+    commit rows ``rows`` (in offset order within each source partition), with its
+    :data:`_SEGMENT`."""
     import numpy as np
-    import pyarrow.compute as pc
 
     picked = batch.select([*_PASSTHROUGH, "commit"]).take(pa.array(rows))
     commit = picked.column("commit").combine_chunks()
     group, topic = commit.field("group_id"), commit.field("topic")
-    key = pc.binary_join_element_wise(
-        group,
-        topic,
-        pc.cast(commit.field("partition"), pa.string()),
-        pc.cast(picked.column("partition"), pa.string()),
-        pc.cast(pa.array(segments, type=pa.int64()), pa.string()),
-        "\x00",
-    )
-    codes = np.asarray(pc.dictionary_encode(key).combine_chunks().indices, dtype=np.int64)
+    segment = pa.array(segments, type=pa.int64())
+    codes = _run_codes(group, topic, commit.field("partition"), picked.column("partition"), segment)
     order = np.argsort(codes, kind="stable")  # by run, then row (offset) order
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    ends = np.r_[starts[1:], len(order)]
+    starts, ends = _spans(codes[order])
     last = order[ends - 1]
     counts = ends - starts
     kept = np.minimum(counts, history)
@@ -418,8 +448,75 @@ def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: i
         commit.field("topic_id").take(last_rows),
         commit.field("metadata").take(last_rows),
         commit.field("expire_ts_ms").take(last_rows),
+        segment.take(last_rows),
     ]
-    return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
+    return pa.Table.from_arrays(columns, schema=_ARROW_RUNS)
+
+
+_ARROW_RUNS = _ARROW_DECODED.append(pa.field(_SEGMENT, pa.int64()))
+
+
+def _run_codes(*key: Any) -> Any:
+    """A run's key (group, topic, partition, source partition, segment) as one int per row."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    joined = pc.binary_join_element_wise(
+        *(k if pa.types.is_string(k.type) else pc.cast(k, pa.string()) for k in key), "\x00"
+    )
+    return np.asarray(pc.dictionary_encode(joined).combine_chunks().indices, dtype=np.int64)
+
+
+def _spans(sorted_codes: Any) -> tuple[Any, Any]:
+    """Where each run of equal values of ``sorted_codes`` starts and ends (exclusive)."""
+    import numpy as np
+
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    return starts, np.r_[starts[1:], len(sorted_codes)]
+
+
+def _fold(runs: pa.Table, history: int) -> pa.Table:
+    """Merge the rows of ``runs`` (:data:`_ARROW_RUNS`) that are the same run, in row order:
+    the last row's commit, the counts summed, the last ``history`` of their histories. This
+    is how a task's runs grow over its chunks (:func:`decode_batches`): applying the merged
+    run equals applying the rows' runs one after the other."""
+    import numpy as np
+
+    runs = runs.combine_chunks()
+    codes = _run_codes(
+        *(runs.column(c) for c in ("group_id", "run_topic", "run_partition", "partition", _SEGMENT))
+    )
+    order = np.argsort(codes, kind="stable")
+    starts, ends = _spans(codes[order])
+    if len(starts) == len(codes):
+        return runs  # no run twice
+    last = order[ends - 1]
+    counts = np.add.reduceat(runs.column("run_count").to_numpy()[order], starts)
+    ts_list = runs.column("run_history_ts_ms").chunk(0)
+    off_list = runs.column("run_history_offsets").chunk(0)
+    bounds = np.asarray(ts_list.offsets, dtype=np.int64)
+    lengths = (bounds[1:] - bounds[:-1])[order]
+    # every history entry of the rows in key order, oldest first within a key
+    at = np.r_[0, np.cumsum(lengths)]
+    entries = np.repeat(bounds[:-1][order] - at[:-1], lengths) + np.arange(at[-1])
+    totals = np.add.reduceat(lengths, starts)
+    ends_at = np.cumsum(totals)
+    kept = np.minimum(totals, history)
+    offsets = np.r_[0, np.cumsum(kept)]
+    within = entries[np.repeat(ends_at - kept - offsets[:-1], kept) + np.arange(offsets[-1])]
+    picked = pa.array(within)
+    list_offsets = pa.array(offsets, type=pa.int32())
+    merged = runs.take(pa.array(last))
+    for name, values in (
+        ("run_count", pa.array(counts, type=pa.int32())),
+        ("run_history_ts_ms", pa.ListArray.from_arrays(list_offsets, ts_list.values.take(picked))),
+        (
+            "run_history_offsets",
+            pa.ListArray.from_arrays(list_offsets, off_list.values.take(picked)),
+        ),
+    ):
+        merged = merged.set_column(merged.schema.get_field_index(name), name, values)
+    return merged
 
 
 def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Table:
@@ -527,13 +624,28 @@ def _chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
 def decode_batches(
     batches: Iterator[pa.RecordBatch], *, history: int = 8, stats: bool = False
 ) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function (runs on the executors): :func:`decode_batch` per chunk of
-    the task's input, with ``stats``, each chunk's :func:`source_stats` after it."""
+    """The ``mapInArrow`` function (runs on the executors): :func:`decode_batch` over the
+    task's whole input, chunk by chunk; with ``stats``, each chunk's :func:`source_stats`
+    after its rows.
+
+    A run spans the task, not a chunk: each chunk's runs are merged into the runs still open
+    (:func:`_fold`), and the runs are written after the last chunk. A chunk of a big cluster
+    holds few commits of each partition (10,000 groups of 20 partitions committing every 5 s
+    write 200,000 commits in a round, two chunks of :data:`CHUNK_ROWS`), so runs per chunk
+    were about one per commit: the stateful step got a million rows for a micro-batch of a
+    million records. Per task, it gets one per partition committed between two of its
+    group's other records. What stays in the worker is one row per open run."""
+    seen: dict[str, int] = {}
+    pending: pa.Table | None = None
     for chunk in _chunks(batches):
-        decoded = decode_batch(chunk, history=history)
-        yield from decoded.to_batches()
+        other, runs = _decode_chunk(chunk, history, seen)
+        yield from other.to_batches()
         if stats:
-            yield from source_stats(chunk, decoded).to_batches()
+            yield from source_stats(chunk, other).to_batches()
+        if runs is not None:
+            pending = runs if pending is None else _fold(pa.concat_tables([pending, runs]), history)
+    if pending is not None:
+        yield from pending.drop_columns([_SEGMENT]).to_batches()
 
 
 # -- Spark -----------------------------------------------------------------------------------

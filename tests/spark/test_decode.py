@@ -325,6 +325,33 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
         assert lean(run_events) == lean(one_events), group
 
 
+@pytest.mark.parametrize("chunk", [5, 37, 60])
+def test_a_tasks_runs_span_its_chunks(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """A task's input decoded chunk by chunk (``decode_batches``) gives the rows of its whole
+    input decoded at once: each run spans the chunks, with its count and its last commits,
+    and is split only where its group has another record. Fewer runs than chunks would
+    give, and the same tracker state as the commits one by one (the test above)."""
+    from streaming.spark import decode as decode_module
+
+    table = _with_commit(_golden_records())
+    monkeypatch.setattr(decode_module, "CHUNK_ROWS", chunk)
+    batches = table.to_batches(max_chunksize=7)
+    chunked = pa.Table.from_batches(list(decode_module.decode_batches(iter(batches))))
+    whole = decode_batch(table)
+
+    def rows(t: pa.Table) -> list[dict[str, Any]]:
+        return sorted(t.to_pylist(), key=lambda r: (r["partition"], r["offset"], r["group_id"]))
+
+    assert rows(chunked) == rows(whole)
+    per_chunk = sum(
+        decode_batch(table.slice(start, chunk)).column("record_type").to_pylist().count("CommitRun")
+        for start in range(0, table.num_rows, chunk)
+    )
+    runs = whole.column("record_type").to_pylist().count("CommitRun")
+    assert 0 < runs < per_chunk
+    assert max(whole.column("run_count").to_pylist(), key=lambda c: c or 0) > chunk
+
+
 def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> None:
     """The decode stage accepted the row, the stateful step cannot rebuild it (the stages
     disagree, e.g. a code change between them): it comes back as a ``bad_records`` struct
