@@ -148,6 +148,10 @@ class AssignmentResult:
         """The answer as partition numbers, when the assignor gave it so."""
         return self._numbers
 
+    def __reduce__(self) -> tuple[type[AssignmentResult], tuple[object, ...]]:
+        """Pickled and copied with its lists (made first if held as numbers)."""
+        return (AssignmentResult, (self.strategy, self.assignment, self.withheld))
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"AssignmentResult is immutable (cannot set {name!r})")
 

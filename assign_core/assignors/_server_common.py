@@ -968,6 +968,7 @@ class ServerNumbers:
         lists.prefetch(sorted(wanted))
         columns = {key: [lists.get(t) for t in ts] for key, ts in blocks.items()}
         shortest = {key: min(map(len, cols), default=0) for key, cols in columns.items()}
+        transposed: dict[int, list[tuple[TopicPartition, ...]]] = {}
         out: list[list[TopicPartition]] = []
         for pieces in self._pieces:
             if len(pieces) == 1 and isinstance(pieces[0], list):
@@ -985,7 +986,11 @@ class ServerNumbers:
                 if isinstance(head, int):
                     made += lists.numbered(head, numbers)
                 elif len(numbers) == 1 and numbers[0] < shortest[id(head)]:
-                    made += map(itemgetter(numbers[0]), columns[id(head)])
+                    # partition p of every topic: row p of the block's columns
+                    rows = transposed.get(id(head))
+                    if rows is None:
+                        rows = transposed[id(head)] = list(zip(*columns[id(head)], strict=False))
+                    made += rows[numbers[0]]
                 else:
                     for t in head:
                         made += lists.numbered(t, numbers)

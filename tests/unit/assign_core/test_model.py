@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 
 from assign_core.assignors import get_assignor
@@ -30,6 +33,13 @@ def test_numbers_become_lists_once_on_first_read() -> None:
     assert result.assignment is first
     assert numbers.calls == 1
     assert result == AssignmentResult("uniform", {"a": [TopicPartition("t", 1)], "b": []})
+
+
+def test_pickled_and_copied_with_its_lists() -> None:
+    result = AssignmentResult("uniform", numbers=_Numbers())
+    for copied in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
+        assert copied == result
+        assert copied.numbers is None
 
 
 def test_either_lists_or_numbers_and_immutable() -> None:
