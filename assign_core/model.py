@@ -8,6 +8,7 @@ side). An assignor turns it into an :class:`AssignmentResult`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol
@@ -73,18 +74,103 @@ Assignment = dict[str, list[TopicPartition]]
 Side = Literal["client", "server"]
 
 
-@dataclass(frozen=True, slots=True)
+class PartitionNumbers(Protocol):
+    """A result as the coordinator's assignors hold it: every member's partitions as numbers
+    per topic, already in the iteration order of Java's ``Map<Uuid, Set<Integer>>``.
+
+    :meth:`lists` makes the ``TopicPartition`` lists from them (the Java oracle makes Java's
+    lists from its result after its clock stops; here on the first read of
+    :attr:`AssignmentResult.assignment`), with the same lists as an assignor that made them
+    at once.
+    """
+
+    def lists(self) -> Assignment:
+        """Member id -> ``TopicPartition`` list, an entry for every member in ``GroupSpec``
+        order."""
+        ...
+
+
 class AssignmentResult:
     """What an assignor returns.
 
     ``assignment`` has an entry (possibly empty) for every member, in ``GroupSpec.members``
     order. ``withheld`` (cooperative-sticky only) maps each partition held back for the
     second, follow-up rebalance to the member that will receive it then.
+
+    A server-side assignor may return its answer as :class:`PartitionNumbers` (``numbers=``)
+    instead of lists: ``assignment`` then makes the lists on its first read (once, the
+    collector paused meanwhile: :func:`~assign_core.partition_cache.made_in_bulk`) and
+    keeps them. Either way the result reads the same, and compares equal by its strategy,
+    lists and withheld partitions. Immutable once made.
     """
 
+    __slots__ = ("_assignment", "_lock", "_numbers", "strategy", "withheld")
+
     strategy: str
-    assignment: Assignment
-    withheld: dict[TopicPartition, str] = field(default_factory=dict)
+    withheld: dict[TopicPartition, str]
+    _assignment: Assignment | None
+    _numbers: PartitionNumbers | None
+    _lock: threading.Lock | None
+
+    def __init__(
+        self,
+        strategy: str,
+        assignment: Assignment | None = None,
+        withheld: dict[TopicPartition, str] | None = None,
+        *,
+        numbers: PartitionNumbers | None = None,
+    ) -> None:
+        if (assignment is None) == (numbers is None):
+            raise TypeError("AssignmentResult takes either an assignment or numbers")
+        setattr_ = object.__setattr__
+        setattr_(self, "strategy", strategy)
+        setattr_(self, "withheld", {} if withheld is None else withheld)
+        setattr_(self, "_assignment", assignment)
+        setattr_(self, "_numbers", numbers)
+        setattr_(self, "_lock", None if numbers is None else threading.Lock())
+
+    @property
+    def assignment(self) -> Assignment:
+        made = self._assignment
+        if made is not None:
+            return made
+        assert self._lock is not None and self._numbers is not None
+        with self._lock:
+            if self._assignment is None:
+                from assign_core.partition_cache import made_in_bulk
+
+                object.__setattr__(self, "_assignment", made_in_bulk(self._numbers.lists))
+        assert self._assignment is not None
+        return self._assignment
+
+    @property
+    def numbers(self) -> PartitionNumbers | None:
+        """The answer as partition numbers, when the assignor gave it so."""
+        return self._numbers
+
+    def __reduce__(self) -> tuple[type[AssignmentResult], tuple[object, ...]]:
+        """Pickled and copied with its lists (made first if held as numbers)."""
+        return (AssignmentResult, (self.strategy, self.assignment, self.withheld))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"AssignmentResult is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AssignmentResult):
+            return NotImplemented
+        return (self.strategy, self.assignment, self.withheld) == (
+            other.strategy,
+            other.assignment,
+            other.withheld,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts, as the dataclass it was
+
+    def __repr__(self) -> str:
+        return (
+            f"AssignmentResult(strategy={self.strategy!r}, assignment={self.assignment!r}, "
+            f"withheld={self.withheld!r})"
+        )
 
 
 class Assignor(Protocol):

@@ -23,7 +23,6 @@ Members are referred to by *position*: their index in :func:`member_info_order`.
 from __future__ import annotations
 
 import functools
-import gc
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from itertools import chain, repeat
@@ -31,7 +30,7 @@ from typing import ParamSpec, TypeVar
 
 from assign_core.javacompat import JavaHashOrder, java_sorted_strings, java_str_key, string_hash
 from assign_core.model import GroupSpec, Member, TopicPartition
-from assign_core.partition_cache import promote_young, topic_partitions
+from assign_core.partition_cache import made_in_bulk, topic_partitions
 
 __all__ = [
     "consumer_rack",
@@ -216,19 +215,7 @@ def gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(fn)
     def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        was_enabled = gc.isenabled()
-        gc.disable()
-        held = 0
-        try:
-            result = fn(*args, **kwargs)
-            assignment = getattr(result, "assignment", None)  # AssignmentResult, StickyOutcome
-            if isinstance(assignment, Mapping):
-                held = sum(map(len, assignment.values()))
-            return result
-        finally:
-            if was_enabled:
-                promote_young(held)
-                gc.enable()
+        return made_in_bulk(functools.partial(fn, *args, **kwargs))
 
     return paused
 

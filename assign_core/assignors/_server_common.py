@@ -28,8 +28,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, groupby, islice, repeat
-from operator import and_, gt, itemgetter, le, ne, or_, sub
-from typing import Any
+from operator import and_, getitem, gt, itemgetter, le, ne, or_, sub
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -885,6 +885,22 @@ class TopicPartitionLists:
         name = self._names[t]
         return [tps[p] if p < n else TopicPartition(name, p) for p in partitions]
 
+    def pairs(self, topics: list[int], partitions: list[int]) -> list[TopicPartition]:
+        """``TopicPartition`` objects of ``(topics[k], partitions[k])`` (after
+        :meth:`prefetch` of the topics)."""
+        try:  # a cached list holds TopicPartition(name, p) at p, at least up to the count
+            return list(map(getitem, map(self._lists.__getitem__, topics), partitions))
+        except IndexError:
+            return [self.of(t, (p,))[0] for t, p in zip(topics, partitions, strict=True)]
+
+    def numbered(self, t: int, partitions: Sequence[int]) -> list[TopicPartition]:
+        """:meth:`of`, a slice for an ascending ``range`` within the topic."""
+        if isinstance(partitions, range) and partitions.step == 1:
+            tps = self.get(t)
+            if partitions.stop <= len(tps):
+                return tps[partitions.start : partitions.stop]
+        return self.of(t, partitions)
+
     def run(self, t: int, start: int, stop: int, cap: int) -> list[TopicPartition]:
         """A ``HashSet<Integer>`` of ``cap`` bins holding ``range(start, stop)`` (at most
         ``cap`` partitions), in iteration order: ascending within one ``cap`` block, else
@@ -896,6 +912,90 @@ class TopicPartitionLists:
             return tps[start:stop]
         wrap = (start // cap + 1) * cap
         return tps[wrap:stop] + tps[start:wrap]
+
+
+class Pairs(NamedTuple):
+    """Partitions of several topics in any order: ``(topics[k], partitions[k])`` in turn
+    (numpy arrays of topic indices and partition numbers)."""
+
+    topics: np.ndarray[Any, np.dtype[np.int64]]
+    partitions: np.ndarray[Any, np.dtype[np.int64]]
+
+
+#: One piece of a member's answer held as numbers (:class:`ServerNumbers`), in order:
+#: ``(topic, partitions)``; ``(topics, partitions)``, the same partitions of each of several
+#: topics in turn; :class:`Pairs`; or a list of ``TopicPartition`` objects already made (a
+#: current assignment kept as it was, as the input's objects).
+Piece = (
+    tuple[int, Sequence[int]] | tuple[Sequence[int], Sequence[int]] | Pairs | list[TopicPartition]
+)
+
+
+class ServerNumbers:
+    """A server-side answer as partition numbers (:class:`~assign_core.model.PartitionNumbers`):
+    per member, in ``spec.members`` order, its :data:`Piece` s in the iteration order of the
+    coordinator's ``Map<Uuid, Set<Integer>>``. :meth:`lists` only looks the numbers up in the
+    shared ``TopicPartition`` lists (:mod:`assign_core.partition_cache`), making the missing
+    objects; every order was decided by the assignor."""
+
+    __slots__ = ("_ids", "_pieces", "_topics")
+
+    def __init__(self, topics: TopicTable, ids: list[str], pieces: list[list[Piece]]) -> None:
+        self._topics = topics
+        self._ids = ids
+        self._pieces = pieces
+
+    def lists(self) -> dict[str, list[TopicPartition]]:
+        lists = TopicPartitionLists(self._topics)
+        wanted: set[int] = set()
+        blocks: dict[int, Sequence[int]] = {}
+        paired: list[np.ndarray[Any, np.dtype[np.int64]]] = []
+        for pieces in self._pieces:
+            for piece in pieces:
+                if isinstance(piece, list):
+                    continue
+                if isinstance(piece, Pairs):
+                    paired.append(piece.topics)
+                    continue
+                head = piece[0]
+                if isinstance(head, int):
+                    wanted.add(head)
+                elif id(head) not in blocks:
+                    blocks[id(head)] = head
+                    wanted.update(head)
+        if paired:
+            wanted.update(np.unique(np.concatenate(paired)).tolist())
+        lists.prefetch(sorted(wanted))
+        columns = {key: [lists.get(t) for t in ts] for key, ts in blocks.items()}
+        shortest = {key: min(map(len, cols), default=0) for key, cols in columns.items()}
+        transposed: dict[int, list[tuple[TopicPartition, ...]]] = {}
+        out: list[list[TopicPartition]] = []
+        for pieces in self._pieces:
+            if len(pieces) == 1 and isinstance(pieces[0], list):
+                out.append(pieces[0])
+                continue
+            made: list[TopicPartition] = []
+            for piece in pieces:
+                if isinstance(piece, list):
+                    made += piece
+                    continue
+                if isinstance(piece, Pairs):
+                    made += lists.pairs(piece.topics.tolist(), piece.partitions.tolist())
+                    continue
+                head, numbers = piece
+                if isinstance(head, int):
+                    made += lists.numbered(head, numbers)
+                elif len(numbers) == 1 and numbers[0] < shortest[id(head)]:
+                    # partition p of every topic: row p of the block's columns
+                    rows = transposed.get(id(head))
+                    if rows is None:
+                        rows = transposed[id(head)] = list(zip(*columns[id(head)], strict=False))
+                    made += rows[numbers[0]]
+                else:
+                    for t in head:
+                        made += lists.numbered(t, numbers)
+            out.append(made)
+        return dict(zip(self._ids, out, strict=True))
 
 
 _tuple_new = tuple.__new__

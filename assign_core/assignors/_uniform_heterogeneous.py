@@ -25,7 +25,10 @@ import numpy as np
 from assign_core.assignors._server_common import (
     MapModel,
     OwnedFlat,
+    Pairs,
+    Piece,
     ServerGroup,
+    ServerNumbers,
     TopicPartitionLists,
     TopicTable,
     _Olds,
@@ -348,39 +351,45 @@ class _Hetero:
 
     # -- the result ---------------------------------------------------------------------------
 
-    def materialize(self) -> dict[str, list[TopicPartition]]:
+    def numbers(self) -> ServerNumbers:
+        """Every member's target as numbers in iteration order (:class:`ServerNumbers`): the
+        members that owned nothing as :class:`Pairs` of one numpy sort; the few others as
+        lists (their replay looks the objects up as it goes)."""
         g = self.g
         members = g.spec.members
-        lists = TopicPartitionLists(self.topics)
-        lists.prefetch(self.subscribers)
-        tables = {t: lists.get(t) for t in self.subscribers}
-        by_member: list[list[TopicPartition]] = [[] for _ in members]
         current = g.current
+        by_member: list[list[Piece]] = [[] for _ in members]
         batched = self._fresh_batch(
-            [pos for pos, i in enumerate(g.order) if not current[i] and self.events[pos]], tables
+            [pos for pos, i in enumerate(g.order) if not current[i] and self.events[pos]]
         )
+        lists: TopicPartitionLists | None = None
+        tables: dict[int, list[TopicPartition]] = {}
         for pos, i in enumerate(g.order):
             ev = self.events[pos]
             owned = current[i]
             done = batched.get(pos)
             if done is not None:
-                by_member[i] = done
+                by_member[i] = [done]
                 continue
             if not ev and pos not in self.dropped:
                 if isinstance(owned, tuple):
-                    by_member[i] = owned[3]
+                    by_member[i] = [owned[3]]
                 elif isinstance(owned, OwnedFlat):
-                    by_member[i] = owned.tps
+                    by_member[i] = [owned.tps]
                 elif owned:
-                    by_member[i] = [tp for o in self.olds(i) for tp in o.tps]
+                    by_member[i] = [[tp for o in self.olds(i) for tp in o.tps]]
                 continue
+            if lists is None:
+                lists = TopicPartitionLists(self.topics)
+                lists.prefetch(self.subscribers)
+                tables.update((t, lists.get(t)) for t in self.subscribers)
             if not owned and ev:
                 fresh = self._fresh(ev, tables, g.subscription(i))
                 if fresh is not None:
-                    by_member[i] = fresh
+                    by_member[i] = [fresh]
                     continue
-            by_member[i] = self._replay(pos, i, ev, lists)
-        return dict(zip([m.member_id for m in members], by_member, strict=True))
+            by_member[i] = [self._replay(pos, i, ev, lists)]
+        return ServerNumbers(self.topics, [m.member_id for m in members], by_member)
 
     @cached_property
     def set_masks(self) -> dict[int, int]:
@@ -508,9 +517,7 @@ class _Hetero:
             )
         )
 
-    def _fresh_batch(
-        self, positions: list[int], tables: dict[int, list[TopicPartition]]
-    ) -> dict[int, list[TopicPartition]]:
+    def _fresh_batch(self, positions: list[int]) -> dict[int, Pairs]:
         """:meth:`_fresh` of many members at once, with numpy: one sort of every change.
 
         Done for the members whose changes are additions only, of partitions below 65536, at
@@ -599,17 +606,12 @@ class _Hetero:
         keys = mem << 32 | rank[inverse] << 16 | (ps & (set_caps - 1)[inverse])
         chosen = ok[mem]
         order = np.flatnonzero(chosen)[np.argsort(keys[chosen], kind="stable")]
-        offsets = np.zeros(n_topics, np.int64)
-        flat_tps: list[TopicPartition] = []
-        counts = self.topics.counts
-        for t, tps in tables.items():
-            offsets[t] = len(flat_tps)
-            flat_tps += tps[: counts[t]]
-        ordered = list(map(flat_tps.__getitem__, (offsets[ts[order]] + ps[order]).tolist()))
-        out: dict[int, list[TopicPartition]] = {}
+        ordered_topics = ts[order]
+        ordered_parts = ps[order]
+        out: dict[int, Pairs] = {}
         at = 0
         for pos, n in zip(compress(positions, ok.tolist()), lens[ok].tolist(), strict=True):
-            out[pos] = ordered[at : at + n]
+            out[pos] = Pairs(ordered_topics[at : at + n], ordered_parts[at : at + n])
             at += n
         return out
 

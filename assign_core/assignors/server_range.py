@@ -28,7 +28,9 @@ from typing import Any
 
 from assign_core.assignors._client_common import gc_paused
 from assign_core.assignors._server_common import (
+    Piece,
     ServerGroup,
+    ServerNumbers,
     TopicPartitionLists,
     TopicTable,
 )
@@ -100,60 +102,51 @@ class ServerRangeAssignor:
             return AssignmentResult(self.name, {})
         g = ServerGroup(spec)
         ranked = _sorted_members(members)
-        lists = _homogeneous(g, ranked) if g.homogeneous else _heterogeneous(g, ranked)
-        return AssignmentResult(
-            self.name, dict(zip([m.member_id for m in members], lists, strict=True))
-        )
+        ids = [m.member_id for m in members]
+        if g.homogeneous:
+            numbers = ServerNumbers(g.topics, ids, _homogeneous(g, ranked))
+            return AssignmentResult(self.name, numbers=numbers)
+        lists = _heterogeneous(g, ranked)
+        return AssignmentResult(self.name, dict(zip(ids, lists, strict=True)))
 
 
-def _homogeneous(g: ServerGroup, ranked: list[int]) -> list[list[TopicPartition]]:
+def _homogeneous(g: ServerGroup, ranked: list[int]) -> list[list[Piece]]:
     """Every member gets, of every topic, the range of its rank: ``P / M`` partitions, one
-    more for the first ``P % M`` ranks."""
+    more for the first ``P % M`` ranks. With one partition count that is the same range of
+    every topic: one block per member."""
     table = g.topics
     n_members = len(ranked)
-    out: list[list[TopicPartition]] = [[] for _ in ranked]
+    out: list[list[Piece]] = [[] for _ in ranked]
     topics = g.subscription(ranked[0])
     if not topics:
         return out
     cap = table_size_for(float_capacity(len(topics)))
     orders = _MapOrders(table)
     ordered, plain = orders.full(topics, cap)
-    tp_lists = TopicPartitionLists(table)
-    tp_lists.prefetch(ordered)
-    cols = [tp_lists.get(t) for t in ordered]
     counts = [table.counts[t] for t in ordered]
     distinct = sorted(set(counts))
     quotas = [divmod(c, n_members) for c in distinct]
-    group_of = [distinct.index(c) for c in counts] if len(distinct) > 1 else None
-    if group_of is None:  # one partition count: the same range of every topic
+    if len(distinct) == 1:  # one partition count: the same range of every topic
         q, extra = quotas[0]
-        rows: list[list[TopicPartition]] | None = None
         for k, i in enumerate(ranked):
             start = k * q + (k if k < extra else extra)
             size = q + (1 if k < extra else 0)
-            if size == 1:  # row `start` of the topics: rows only go to one member each
-                if rows is None:
-                    rows = list(map(list, zip(*cols, strict=False)))  # tables may be longer
-                out[i] = rows[start]
-            elif size:
-                out[i] = list(
-                    chain.from_iterable(map(getitem, cols, repeat(slice(start, start + size))))
-                )
+            if size:
+                out[i] = [(ordered, range(start, start + size))]
         return out
+    group_of = [distinct.index(c) for c in counts]
     for k, i in enumerate(ranked):
-        slices = []
+        ranges = []
         for q, extra in quotas:
             start = k * q + (k if k < extra else extra)
-            stop = start + q + (1 if k < extra else 0)
-            slices.append(slice(start, stop) if start < stop else _EMPTY)
-        per_topic = [slices[x] for x in group_of]
-        if not plain and _EMPTY in per_topic:
-            present = [t for t, sl in zip(ordered, per_topic, strict=True) if sl is not _EMPTY]
-            sub = orders.order(topics, [t for t in topics if t in set(present)], cap)
-            slice_of = dict(zip(ordered, per_topic, strict=True))
-            out[i] = list(chain.from_iterable(tp_lists.get(t)[slice_of[t]] for t in sub))
-            continue
-        out[i] = list(chain.from_iterable(map(getitem, cols, per_topic)))
+            ranges.append(range(start, start + q + (1 if k < extra else 0)))
+        per_topic = [ranges[x] for x in group_of]
+        present = [t for t, r in zip(ordered, per_topic, strict=True) if r]
+        if not plain and len(present) < len(ordered):
+            keep = set(present)
+            present = orders.order(topics, [t for t in topics if t in keep], cap)
+        range_of = dict(zip(ordered, per_topic, strict=True))
+        out[i] = [(t, range_of[t]) for t in present]
     return out
 
 

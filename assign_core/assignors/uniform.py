@@ -42,8 +42,9 @@ from assign_core.assignors._server_common import (
     MapModel,
     MemberMap,
     OwnedFlat,
+    Piece,
     ServerGroup,
-    TopicPartitionLists,
+    ServerNumbers,
     TopicTable,
     _Olds,
 )
@@ -81,68 +82,63 @@ class UniformAssignor:
         if g.homogeneous and not any(map(len, (m.owned_partitions for m in spec.members))):
             first = _first_assignment(g)
             if first is not None:
-                return AssignmentResult(self.name, first)
+                return AssignmentResult(self.name, numbers=first)
         empty: dict[str, list[TopicPartition]] = {m.member_id: [] for m in spec.members}
         if g.homogeneous:
             states = _homogeneous(g, olds)
             if states is None:  # Map.of(): no member in the result
                 return AssignmentResult(self.name, empty)
-            return AssignmentResult(self.name, _materialize(g, olds, states))
+            return AssignmentResult(self.name, numbers=_numbers(g, olds, states))
         h = _heterogeneous(g, olds)
         if h is None:
             return AssignmentResult(self.name, empty)
-        return AssignmentResult(self.name, h.materialize())
+        return AssignmentResult(self.name, numbers=h.numbers())
 
 
-def _materialize(
-    g: ServerGroup, olds: _Olds, states: Sequence[_State]
-) -> dict[str, list[TopicPartition]]:
+def _numbers(g: ServerGroup, olds: _Olds, states: Sequence[_State]) -> ServerNumbers:
+    """Every member's target as pieces of numbers in iteration order (see
+    :class:`ServerNumbers`): a target still the current assignment is its input's objects."""
     members = g.spec.members
-    lists = TopicPartitionLists(g.topics)
-    lists.prefetch(t for state in states if isinstance(state, list) for t, _ in state)
     current = g.current
-    by_member: list[list[TopicPartition]] = [[] for _ in members]
+    by_member: list[list[Piece]] = [[] for _ in members]
     caps: dict[int, int] = {}
     for pos, i in enumerate(g.order):
         state = states[pos]
         if state is None:
             owned = current[i]
             if isinstance(owned, tuple):
-                by_member[i] = owned[3]
+                by_member[i] = [owned[3]]
             elif isinstance(owned, OwnedFlat):
-                by_member[i] = owned.tps
+                by_member[i] = [owned.tps]
             elif owned:
-                by_member[i] = [tp for o in olds(i) for tp in o.tps]
+                by_member[i] = [[tp for o in olds(i) for tp in o.tps]]
         elif isinstance(state, list):
             run = state[0][1] if len(state) == 1 else None
             if isinstance(run, range):
                 # new HashSet<>() receiving one ascending run: rotated at a block boundary
-                t = state[0][0]
-                start = run.start
-                stop = run.stop
-                n = stop - start
+                n = len(run)
                 cap = caps.get(n)
                 if cap is None:
                     cap = caps[n] = grown_capacity(16, n)
-                tps = lists.get(t)
-                if start // cap == (stop - 1) // cap:
-                    by_member[i] = tps[start:stop]
-                else:
-                    wrap = (start // cap + 1) * cap
-                    by_member[i] = tps[wrap:stop] + tps[start:wrap]
+                by_member[i] = _run_pieces(state[0][0], run.start, run.stop, cap)
             else:
-                by_member[i] = _fresh_list(g.topics, state, lists)
+                by_member[i] = _fresh_pieces(g.topics, state)
         else:
-            out: list[TopicPartition] = []
-            for t, ordered in state.order():
-                out += lists.of(t, ordered)
-            by_member[i] = out
-    return dict(zip([m.member_id for m in members], by_member, strict=True))
+            by_member[i] = list(state.order())
+    return ServerNumbers(g.topics, [m.member_id for m in members], by_member)
 
 
-def _fresh_list(
-    topics: TopicTable, pieces: _Fresh, lists: TopicPartitionLists
-) -> list[TopicPartition]:
+def _run_pieces(t: int, start: int, stop: int, cap: int) -> list[Piece]:
+    """A ``HashSet<Integer>`` of ``cap`` bins holding ``range(start, stop)`` (at most ``cap``
+    partitions): ascending within one ``cap`` block, else from the next multiple of ``cap``
+    on first."""
+    if start // cap == (stop - 1) // cap:
+        return [(t, range(start, stop))]
+    wrap = (start // cap + 1) * cap
+    return [(t, range(wrap, stop)), (t, range(start, wrap))]
+
+
+def _fresh_pieces(topics: TopicTable, pieces: _Fresh) -> list[Piece]:
     model = MapModel(topics, 1)
     added: dict[int, list[int]] = {}
     for t, seq in pieces:
@@ -150,10 +146,7 @@ def _fresh_list(
         if len(seq) > 1:
             model.compute_if_absent(t)  # the lazy resize of the following calls
         added.setdefault(t, []).extend(seq)
-    out: list[TopicPartition] = []
-    for t in model.order():
-        out += lists.of(t, int_set_order(16, added[t]))
-    return out
+    return [(t, int_set_order(16, added[t])) for t in model.order()]
 
 
 # ------------------------------------------------------------------------------------------
@@ -169,15 +162,15 @@ def _hand_out_order(g: ServerGroup) -> list[int]:
     )
 
 
-def _first_assignment(g: ServerGroup) -> dict[str, list[TopicPartition]] | None:
-    """:func:`_homogeneous` and :func:`_materialize` when no member owns anything (``None``:
+def _first_assignment(g: ServerGroup) -> ServerNumbers | None:
+    """:func:`_homogeneous` and :func:`_numbers` when no member owns anything (``None``:
     nothing subscribed, see there).
 
     Nobody keeps anything, so a member gives its extra partition up while more members follow
     than extras remain: the last ``extra`` members in ``memberIds()`` order get ``quota + 1``
     partitions, the others ``quota``, each the next ones of the list to hand out. A member's
     ``new HashSet<>()`` receiving one ascending run of a topic iterates it rotated at a block
-    boundary; a run over several topics takes the general path (:func:`_fresh_list`)."""
+    boundary; a run over several topics takes the general path (:func:`_fresh_pieces`)."""
     topics = g.topics
     order = _hand_out_order(g)
     if not order:
@@ -186,16 +179,13 @@ def _first_assignment(g: ServerGroup) -> dict[str, list[TopicPartition]] | None:
     offsets = list(accumulate(counts, initial=0))  # where each topic starts in the list
     n_members = len(g.order)
     quota, extra = divmod(offsets[-1], n_members)
-    lists = TopicPartitionLists(topics)
-    lists.prefetch(order)
     members = g.spec.members
-    by_member: list[list[TopicPartition]] = [[] for _ in members]
+    by_member: list[list[Piece]] = [[] for _ in members]
     caps = {quota: grown_capacity(16, quota), quota + 1: grown_capacity(16, quota + 1)}
     start = 0
     j = 0  # the topic of the member's first partition
     base = 0
     end = offsets[1]
-    tps = lists.get(order[0])
     for pos, i in enumerate(g.order):
         stop = start + (quota if n_members - pos > extra else quota + 1)
         if start == stop:
@@ -204,16 +194,8 @@ def _first_assignment(g: ServerGroup) -> dict[str, list[TopicPartition]] | None:
             j += 1
             base = end
             end = offsets[j + 1]
-            tps = lists.get(order[j])
         if stop <= end:
-            lo = start - base
-            hi = stop - base
-            cap = caps[stop - start]
-            if lo // cap == (hi - 1) // cap:
-                by_member[i] = tps[lo:hi]
-            else:
-                wrap = (lo // cap + 1) * cap
-                by_member[i] = tps[wrap:hi] + tps[lo:wrap]
+            by_member[i] = _run_pieces(order[j], start - base, stop - base, caps[stop - start])
         else:
             pieces: _Fresh = []
             k = j
@@ -223,9 +205,9 @@ def _first_assignment(g: ServerGroup) -> dict[str, list[TopicPartition]] | None:
                 if lo < hi:
                     pieces.append((order[k], range(lo - offsets[k], hi - offsets[k])))
                 k += 1
-            by_member[i] = _fresh_list(topics, pieces, lists)
+            by_member[i] = _fresh_pieces(topics, pieces)
         start = stop
-    return dict(zip([m.member_id for m in members], by_member, strict=True))
+    return ServerNumbers(topics, [m.member_id for m in members], by_member)
 
 
 def _homogeneous(g: ServerGroup, olds: _Olds) -> list[_State] | None:

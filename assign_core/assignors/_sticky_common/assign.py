@@ -63,8 +63,9 @@ def _run(spec: GroupSpec, cooperative: bool, state: StickyState) -> StickyOutcom
     order = _member_order(ids)
 
     subscribed: set[str] = set()
-    for member in members:
-        subscribed.update(member.topics)
+    # each distinct subscription once (the parser shares one tuple per distinct one)
+    for topics in {id(m.topics): m.topics for m in members}.values():
+        subscribed.update(topics)
     topics_meta = spec.topics
     names = [t for t in subscribed if topics_meta.get(t, 0) > 0]
     names.sort(key=java_str_key)
@@ -80,6 +81,8 @@ def _run(spec: GroupSpec, cooperative: bool, state: StickyState) -> StickyOutcom
         if not ref:
             ref.update(topics)
             ref_tuple = topics
+        elif topics is ref_tuple:
+            continue
         elif topics != ref_tuple and (len(topics) != len(ref) or not ref.issuperset(topics)):
             equal = False
             break

@@ -16,6 +16,7 @@ from assign_core.javacompat import (
     java_str_key,
     spread,
     string_hash,
+    string_hashes,
 )
 from assign_core.model import GroupSpec, Member, TopicPartition
 
@@ -30,7 +31,7 @@ def _member_order(ids: Sequence[str]) -> list[int]:
     while len(ids) > cap * 3 // 4:
         cap *= 2
     mask = cap - 1
-    buckets = [spread(string_hash(i)) & mask for i in ids]
+    buckets = [spread(h) & mask for h in string_hashes(list(ids))]
     return sorted(range(len(ids)), key=buckets.__getitem__)
 
 
