@@ -372,6 +372,32 @@ def test_start_binds_a_free_port_and_serves_health_metrics(sink: PrometheusSink)
     assert value(scrape(sink), "rebalance_monitor_kafka_up") == 1
 
 
+def test_a_scrape_of_an_unchanged_store_is_served_from_its_last_rendering(
+    sink: PrometheusSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendering is the cost of a scrape (~2 s at 10,000 groups): the store renders once per
+    change, whatever the number of scrapes, and every change is served."""
+    store = sink._store
+    collect = type(store).collect
+    renders: list[int] = []
+
+    def counted(self: Any) -> Any:
+        renders.append(self.version)
+        return collect(self)
+
+    monkeypatch.setattr(type(store), "collect", counted)
+    sink.record_batch(1.0, 10, 0, 1_700_000_000.0, batch_id=0)
+    first = [scrape(sink) for _ in range(3)]
+    assert len(renders) == 1 and first[0] == first[1] == first[2]
+    sink.record_batch(1.0, 5, 0, 1_700_000_001.0, batch_id=1)
+    assert value(scrape(sink), "rebalance_monitor_input_rows_total") == 15
+    assert value(scrape(sink), "rebalance_monitor_input_rows_total") == 15
+    assert len(renders) == 2
+    sink.record_kafka_check(True, 1_700_000_002.0)
+    assert value(scrape(sink), "rebalance_monitor_kafka_up") == 1
+    assert len(renders) == 3
+
+
 def test_record_batch_ignores_a_replayed_batch_id(sink: PrometheusSink) -> None:
     sink.record_batch(1.0, 10, 1, 1.0, batch_id=4)
     sink.record_batch(1.0, 10, 1, 1.0, batch_id=4)
