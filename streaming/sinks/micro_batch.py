@@ -258,6 +258,7 @@ class Sinks:
             kinds: dict[str, int] = {
                 str(r["kind"]): int(r["count"]) for r in df.groupBy("kind").count().collect()
             }
+            computed = time.monotonic()
             commit = F.col(COMMIT_STRUCT_COLUMN)
             is_tombstone = (kind_col == COMMIT_KIND) & commit["deleted"]
             typed = [F.col(column) for column in DRIVER_STRUCT_KINDS.values()]
@@ -277,6 +278,7 @@ class Sinks:
                 stats += small.filter(is_stats)[SOURCE_STATS].to_pylist()
                 self._drive(small, columns)
                 del small
+            exported = time.monotonic()
             frames = table_frames(
                 df, kinds, batch_id, offset_commits_history=self.offset_commits_history
             )
@@ -289,7 +291,12 @@ class Sinks:
             for kind, n in events.items():
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
         shown = ", ".join(f"{k}={n}" for k, n in sorted(events.items())) or "none"
-        self.progress(f"[events] batch {batch_id}: {sum(events.values())} events ({shown})")
+        done = time.monotonic()
+        self.progress(
+            f"[events] batch {batch_id}: {sum(events.values())} events ({shown}) in"
+            f" {done - started:.1f} s (read, decode, track {computed - started:.1f} s,"
+            f" exporter {exported - computed:.1f} s, Delta {done - exported:.1f} s)"
+        )
 
 
 def _pieces(rows: DataFrame, needed: int) -> Iterator[DataFrame]:
