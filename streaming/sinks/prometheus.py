@@ -104,7 +104,7 @@ class _Store(Collector):
     series go with one ``pop`` and no second index is needed; the job's own series (no
     labels) apart. The exposition is the same (names, ``_total``, ``_bucket``/``_sum``/
     ``_count``), without the ``_created`` samples nothing here reads. Callers hold ``lock``
-    while they change values; a scrape takes it too."""
+    while they change values; a scrape takes it to copy them."""
 
     def __init__(self, lock: threading.Lock) -> None:
         self.lock = lock
@@ -166,12 +166,15 @@ class _Store(Collector):
         return [self._family(spec, {}) for spec in mn.ALL_METRICS]
 
     def collect(self) -> Iterable[Metric]:
+        # under the lock only a copy of the values (a histogram's counts are a list the
+        # next observe changes); the families are built without it, so that a scrape of
+        # 10,000 groups does not hold up the micro-batch's updates (bench/live.py)
+        by_metric: dict[str, dict[_Labels, Any]] = {s.name: {} for s in mn.ALL_METRICS}
         with self.lock:
-            by_metric: dict[str, dict[_Labels, Any]] = {s.name: {} for s in mn.ALL_METRICS}
             for series in (self.job, *self.groups.values()):
                 for (name, labels), value in series.items():
-                    by_metric[name][labels] = value
-            return [self._family(spec, by_metric[spec.name]) for spec in mn.ALL_METRICS]
+                    by_metric[name][labels] = value if type(value) is float else list(value)
+        return [self._family(spec, by_metric[spec.name]) for spec in mn.ALL_METRICS]
 
     @staticmethod
     def _family(spec: MetricSpec, values: Mapping[_Labels, Any]) -> Metric:
