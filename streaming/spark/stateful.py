@@ -229,7 +229,8 @@ def load_reducer(config: TrackerConfig = DEFAULT_CONFIG) -> Reducer:
 # -- pure conversions ------------------------------------------------------------------------
 
 
-#: The columns of a ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`).
+#: The list columns of a ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`):
+#: one entry per run of the row's group.
 _RUN_COLUMNS = (
     "run_topic",
     "run_partition",
@@ -242,6 +243,8 @@ _RUN_COLUMNS = (
     "run_topic_id",
     "run_metadata",
     "run_expire_ts_ms",
+    "run_source_offset",
+    "run_timestamp_ms",
 )
 
 
@@ -255,8 +258,8 @@ def observations_by_group(
     not be rebuilt, as ``bad_records`` structs (:func:`bad_record_struct`) naming the error:
     the decode stage accepted them, so a failure here means the stages disagree (a code
     change between them), and the row is quarantined, never dropped. A ``CommitRun`` row
-    (:func:`streaming.spark.decode.decode_batch`)
-    becomes a :class:`~streaming.tracking.model.CommitRun`; every other row is decoded from
+    (:func:`streaming.spark.decode.decode_batch`: a group's runs) becomes a
+    :class:`~streaming.tracking.model.CommitRun` per run; every other row is decoded from
     its bytes.
 
     ``commits``: when given, receives the ``offset_commits`` row of each offset tombstone
@@ -278,7 +281,7 @@ def observations_by_group(
             if kind == COMMIT_RUN:
                 if run is None:
                     run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
-                observations.append(_run(int(partition[i]), int(offset[i]), int(ts_ms[i]), run, i))
+                observations.extend(_runs(int(partition[i]), run, i))
                 continue
             k, v = key[i], value[i]
             try:
@@ -325,12 +328,12 @@ def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFra
 
     from streaming.sinks.tables import COMMIT_KIND
 
-    columns = ["group_id", "partition", "offset", "timestamp_ms", *_RUN_COLUMNS]
-    parts = [f.loc[f["record_type"] == COMMIT_RUN, columns] for f in frames]
+    parts = [f.loc[f["record_type"] == COMMIT_RUN] for f in frames]
     parts = [p for p in parts if len(p)]
     if not parts:
         return None
-    runs = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    rows = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    runs = _exploded(rows)
     # a group's records are in one __consumer_offsets partition: offset order is log order
     runs = runs.sort_values("offset", kind="stable").drop_duplicates(
         ["group_id", "run_topic", "run_partition"], keep="last"
@@ -378,6 +381,26 @@ def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFra
         if column not in out:
             frame[column] = none
     return frame.reset_index(drop=True)
+
+
+def _exploded(rows: pd.DataFrame) -> pd.DataFrame:
+    """``CommitRun`` rows as one row per run: the group and source partition repeated, each
+    list column's entries (the run's source offset and time as ``offset`` and
+    ``timestamp_ms``)."""
+    import numpy as np
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+    lengths = np.fromiter((len(v) for v in rows["run_topic"]), dtype=np.int64, count=len(rows))
+    columns: dict[str, Any] = {
+        "group_id": np.repeat(rows["group_id"].to_numpy(dtype=object), lengths),
+        "partition": np.repeat(rows["partition"].to_numpy(), lengths),
+    }
+    for name in _RUN_COLUMNS:
+        if name in ("run_history_ts_ms", "run_history_offsets"):
+            continue  # only the tracker reads a run's history
+        target = {"run_source_offset": "offset", "run_timestamp_ms": "timestamp_ms"}.get(name, name)
+        columns[target] = np.concatenate([np.asarray(v) for v in rows[name]])
+    return pd.DataFrame(columns)
 
 
 def step_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -454,30 +477,37 @@ def _commit_row(
     )
 
 
-def _run(
-    partition: int, offset: int, ts_ms: int, run: tuple[list[Any], ...], i: int
-) -> Observation:
-    # the columns come from Series.tolist(): Python ints and strings already, the two
-    # history columns numpy arrays (their tolist() is one C call per row, int() per item was
-    # most of this function's time)
-    hist_ts, hist_off = run[7][i], run[8][i]
-    return Observation(
-        "offsets",
-        partition,
-        offset,
-        ts_ms,
-        CommitRun(
-            group_id=str(run[0][i]),
-            topic=str(run[1][i]),
-            partition=int(run[2][i]),
-            offset=int(run[3][i]),
-            leader_epoch=int(run[4][i]),
-            commit_ts_ms=int(run[5][i]),
-            count=int(run[6][i]),
-            history=tuple(zip(_ints(hist_ts), _ints(hist_off), strict=True)),
-            topic_id=str(run[9][i]),
-        ),
+def _runs(partition: int, run: tuple[list[Any], ...], i: int) -> Iterator[Observation]:
+    """The observations of the runs of ``CommitRun`` row ``i`` (``run``: its group id, then
+    the :data:`_RUN_COLUMNS`; a row's lists come from pyspark as numpy arrays or lists)."""
+    group = str(run[0][i])
+    topics, parts, offsets, epochs, commit_ts, counts, hist_ts, hist_off, topic_ids = (
+        _values(run[c][i]) for c in range(1, 10)
     )
+    source_offsets, record_ts = _values(run[12][i]), _values(run[13][i])
+    for j, topic in enumerate(topics):
+        yield Observation(
+            "offsets",
+            partition,
+            source_offsets[j],
+            record_ts[j],
+            CommitRun(
+                group_id=group,
+                topic=topic,
+                partition=parts[j],
+                offset=offsets[j],
+                leader_epoch=epochs[j],
+                commit_ts_ms=commit_ts[j],
+                count=counts[j],
+                history=tuple(zip(_ints(hist_ts[j]), _ints(hist_off[j]), strict=True)),
+                topic_id=topic_ids[j],
+            ),
+        )
+
+
+def _values(cell: Any) -> list[Any]:
+    """A list cell's values as Python values (a numpy array's ``tolist``: one C call)."""
+    return cell.tolist() if hasattr(cell, "tolist") else list(cell)
 
 
 def _ints(values: Any) -> list[int]:

@@ -344,12 +344,21 @@ def test_a_tasks_runs_span_its_chunks(monkeypatch: pytest.MonkeyPatch, chunk: in
 
     assert rows(chunked) == rows(whole)
     per_chunk = sum(
-        decode_batch(table.slice(start, chunk)).column("record_type").to_pylist().count("CommitRun")
+        len(_run_counts(decode_batch(table.slice(start, chunk))))
         for start in range(0, table.num_rows, chunk)
     )
-    runs = whole.column("record_type").to_pylist().count("CommitRun")
-    assert 0 < runs < per_chunk
-    assert max(whole.column("run_count").to_pylist(), key=lambda c: c or 0) > chunk
+    counts = _run_counts(whole)
+    assert 0 < len(counts) < per_chunk
+    assert max(counts) > chunk
+    # one row per group, its runs in offset order
+    packed = [r for r in whole.to_pylist() if r["record_type"] == "CommitRun"]
+    assert len(packed) == len({r["group_id"] for r in packed})
+    assert all(r["run_source_offset"] == sorted(r["run_source_offset"]) for r in packed)
+
+
+def _run_counts(decoded: pa.Table) -> list[int]:
+    """The commits of each run of decoded rows (a ``CommitRun`` row holds its group's runs)."""
+    return [c for cell in decoded.column("run_count").to_pylist() if cell for c in cell]
 
 
 def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> None:
