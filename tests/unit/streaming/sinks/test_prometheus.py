@@ -398,6 +398,40 @@ def test_a_scrape_of_an_unchanged_store_is_served_from_its_last_rendering(
     assert len(renders) == 3
 
 
+def test_scrapes_during_a_rendering_wait_for_it(
+    sink: PrometheusSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scrape loop faster than a rendering (10,000 groups: ~1-2 s) gets one rendering per
+    change, not one per scrape in flight."""
+    import threading
+    import time
+
+    store = sink._store
+    collect = type(store).collect
+    renders: list[int] = []
+
+    def slow(self: Any) -> Any:
+        renders.append(self.version)
+        time.sleep(0.3)
+        return collect(self)
+
+    monkeypatch.setattr(type(store), "collect", slow)
+    sink.record_batch(1.0, 7, 0, 1_700_000_000.0, batch_id=0)
+    seen: list[float | None] = []
+    scrapers = [
+        threading.Thread(
+            target=lambda: seen.append(value(scrape(sink), "rebalance_monitor_input_rows_total"))
+        )
+        for _ in range(6)
+    ]
+    for t in scrapers:
+        t.start()
+    for t in scrapers:
+        t.join()
+    assert seen == [7] * 6
+    assert len(renders) == 1
+
+
 def test_record_batch_ignores_a_replayed_batch_id(sink: PrometheusSink) -> None:
     sink.record_batch(1.0, 10, 1, 1.0, batch_id=4)
     sink.record_batch(1.0, 10, 1, 1.0, batch_id=4)
