@@ -901,18 +901,6 @@ class TopicPartitionLists:
                 return tps[partitions.start : partitions.stop]
         return self.of(t, partitions)
 
-    def run(self, t: int, start: int, stop: int, cap: int) -> list[TopicPartition]:
-        """A ``HashSet<Integer>`` of ``cap`` bins holding ``range(start, stop)`` (at most
-        ``cap`` partitions), in iteration order: ascending within one ``cap`` block, else
-        the partitions from the next multiple of ``cap`` first."""
-        tps = self.get(t)
-        if stop > len(tps):
-            return self.of(t, int_set_order(cap, list(range(start, stop))))
-        if start // cap == (stop - 1) // cap:
-            return tps[start:stop]
-        wrap = (start // cap + 1) * cap
-        return tps[wrap:stop] + tps[start:wrap]
-
 
 class Pairs(NamedTuple):
     """Partitions of several topics in any order: ``(topics[k], partitions[k])`` in turn

@@ -38,8 +38,6 @@ from assign_core.javacompat import java_str_key, table_size_for
 from assign_core.javacompat.hashmap import float_capacity
 from assign_core.model import AssignmentResult, GroupSpec, Member, Side, TopicPartition
 
-_EMPTY = slice(0, 0)
-
 
 def _sorted_members(members: tuple[Member, ...]) -> list[int]:
     """Members with an instance id first (by instance id), then the others by member id."""

@@ -313,8 +313,8 @@ def _pieces(rows: DataFrame, needed: int) -> Iterator[DataFrame]:
         yield rows
         return
     # by group, which keeps each group's rows in their order (one map task holds a
-    # group's rows); the stats rows have no group and go with the first piece
-    piece = F.coalesce(F.pmod(F.xxhash64("group_id"), F.lit(pieces)), F.lit(0))
+    # group's rows); the rows without a group (the stats) hash alike, to one piece
+    piece = F.pmod(F.xxhash64("group_id"), F.lit(pieces))
     for i in range(pieces):
         yield rows.where(piece == F.lit(i))
 

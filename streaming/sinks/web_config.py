@@ -263,10 +263,13 @@ def serve(
 ) -> tuple[Any, threading.Thread]:
     """Serve ``app`` on ``host:port`` in a daemon thread with ``config``'s TLS and basic
     auth; returns the server (``server_port``, ``shutdown``) and its thread."""
-    import socket
     from wsgiref.simple_server import make_server
 
-    from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+    from prometheus_client.exposition import (
+        ThreadingWSGIServer,
+        _get_best_family,
+        _SilentHandler,
+    )
 
     if config is not None and config.users:
         app = _BasicAuth(app, config.users)
@@ -275,12 +278,9 @@ def serve(
         def handle_error(self, request: Any, client_address: Any) -> None:
             """A failed TLS handshake or a dropped connection: nothing to print."""
 
-    # an IPv6 host needs an IPv6 socket (the server's default family is IPv4)
-    family, *_, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    Server.address_family = family
-    host = str(address[0])
+    # an IPv6 host needs an IPv6 socket (the server's default family is IPv4), as
+    # prometheus_client's own server picks it
+    Server.address_family, host = _get_best_family(host, port)  # type: ignore[no-untyped-call]
 
     server = make_server(host, port, app, Server, handler_class=_SilentHandler)
     if config is not None and config.ssl_context is not None:

@@ -334,8 +334,17 @@ def _decode_chunk(
         commit, is_commit = None, np.zeros(n, dtype=bool)
     take, results = _per_row(batch, np.flatnonzero(~is_commit))
     parts = [_decoded_rows(batch, take, results)]
+    # the run boundaries: the group's other records of __consumer_offsets, in row order
+    # (= offset order: a group's records are in one partition); collector records are
+    # ordered by time against the run's last commit (the reducer's merge)
+    sources = batch.column("source")
+    offsets_rows = [
+        (d.group_ids[0], i)
+        for i, d in zip(take, results, strict=True)
+        if d.group_ids[0] is not None and sources[i].as_py() == OFFSETS
+    ]
     if commit is None or not is_commit.any():
-        _count_boundaries(seen, [d.group_ids[0] for d in results], batch, take)
+        _count_boundaries(seen, offsets_rows)
         return parts[0], None
     commit_rows = np.flatnonzero(is_commit)
     commits = commit.take(pa.array(commit_rows))
@@ -352,15 +361,6 @@ def _decode_chunk(
                 ],
             )
         )
-    # the run boundaries: the group's other records of __consumer_offsets, in row order
-    # (= offset order: a group's records are in one partition); collector records are
-    # ordered by time against the run's last commit (the reducer's merge)
-    sources = batch.column("source")
-    offsets_rows = [
-        (d.group_ids[0], i)
-        for i, d in zip(take, results, strict=True)
-        if d.group_ids[0] is not None and sources[i].as_py() == OFFSETS
-    ]
     offsets_rows += zip(
         pc.filter(groups, pa.array(tombstone)).to_pylist(),
         commit_rows[tombstone].tolist(),
@@ -379,24 +379,15 @@ def _decode_chunk(
             codes = np.asarray(index.to_numpy(zero_copy_only=False), dtype=np.int64)
             base = np.r_[np.array(list(seen.values()), dtype=np.int64), 0]
             segments = segments + base[codes]
-        runs = _runs(batch, rows, segments, history)
-    for group, _row in offsets_rows:
-        seen[group] = seen.get(group, 0) + 1
+        runs = _runs(batch, rows, commits.filter(pa.array(plain)), segments, history)
+    _count_boundaries(seen, offsets_rows)
     return other, runs
 
 
-def _count_boundaries(
-    seen: dict[str, int],
-    groups: list[str | None],
-    batch: pa.RecordBatch | pa.Table,
-    rows: list[int],
-) -> None:
-    """Add the run boundaries of a chunk without commits to ``seen`` (its routed
-    ``__consumer_offsets`` records)."""
-    sources = batch.column("source")
-    for group, i in zip(groups, rows, strict=True):
-        if group is not None and sources[i].as_py() == OFFSETS:
-            seen[group] = seen.get(group, 0) + 1
+def _count_boundaries(seen: dict[str, int], boundaries: list[tuple[str, int]]) -> None:
+    """Add a chunk's run boundaries (group, row) to ``seen``."""
+    for group, _row in boundaries:
+        seen[group] = seen.get(group, 0) + 1
 
 
 def _segments(groups: pa.Array, rows: Any, boundaries: list[tuple[str, int]], n: int) -> Any:
@@ -417,28 +408,25 @@ def _segments(groups: pa.Array, rows: Any, boundaries: list[tuple[str, int]], n:
     return np.where(codes >= 0, found, 0)
 
 
-def _runs(batch: pa.RecordBatch | pa.Table, rows: Any, segments: Any, history: int) -> pa.Table:
+def _runs(
+    batch: pa.RecordBatch | pa.Table, rows: Any, commit: pa.StructArray, segments: Any, history: int
+) -> pa.Table:
     """One ``CommitRun`` row per (group, topic, partition, source partition, segment) of
-    commit rows ``rows`` (in offset order within each source partition), with its
-    :data:`_SEGMENT`."""
+    commit rows ``rows`` of ``batch`` (in offset order within each source partition; their
+    ``commit`` structs: ``commit``), with its :data:`_SEGMENT`."""
     import numpy as np
 
-    picked = batch.select([*_PASSTHROUGH, "commit"]).take(pa.array(rows))
-    commit = picked.column("commit").combine_chunks()
     group, topic = commit.field("group_id"), commit.field("topic")
     segment = pa.array(segments, type=pa.int64())
-    codes = _run_codes(group, topic, commit.field("partition"), picked.column("partition"), segment)
+    source = batch.column("partition").take(pa.array(rows))
+    codes = _run_codes(group, topic, commit.field("partition"), source, segment)
     order = np.argsort(codes, kind="stable")  # by run, then row (offset) order
     starts, ends = _spans(codes[order])
     last = order[ends - 1]
     counts = ends - starts
-    kept = np.minimum(counts, history)
-    offsets = np.r_[0, np.cumsum(kept)]
-    within = np.repeat(ends - kept - offsets[:-1], kept) + np.arange(offsets[-1])
-    hist_rows = pa.array(order[within])
-    list_offsets = pa.array(offsets, type=pa.int32())
+    hist_rows, list_offsets = _last_entries(order, counts, history)
     last_rows = pa.array(last)
-    head = picked.select(list(_PASSTHROUGH)).take(last_rows)
+    head = batch.select(list(_PASSTHROUGH)).take(pa.array(rows[last]))
     n = len(last)
     columns = [head.column(name).cast(_ARROW_DECODED.field(name).type) for name in _PASSTHROUGH]
     columns[_PASSTHROUGH.index("key")] = pa.nulls(n, type=pa.binary())
@@ -524,6 +512,18 @@ def _spans(sorted_codes: Any) -> tuple[Any, Any]:
     return starts, np.r_[starts[1:], len(sorted_codes)]
 
 
+def _last_entries(entries: Any, totals: Any, history: int) -> tuple[pa.Array, pa.Array]:
+    """The last ``history`` of each key's ``entries`` (the keys' entries one after the
+    other, ``totals`` of them each), and the list offsets of those lists."""
+    import numpy as np
+
+    kept = np.minimum(totals, history)
+    offsets = np.r_[0, np.cumsum(kept)]
+    ends = np.cumsum(totals)
+    within = np.repeat(ends - kept - offsets[:-1], kept) + np.arange(offsets[-1])
+    return pa.array(entries[within]), pa.array(offsets, type=pa.int32())
+
+
 def _fold(runs: pa.Table, history: int) -> pa.Table:
     """Merge the rows of ``runs`` (:data:`_ARROW_RUNS`) that are the same run, in row order:
     the last row's commit, the counts summed, the last ``history`` of their histories. This
@@ -548,13 +548,7 @@ def _fold(runs: pa.Table, history: int) -> pa.Table:
     # every history entry of the rows in key order, oldest first within a key
     at = np.r_[0, np.cumsum(lengths)]
     entries = np.repeat(bounds[:-1][order] - at[:-1], lengths) + np.arange(at[-1])
-    totals = np.add.reduceat(lengths, starts)
-    ends_at = np.cumsum(totals)
-    kept = np.minimum(totals, history)
-    offsets = np.r_[0, np.cumsum(kept)]
-    within = entries[np.repeat(ends_at - kept - offsets[:-1], kept) + np.arange(offsets[-1])]
-    picked = pa.array(within)
-    list_offsets = pa.array(offsets, type=pa.int32())
+    picked, list_offsets = _last_entries(entries, np.add.reduceat(lengths, starts), history)
     merged = runs.take(pa.array(last))
     for name, values in (
         ("run_count", pa.array(counts, type=pa.int32())),

@@ -273,14 +273,14 @@ def observations_by_group(
         columns = ("source", "partition", "offset", "timestamp_ms", "key", "value", "group_id")
         source, partition, offset, ts_ms, key, value, group = (frame[c].tolist() for c in columns)
         kinds = frame["record_type"].tolist()
-        run: tuple[list[Any], ...] | None = None
+        run: dict[str, list[Any]] | None = None
         for i, kind in enumerate(kinds):
             observations = out.get(group[i])
             if observations is None:
                 observations = out[group[i]] = []
             if kind == COMMIT_RUN:
                 if run is None:
-                    run = tuple(frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS))
+                    run = {c: frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS)}
                 observations.extend(_runs(int(partition[i]), run, i))
                 continue
             k, v = key[i], value[i]
@@ -384,9 +384,9 @@ def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFra
 
 
 def _exploded(rows: pd.DataFrame) -> pd.DataFrame:
-    """``CommitRun`` rows as one row per run: the group and source partition repeated, each
-    list column's entries (the run's source offset and time as ``offset`` and
-    ``timestamp_ms``)."""
+    """``CommitRun`` rows as one row per run, with what its ``offset_commits`` row needs:
+    the group and source partition repeated, the run's list entries (its source offset and
+    time as ``offset`` and ``timestamp_ms``)."""
     import numpy as np
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
@@ -395,12 +395,24 @@ def _exploded(rows: pd.DataFrame) -> pd.DataFrame:
         "group_id": np.repeat(rows["group_id"].to_numpy(dtype=object), lengths),
         "partition": np.repeat(rows["partition"].to_numpy(), lengths),
     }
-    for name in _RUN_COLUMNS:
-        if name in ("run_history_ts_ms", "run_history_offsets"):
-            continue  # only the tracker reads a run's history
-        target = {"run_source_offset": "offset", "run_timestamp_ms": "timestamp_ms"}.get(name, name)
+    for name, target in _COMMITTED.items():
         columns[target] = np.concatenate([np.asarray(v) for v in rows[name]])
     return pd.DataFrame(columns)
+
+
+#: The list columns of a ``CommitRun`` row an ``offset_commits`` row reads, and their names
+#: in :func:`_exploded`'s frame.
+_COMMITTED = {
+    "run_topic": "run_topic",
+    "run_partition": "run_partition",
+    "run_offset": "run_offset",
+    "run_leader_epoch": "run_leader_epoch",
+    "run_commit_ts_ms": "run_commit_ts_ms",
+    "run_metadata": "run_metadata",
+    "run_expire_ts_ms": "run_expire_ts_ms",
+    "run_source_offset": "offset",
+    "run_timestamp_ms": "timestamp_ms",
+}
 
 
 def step_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -445,62 +457,64 @@ def from_step(step: DataFrame) -> DataFrame:
 
 
 def _tombstone_row(cluster: str, obs: Observation, p: OffsetCommitTombstone) -> OffsetCommitRow:
-    return _commit_row(cluster, obs, p.group_id, p.topic, p.partition, None)
-
-
-def _commit_row(
-    cluster: str,
-    obs: Observation,
-    group_id: str,
-    topic: str,
-    partition: int,
-    committed: tuple[int, int | None, str | None, int, int | None] | None,
-) -> OffsetCommitRow:
-    """An ``offset_commits`` row, as the commit lane builds it (``committed``: offset, leader
-    epoch, metadata, commit and expire times; None: a tombstone)."""
-    offset, epoch, metadata, commit_ts_ms, expire_ts_ms = committed or (None,) * 5
+    """The ``offset_commits`` row of an offset tombstone, as the commit lane builds it."""
     return OffsetCommitRow(
-        event_id=event_id("commit", cluster, group_id, f"{obs.partition}:{obs.offset}"),
+        event_id=event_id("commit", cluster, p.group_id, f"{obs.partition}:{obs.offset}"),
         cluster=cluster,
-        group_id=group_id,
+        group_id=p.group_id,
         event_ts_ms=obs.timestamp_ms,
-        topic=topic,
-        partition=partition,
-        offset=offset,
-        leader_epoch=epoch,
-        metadata=metadata,
-        commit_ts_ms=commit_ts_ms,
-        expire_ts_ms=expire_ts_ms,
-        deleted=committed is None,
+        topic=p.topic,
+        partition=p.partition,
+        offset=None,
+        leader_epoch=None,
+        metadata=None,
+        commit_ts_ms=None,
+        expire_ts_ms=None,
+        deleted=True,
         source_partition=obs.partition,
         source_offset=obs.offset,
     )
 
 
-def _runs(partition: int, run: tuple[list[Any], ...], i: int) -> Iterator[Observation]:
-    """The observations of the runs of ``CommitRun`` row ``i`` (``run``: its group id, then
-    the :data:`_RUN_COLUMNS`; a row's lists come from pyspark as numpy arrays or lists)."""
-    group = str(run[0][i])
-    topics, parts, offsets, epochs, commit_ts, counts, hist_ts, hist_off, topic_ids = (
-        _values(run[c][i]) for c in range(1, 10)
-    )
-    source_offsets, record_ts = _values(run[12][i]), _values(run[13][i])
-    for j, topic in enumerate(topics):
+#: The list columns a run's observation reads (the others are its ``offset_commits`` row's).
+_RUN_OBSERVED = (
+    "run_topic",
+    "run_partition",
+    "run_offset",
+    "run_leader_epoch",
+    "run_commit_ts_ms",
+    "run_count",
+    "run_history_ts_ms",
+    "run_history_offsets",
+    "run_topic_id",
+    "run_source_offset",
+    "run_timestamp_ms",
+)
+
+
+def _runs(partition: int, run: Mapping[str, list[Any]], i: int) -> Iterator[Observation]:
+    """The observations of the runs of ``CommitRun`` row ``i`` (``run``: the frame's
+    ``group_id`` and :data:`_RUN_COLUMNS` as lists; a row's lists come from pyspark as numpy
+    arrays or lists)."""
+    group = str(run["group_id"][i])
+    v = {name: _values(run[name][i]) for name in _RUN_OBSERVED}
+    hist_ts, hist_off = v["run_history_ts_ms"], v["run_history_offsets"]
+    for j, topic in enumerate(v["run_topic"]):
         yield Observation(
             "offsets",
             partition,
-            source_offsets[j],
-            record_ts[j],
+            v["run_source_offset"][j],
+            v["run_timestamp_ms"][j],
             CommitRun(
                 group_id=group,
                 topic=topic,
-                partition=parts[j],
-                offset=offsets[j],
-                leader_epoch=epochs[j],
-                commit_ts_ms=commit_ts[j],
-                count=counts[j],
-                history=tuple(zip(_ints(hist_ts[j]), _ints(hist_off[j]), strict=True)),
-                topic_id=topic_ids[j],
+                partition=v["run_partition"][j],
+                offset=v["run_offset"][j],
+                leader_epoch=v["run_leader_epoch"][j],
+                commit_ts_ms=v["run_commit_ts_ms"][j],
+                count=v["run_count"][j],
+                history=tuple(zip(_values(hist_ts[j]), _values(hist_off[j]), strict=True)),
+                topic_id=v["run_topic_id"][j],
             ),
         )
 
@@ -508,10 +522,6 @@ def _runs(partition: int, run: tuple[list[Any], ...], i: int) -> Iterator[Observ
 def _values(cell: Any) -> list[Any]:
     """A list cell's values as Python values (a numpy array's ``tolist``: one C call)."""
     return cell.tolist() if hasattr(cell, "tolist") else list(cell)
-
-
-def _ints(values: Any) -> list[int]:
-    return values.tolist() if hasattr(values, "tolist") else [int(v) for v in values]
 
 
 def event_row(row: Mapping[str, Any], summary: RebalanceSummary | None = None) -> dict[str, Any]:
