@@ -221,7 +221,8 @@ class CommitRun:
 
 Payload = Record | CommitRun | MembershipPayload
 
-_RECORD_TYPES: tuple[type, ...] = (*get_args(Record), CommitRun)
+#: CommitRun first: most observations carry one (``isinstance`` tries the types in order).
+_RECORD_TYPES: tuple[type, ...] = (CommitRun, *get_args(Record))
 
 #: The records of a KIP-848 consumer group (types 3-8, 16), tombstones aside.
 KIP848_RECORDS: tuple[type, ...] = (

@@ -482,9 +482,11 @@ def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONF
     )
     total: int | None = None
     worst: float | None = None
+    statuses: list[str | None] = []
     for tp, entry in state.commits.items():
         history = state.end_offsets.get(tp)
         if not history:
+            statuses.append(None)  # no end offset: no lag, no verdict (S1)
             continue
         lag = lag_records(history[-1][1], entry.offset)
         if lag is not None:
@@ -492,8 +494,6 @@ def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONF
         seconds, _method = lag_seconds(history, entry.offset, history[-1][0])
         if seconds is not None and (worst is None or seconds > worst):
             worst = seconds
-    statuses = []
-    for tp in state.commits:
         verdict = _verdict(state, config, tp, now_ms)
         statuses.append(None if verdict is None else verdict.status)
     return GroupStatus(

@@ -163,6 +163,10 @@ def test_state_round_trips_through_json(batches_: Sequence[Sequence[Observation]
         # either read back the same
         assert state.to_json() == json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         assert GroupState.from_json(text.encode()) == state
+        # the state store keeps msgpack, and still reads a checkpoint's JSON
+        assert GroupState.decode(state.encode()) == state
+        assert GroupState.decode(state.to_json().encode()) == state
+        assert len(state.encode()) < len(state.to_json().encode())
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -196,6 +200,10 @@ def test_unknown_version_and_bad_fields_are_named() -> None:
     assert info.value.field == "classic"
     with pytest.raises(StateFormatError):
         GroupState.from_json("[")
+    with pytest.raises(StateFormatError):
+        GroupState.decode(b"\xc1")  # never used in msgpack
+    with pytest.raises(StateFormatError):
+        GroupState.decode(b"\x93\x01\x02\x03")  # msgpack, but a list
     with pytest.raises(StateFormatError):
         GroupState.from_dict([])
 
