@@ -593,6 +593,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.05)
             live_started = time.perf_counter()
             read_at_start = job_total(job)
+            cpu_at_start = stream.cpu_seconds(job.proc.pid)
             next_print = live_started + 10
             while writer.is_alive():
                 producer.check_alive()
@@ -636,6 +637,9 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.2)
                 end_total = steady.end_offsets_total(bootstrap)
             read_after = job_total(job)
+            cpu_at_end = stream.cpu_seconds(job.proc.pid)
+            cpu = {k: cpu_at_end[k] - cpu_at_start[k] for k in cpu_at_end}
+            cpu_s = sum(cpu.values())
             batch_s = _batch_seconds(url)
         finally:
             if scraper is not None:
@@ -713,6 +717,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{_p(scraper.scrape_s, 0.5) * 1000:.0f} ms, max "
         f"{max(scraper.scrape_s, default=0) * 1000:.0f} ms ({scraper.errors} errors)"
     )
+    read_live = read_after - read_at_start
+    print(
+        f"  job CPU (live and drain)    {cpu_s:.1f} core-s for {read_live:,} records: "
+        f"{cpu_s * 1e6 / max(1, read_live):.1f} us per record, "
+        f"{read_live / max(cpu_s, 1e-9):,.0f} records per core-second (JVM {cpu['jvm']:.1f}, "
+        f"driver Python {cpu['driver']:.1f}, workers {cpu['workers']:.1f})"
+    )
     print(
         f"  job memory peaks            JVM {m.jvm / gib:.2f} GiB, driver Python "
         f"{m.driver_python / gib:.2f} GiB, workers {m.workers / gib:.2f} GiB, total "
@@ -748,6 +759,8 @@ def main(argv: list[str] | None = None) -> int:
                 "max": max(scraper.scrape_s, default=None),
             },
             "memory": asdict(m),
+            "cpu_s": cpu,
+            "records_read": read_live,
             "cores": os.cpu_count(),
             "load": {"before": load_before, "max": load.max, "after": load_after},
             "job_args": args.job_arg,

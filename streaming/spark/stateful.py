@@ -59,6 +59,7 @@ are handed over as Spark delivers them.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -607,7 +608,14 @@ class BucketStates:
     trip to the JVM's state server, and a micro-batch of the steady backlog (``bench/steady.py``,
     1,000 groups, every group committing) spent more of the stateful step's Python in the
     per-group read and write than in the tracker (py-spy: 130 against 14 samples). A bucket
-    pays one read and one write whatever its number of groups."""
+    pays one read and one write whatever its number of groups.
+
+    The map is stored compressed (zlib, level 1): the state server pickles a value byte by
+    byte (~5 % of the JVM's samples in a live 10,000-group run, JFR), and RocksDB writes and
+    checkpoints every changed value. The 10,000 states of a live micro-batch are 32.1 MB of
+    msgpack, 7.9 MB compressed, for 0.17 s to compress and 0.08 s to decompress. A bucket
+    written before (plain msgpack) is read as well: a zlib stream starts with ``0x78``, which
+    no msgpack map does."""
 
     __slots__ = ("changed", "states")
 
@@ -618,13 +626,15 @@ class BucketStates:
     @classmethod
     def decode(cls, blob: bytes | bytearray) -> BucketStates:
         try:
+            if blob[:1] == b"\x78":
+                blob = zlib.decompress(blob)
             states = _BUCKET_DECODE(blob)
-        except msgspec.DecodeError as e:
+        except (msgspec.DecodeError, zlib.error) as e:
             raise StateFormatError("$bucket", f"not a bucket of group states: {e}") from None
         return cls(states)
 
     def encode(self) -> bytes:
-        return _BUCKET_ENCODE(self.states)
+        return zlib.compress(_BUCKET_ENCODE(self.states), 1)
 
     def step(
         self, group_id: str, observations: Sequence[Observation], cluster: str, apply: Reducer
