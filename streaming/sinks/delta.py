@@ -39,6 +39,13 @@ if TYPE_CHECKING:
 __all__ = ["DeltaSink"]
 
 
+def _properties(table: str) -> dict[str, str]:
+    """The Delta table properties ``table`` is given (:data:`streaming.sinks.tables.
+    STATS_COLUMNS`)."""
+    columns = t.STATS_COLUMNS.get(table)
+    return {} if columns is None else {"delta.dataSkippingStatsColumns": ",".join(columns)}
+
+
 def _shape(schema: StructType) -> list[tuple[str, str]]:
     """Column names and types, without nullability or comments (what must match)."""
     return [(f.name, f.dataType.simpleString()) for f in schema.fields]
@@ -72,22 +79,29 @@ class DeltaSink:
         for table in t.TABLE_NAMES:
             path = self.path(table)
             expected = t.schema(table)
+            properties = _properties(table)
             if DeltaTable.isDeltaTable(self.spark, path):
-                self._check(table, path, expected)
+                self._check(table, path, expected, properties)
                 continue
-            (
+            builder = (
                 DeltaTable.createIfNotExists(self.spark)
                 .location(path)
                 .addColumns(expected)
                 .partitionedBy(t.PARTITION_COLUMN)
                 .comment(f"rebalance-monitor {table} (docs/tables.md)")
-                .execute()
             )
+            for key, value in properties.items():
+                builder = builder.property(key, value)
+            builder.execute()
             # load the new table's snapshot now (Delta caches it): the first micro-batch's
             # appends would otherwise each reconstruct it (a Spark job, ~1-3 s here)
             DeltaTable.forPath(self.spark, path).detail().collect()
 
-    def _check(self, table: str, path: str, expected: StructType) -> None:
+    def _check(
+        self, table: str, path: str, expected: StructType, properties: Mapping[str, str]
+    ) -> None:
+        """Refuse a table of other columns or partitioning; give a table created before
+        its properties (one commit, once)."""
         from delta.tables import DeltaTable
 
         actual = self.spark.read.format("delta").load(path).schema
@@ -102,6 +116,11 @@ class DeltaSink:
                 f"{path}: partitioned by {list(detail['partitionColumns'])}, "
                 f"expected [{t.PARTITION_COLUMN!r}]"
             )
+        missing = {k: v for k, v in properties.items() if detail["properties"].get(k) != v}
+        if missing:
+            settings = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
+            where = path.replace("`", "``")
+            self.spark.sql(f"ALTER TABLE delta.`{where}` SET TBLPROPERTIES ({settings})")
 
     def write_batch(self, batch_id: int, frames: Mapping[str, DataFrame]) -> list[str]:
         """Append one micro-batch: for each table, a DataFrame of its rows

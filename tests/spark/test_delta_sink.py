@@ -103,6 +103,49 @@ def test_tables_are_created_once_with_the_documented_schema(
     assert key.metadata == {"comment": "raw key bytes"}
 
 
+def test_the_per_partition_tables_keep_statistics_of_their_filter_columns_only(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """offset_commits and partition_lag get a row per partition: Delta keeps min/max/null
+    statistics of the columns their audit queries filter on, not of every column (the
+    appended file's stats say which); a table created before is given the property once."""
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    sink.ensure_tables()
+    wanted = ",".join(t.STATS_COLUMNS[t.OFFSET_COMMITS])
+    meta = log_metadata(sink, t.OFFSET_COMMITS)
+    assert meta["configuration"] == {"delta.dataSkippingStatsColumns": wanted}
+    assert "delta.dataSkippingStatsColumns" not in log_metadata(sink, t.REBALANCE_EVENTS).get(
+        "configuration", {}
+    )
+    row = {c: None for c in t.schema(t.OFFSET_COMMITS).fieldNames()}
+    row |= {"event_id": "e", "cluster": "c", "group_id": "g", "event_ts_ms": 1, "topic": "t"}
+    row |= {"partition": 0, "deleted": False, "source_partition": 0, "source_offset": 7}
+    row |= {"offset": 5, "event_time": dt.datetime(2026, 1, 1), "date": dt.date(2026, 1, 1)}
+    frame = spark.createDataFrame([row], t.schema(t.OFFSET_COMMITS))
+    sink.write_batch(0, {t.OFFSET_COMMITS: frame})
+    second = Path(sink.path(t.OFFSET_COMMITS), "_delta_log", f"{1:020d}.json")
+    (add,) = [
+        json.loads(line)["add"] for line in second.read_text().splitlines() if '"add"' in line
+    ]
+    stats = json.loads(add["stats"])
+    assert set(stats["minValues"]) <= set(t.STATS_COLUMNS[t.OFFSET_COMMITS])
+    assert set(stats["nullCount"]) == set(t.STATS_COLUMNS[t.OFFSET_COMMITS])
+
+    # a table created by a version without the property is given it
+    spark.sql(
+        f"ALTER TABLE delta.`{sink.path(t.PARTITION_LAG)}` "
+        "UNSET TBLPROPERTIES ('delta.dataSkippingStatsColumns')"
+    )
+    sink.ensure_tables()
+    from delta.tables import DeltaTable
+
+    detail = DeltaTable.forPath(spark, sink.path(t.PARTITION_LAG)).detail().collect()[0]
+    assert detail["properties"]["delta.dataSkippingStatsColumns"] == wanted
+    before = commits(sink, t.PARTITION_LAG)
+    sink.ensure_tables()  # already given: no commit
+    assert commits(sink, t.PARTITION_LAG) == before
+
+
 def test_an_existing_table_with_other_columns_is_refused(
     spark: SparkSession, tmp_path: Path
 ) -> None:
