@@ -117,7 +117,7 @@ def test_the_per_partition_tables_keep_statistics_of_their_filter_columns_only(
     assert "delta.dataSkippingStatsColumns" not in log_metadata(sink, t.REBALANCE_EVENTS).get(
         "configuration", {}
     )
-    row = {c: None for c in t.schema(t.OFFSET_COMMITS).fieldNames()}
+    row: dict[str, Any] = dict.fromkeys(t.schema(t.OFFSET_COMMITS).fieldNames())
     row |= {"event_id": "e", "cluster": "c", "group_id": "g", "event_ts_ms": 1, "topic": "t"}
     row |= {"partition": 0, "deleted": False, "source_partition": 0, "source_offset": 7}
     row |= {"offset": 5, "event_time": dt.datetime(2026, 1, 1), "date": dt.date(2026, 1, 1)}
