@@ -398,19 +398,25 @@ def test_a_scrape_of_an_unchanged_store_is_served_from_its_last_rendering(
     assert len(renders) == 3
 
 
-def test_a_family_is_built_again_only_when_its_metric_changed(
-    sink: PrometheusSink, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """At 10,000 groups building every family took ~1.4 s a scrape: a family is built once
-    per change of its own series, and setting a value a series already has is no change."""
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The metric names of the families built from now on, in order."""
     family = prometheus._family
-    built: list[str] = []
+    names: list[str] = []
 
     def counted(spec: mn.MetricSpec, values: Any) -> Any:
-        built.append(spec.name)
+        names.append(spec.name)
         return family(spec, values)
 
     monkeypatch.setattr(prometheus, "_family", counted)
+    return names
+
+
+def test_a_family_is_built_again_only_when_its_metric_changed(
+    sink: PrometheusSink, built: list[str]
+) -> None:
+    """At 10,000 groups building every family took ~1.4 s a scrape: a family is built once
+    per change of its own series, and setting a value a series already has is no change."""
     sink.update([rebalance(1, [member("a", 0, 1)])])
     first = scrape(sink)
     assert mn.GENERATION.name in built and mn.KAFKA_UP.name in built
@@ -477,18 +483,10 @@ def test_the_whole_exposition_is_the_librarys_from_each_familys_kept_text(
 
 
 def test_a_scrape_restricted_by_name_builds_only_that_family(
-    sink: PrometheusSink, monkeypatch: pytest.MonkeyPatch
+    sink: PrometheusSink, built: list[str]
 ) -> None:
     """``/metrics?name[]=...`` (what bench/live.py polls every 50 ms) builds the families
     asked for, not every family of 10,000 groups."""
-    family = prometheus._family
-    built: list[str] = []
-
-    def counted(spec: mn.MetricSpec, values: Any) -> Any:
-        built.append(spec.name)
-        return family(spec, values)
-
-    monkeypatch.setattr(prometheus, "_family", counted)
     sink.update([rebalance(1, [member("a", 0, 1)])])
     url = f"http://127.0.0.1:{sink.port}/metrics?name[]=kafka_consumergroup_generation"
     with urllib.request.urlopen(url, timeout=5) as resp:
