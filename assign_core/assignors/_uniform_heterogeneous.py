@@ -44,6 +44,9 @@ from assign_core.javacompat.hashmap import (
 )
 from assign_core.model import TopicPartition
 
+#: numpy integers: member positions, partitions, changes
+_Ints = np.ndarray[Any, np.dtype[np.int64]]
+
 _MAX_ITERATION_COUNT = 16
 #: A map that never held this many keys has no bin that ``computeIfAbsent`` treeifies.
 _CIA_LIMIT = 8
@@ -77,10 +80,10 @@ class _Balancer:
         self.most_count = 1
         self.next_most = -1
 
-    def initialize(self, members: list[int]) -> int:
+    def initialize(self, ordered: list[int]) -> int:
+        """``ordered``: the subscribers sorted by (size, index)."""
         sizes = self.sizes
-        # members are ascending: a stable sort by size orders by (size, index)
-        self.sorted = s = sorted(members, key=sizes.__getitem__)
+        self.sorted = s = ordered
         n = len(s)
         self.least_end = 0
         self.least_count = sizes[s[0]] - 1
@@ -148,27 +151,32 @@ class _Hetero:
         self.sizes = [0] * n
         # members by subscription (a parser shares equal ones), in order of their first
         # member: each topic's subscribers ascending, the topics in order of first appearance
-        by_subscription: dict[int, tuple[list[int], list[int]]] = {}
-        for pos, i in enumerate(g.order):
-            sub = g.subscription(i)
-            entry = by_subscription.get(id(sub))
-            if entry is None:
-                by_subscription[id(sub)] = (sub, [pos])
-            else:
-                entry[1].append(pos)
-        runs: dict[int, list[list[int]]] = {}
-        for sub, positions in by_subscription.values():
-            for t in sub:
-                runs.setdefault(t, []).append(positions)
-        self.subscribers: dict[int, list[int]] = {
-            t: list(r[0]) if len(r) == 1 else sorted(chain.from_iterable(r))
-            for t, r in runs.items()
+        distinct: dict[int, int] = {}
+        subscriptions: list[list[int]] = []
+        kinds = [0] * n
+        for pos, sub in enumerate(map(g.subscription, g.order)):
+            kind = distinct.get(id(sub))
+            if kind is None:
+                kind = distinct[id(sub)] = len(subscriptions)
+                subscriptions.append(sub)
+            kinds[pos] = kind
+        subscribes = np.zeros((len(subscriptions), len(self.topics.counts)), dtype=bool)
+        for kind, sub in enumerate(subscriptions):
+            subscribes[kind, sub] = True
+        member_kinds = np.array(kinds, dtype=np.int64)
+        self.subscribers: dict[int, _Ints] = {
+            t: np.flatnonzero(subscribes[:, t][member_kinds])
+            for t in dict.fromkeys(chain.from_iterable(subscriptions))
         }
-        # no changes (and no dropped topic): the target is still the current assignment
+        # the changes of assign_remaining, per topic in its order: (recipients, changes)
+        self.handed: list[tuple[_Ints, _Ints]] = []
+        # the later changes (balance's moves), per member
         self.events: list[list[int]] = [[] for _ in range(n)]
         # unsubscribed topics removed from the copy, in the current map's order
         self.dropped: dict[int, list[int]] = {}
-        self.owners: dict[int, list[int]] = {}
+        # per topic the position of each partition's owner (-1: none)
+        self.owners: dict[int, _Ints] = {}
+        self._sizes_np: _Ints | None = None
         self._grown: dict[tuple[int, int], int] = {}
         self._roomy_cache: dict[int, bool] = {}
 
@@ -185,7 +193,7 @@ class _Hetero:
         g = self.g
         counts = self.topics.counts
         sizes = self.sizes
-        owners = self.owners = {t: [-1] * counts[t] for t in self.subscribers}
+        owners = self.owners = {t: np.full(counts[t], -1, dtype=np.int64) for t in self.subscribers}
         subscribed_sets: dict[int, set[int]] = {}
         # members read by ServerGroup._flat_many: their partitions are written at the end, in
         # one numpy pass (a later member's write wins: the highest position)
@@ -211,7 +219,7 @@ class _Hetero:
                 t, lo, hi, _ = owned
                 if t in subscribed:
                     sizes[pos] += hi - lo + 1
-                    owners[t][lo : hi + 1] = [pos] * (hi - lo + 1)
+                    owners[t][lo : hi + 1] = pos
                 else:
                     self._drop(pos, t)
                 continue
@@ -248,52 +256,40 @@ class _Hetero:
             topics = list(owners)
             offsets = np.zeros(self.topics.known, dtype=np.int64)
             offsets[topics] = np.cumsum([0] + [counts[t] for t in topics[:-1]])
-            table = np.array(list(chain.from_iterable(owners.values())), dtype=np.int64)
+            table = np.concatenate(list(owners.values()))
             np.maximum.at(table, offsets[bulk_topics[take]] + bulk_parts[take], writer[take])
-            merged: list[int] = table.tolist()
             for t, at in zip(topics, offsets[topics].tolist(), strict=True):
-                owners[t] = merged[at : at + counts[t]]
+                owners[t] = table[at : at + counts[t]]
 
     def assign_remaining(self) -> None:
         """Each topic's unassigned partitions, ascending, to ``nextLeastLoadedMember()``:
         with the subscribers sorted by (size, index), round ``r`` serves, in order, the
-        prefix of those whose size was at most ``base + r - 1`` (``base``: the least size)."""
-        unassigned: dict[int, list[int]] = {}
+        prefix of those whose size was at most ``base + r`` (``base``: the least size); a
+        member served is one partition larger, as it would be after the round."""
+        sizes = np.array(self.sizes, dtype=np.int64)
+        n = len(sizes)
+        unassigned: dict[int, _Ints] = {}
         for t, owners in self.owners.items():
-            if -1 in owners:
-                unassigned[t] = list(compress(range(len(owners)), map(eq, owners, repeat(-1))))
-        sizes = self.sizes
-        sizes_np = np.array(sizes, np.int64)  # the same, for the sorts
-        events = self.events
-        append = list.append
+            free = np.flatnonzero(owners == -1)
+            if len(free):
+                unassigned[t] = free
         for t in sorted(unassigned, key=self.topic_key):
-            subscribers = np.array(self.subscribers[t], np.int64)
-            subscriber_sizes = sizes_np[subscribers]
-            by_size = np.argsort(subscriber_sizes, kind="stable")
-            ordered = subscribers[by_size].tolist()
-            levels = subscriber_sizes[by_size].tolist()  # ascending
             free = unassigned[t]
-            left = len(free)
-            recipients: list[int] = []
-            level = levels[0]
-            while left > 0:
-                # the members at this level: all those served so far, and those that had it
-                served = ordered[: min(bisect_right(levels, level), left)]
-                recipients += served
-                deque(map(setitem, repeat(sizes), served, repeat(level + 1)), 0)
-                sizes_np[served] = level + 1
-                left -= len(served)
-                level += 1
-            owners = self.owners[t]
-            deque(map(setitem, repeat(owners), free, recipients), 0)
-            base = t << _SHIFT
-            deque(map(append, map(events.__getitem__, recipients), map(or_, repeat(base), free)), 0)
+            subscribers = self.subscribers[t]
+            subscriber_sizes = sizes[subscribers]
+            by_size = np.argsort(subscriber_sizes, kind="stable")
+            recipients = subscribers[by_size][_served(subscriber_sizes[by_size], len(free))]
+            self.owners[t][free] = recipients
+            sizes += np.bincount(recipients, minlength=n)
+            self.handed.append((recipients, free | t << _SHIFT))
+        self.sizes = sizes.tolist()
 
     def move(self, t: int, p: int, pos: int) -> None:
         """``assignPartition``."""
         key = t << _SHIFT | p
         owners = self.owners[t]
-        old = owners[p]
+        old = int(owners[p])
+        self._sizes_np = None
         if old != -1:
             self.events[old].append(~key)
             self.sizes[old] -= 1
@@ -317,12 +313,19 @@ class _Hetero:
                     last = index
 
     def balance_topic(self, t: int, balancer: _Balancer) -> int:
-        if balancer.initialize(self.subscribers[t]) <= 1:
-            return 0
+        sizes = self._sizes_np
+        if sizes is None:
+            sizes = self._sizes_np = np.array(self.sizes, dtype=np.int64)
+        subscribers = self.subscribers[t]
+        subscriber_sizes = sizes[subscribers]
+        if int(subscriber_sizes.max()) - int(subscriber_sizes.min()) <= 1:
+            return 0  # balanced: initialize() would say so
+        balancer.initialize(subscribers[np.argsort(subscriber_sizes, kind="stable")].tolist())
         owners = self.owners[t]
         # partitions by (owner, partition); each owner's range [start, end)
-        partitions = sorted(range(len(owners)), key=owners.__getitem__)
-        by_owner = list(map(owners.__getitem__, partitions))
+        by_partition = np.argsort(owners, kind="stable")
+        partitions: list[int] = by_partition.tolist()
+        by_owner: list[int] = owners[by_partition].tolist()
         if by_owner:
             firsts = [0, *compress(range(1, len(by_owner)), map(ne, by_owner, by_owner[1:]))]
             heads = list(map(by_owner.__getitem__, firsts))
@@ -359,19 +362,19 @@ class _Hetero:
         members = g.spec.members
         current = g.current
         by_member: list[list[Piece]] = [[] for _ in members]
+        changed = self.changed
         batched = self._fresh_batch(
-            [pos for pos, i in enumerate(g.order) if not current[i] and self.events[pos]]
+            [pos for pos, i in enumerate(g.order) if not current[i] and changed[pos]]
         )
         lists: TopicPartitionLists | None = None
         tables: dict[int, list[TopicPartition]] = {}
         for pos, i in enumerate(g.order):
-            ev = self.events[pos]
             owned = current[i]
             done = batched.get(pos)
             if done is not None:
                 by_member[i] = [done]
                 continue
-            if not ev and pos not in self.dropped:
+            if not changed[pos] and pos not in self.dropped:
                 if isinstance(owned, tuple):
                     by_member[i] = [owned[3]]
                 elif isinstance(owned, OwnedFlat):
@@ -383,6 +386,7 @@ class _Hetero:
                 lists = TopicPartitionLists(self.topics)
                 lists.prefetch(self.subscribers)
                 tables.update((t, lists.get(t)) for t in self.subscribers)
+            ev = self.changes_of(pos)
             if not owned and ev:
                 fresh = self._fresh(ev, tables, g.subscription(i))
                 if fresh is not None:
@@ -390,6 +394,40 @@ class _Hetero:
                     continue
             by_member[i] = [self._replay(pos, i, ev, lists)]
         return ServerNumbers(self.topics, [m.member_id for m in members], by_member)
+
+    @cached_property
+    def changes(self) -> tuple[_Ints, _Ints]:
+        """Every change as (member position, change): those of :meth:`assign_remaining`,
+        topic by topic, then the later ones member by member; so each member's in the order
+        they were made."""
+        late = self.events
+        members = [recipients for recipients, _ in self.handed]
+        members.append(np.repeat(np.arange(len(late)), list(map(len, late))))
+        changes = [handed for _, handed in self.handed]
+        changes.append(np.array(list(chain.from_iterable(late)), dtype=np.int64))
+        return np.concatenate(members), np.concatenate(changes)
+
+    @cached_property
+    def changed(self) -> list[bool]:
+        """Per member position: were changes made."""
+        members = self.changes[0]
+        counts: list[int] = np.bincount(members, minlength=len(self.events)).tolist()
+        return list(map(bool, counts))
+
+    @cached_property
+    def _by_member(self) -> tuple[_Ints, list[int]]:
+        """:attr:`changes` grouped by member (each in order) and where each member's start."""
+        members, changes = self.changes
+        order = np.argsort(members, kind="stable")
+        starts = np.zeros(len(self.events) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(members, minlength=len(self.events)), out=starts[1:])
+        return changes[order], starts.tolist()
+
+    def changes_of(self, pos: int) -> list[int]:
+        """The changes of the member at ``pos``, in order."""
+        changes, starts = self._by_member
+        ev: list[int] = changes[starts[pos] : starts[pos + 1]].tolist()
+        return ev
 
     @cached_property
     def set_masks(self) -> dict[int, int]:
@@ -528,39 +566,51 @@ class _Hetero:
         if k < _BATCH_MIN or len(self.topics.counts) >= 1 << 15:
             return {}
         g = self.g
-        evs = [self.events[pos] for pos in positions]
-        lens = np.fromiter(map(len, evs), np.int64, k)
-        starts = np.zeros(k + 1, np.int64)
-        np.cumsum(lens, out=starts[1:])
-        flat = np.fromiter(chain.from_iterable(evs), np.int64, int(starts[-1]))
-        heads = starts[:-1]
-        ok = np.minimum.reduceat(flat, heads) >= 0  # removals: _fresh
+        # their changes, in the order of :attr:`changes` (each member's in order)
+        all_members, all_changes = self.changes
+        local = np.full(len(self.events), -1, dtype=np.int64)
+        local[positions] = np.arange(k)
+        mem = local[all_members]
+        chosen_changes = mem >= 0
+        mem = mem[chosen_changes]
+        flat = all_changes[chosen_changes]
+        total = len(flat)
+        lens = np.bincount(mem, minlength=k)
+        ok = np.bincount(mem[flat < 0], minlength=k) == 0  # removals: _fresh
         flat = np.where(flat < 0, ~flat, flat)
         ts = flat >> _SHIFT
         ps = flat & _LOW
-        ok &= np.maximum.reduceat(ps, heads) < 65536
-        mem = np.repeat(np.arange(k, dtype=np.int64), lens)
+        ok &= np.bincount(mem[ps >= 65536], minlength=k) == 0
         n_topics = len(self.topics.counts)
-        # the (member, topic) pairs: the member's sets, in order of (member, topic)
-        pairs, first, inverse, adds = np.unique(
-            mem * n_topics + ts, return_index=True, return_inverse=True, return_counts=True
-        )
-        inverse = inverse.reshape(-1)
+        # the (member, topic) pairs: the member's sets, in order of (member, topic); each
+        # pair's changes in order
+        by_pair = _stable_order(mem, ts, n_topics)
+        pair_keys = (mem * n_topics + ts)[by_pair]
+        heads = np.ones(total, dtype=bool)
+        heads[1:] = pair_keys[1:] != pair_keys[:-1]
+        head_at = np.flatnonzero(heads)
+        pairs = pair_keys[head_at]
+        first = by_pair[head_at]  # the pair's first change (computeIfAbsent inserting it)
+        adds = np.diff(np.append(head_at, total))
+        inverse = np.empty(total, dtype=np.int64)
+        inverse[by_pair] = np.cumsum(heads) - 1
         pm = pairs // n_topics
         pt = pairs % n_topics
         z = np.bincount(pm, minlength=k)
         pair_heads = np.zeros(k + 1, np.int64)
         np.cumsum(z, out=pair_heads[1:])
         # insertion index of each topic in its member's map (first computeIfAbsent)
-        inserted = np.argsort(first, kind="stable")
+        inserted = np.argsort(pm * total + first)
         j = np.empty(len(pairs), np.int64)
         j[inserted] = np.arange(len(pairs)) - pair_heads[pm[inserted]]
+        last = np.full(k, -1, dtype=np.int64)
+        np.maximum.at(last, mem, np.arange(total))
         # new HashMap<>(0): the capacity holding z - 1 keys, grown once more by a call after
         # the last insertion
         if int(z.max()) > len(_CIA_CAPACITIES):
             return {}
         caps = np.array(_CIA_CAPACITIES, np.int64)[z - 1]
-        later = np.maximum.reduceat(first, pair_heads[:-1]) < starts[1:] - 1
+        later = np.maximum.reduceat(first, pair_heads[:-1]) < last
         caps = np.where(later & (z > caps * 3 // 4), caps * 2, caps)
         spreads = np.array(self.topics.spreads, np.int64)[pt]
         # a map no bin of which may have reached 8 keys while it had fewer bins
@@ -580,7 +630,7 @@ class _Hetero:
             suspect &= ok
             level *= 2
         # by bin of the map, a later insertion first within a bin
-        by_bin = np.lexsort((-j, spreads & (caps[pm] - 1), pm))
+        by_bin = np.argsort(pm << 32 | (spreads & (caps[pm] - 1)) << 12 | (4095 - j))
         rank = np.empty(len(pairs), np.int64)
         rank[by_bin] = np.arange(len(pairs)) - pair_heads[pm[by_bin]]
         # each set: new HashSet<>(estimate), grown by its additions, which it iterates by
@@ -603,9 +653,10 @@ class _Hetero:
         while growing.any():
             set_caps = np.where(growing, set_caps * 2, set_caps)
             growing = adds > set_caps * 3 // 4
-        keys = mem << 32 | rank[inverse] << 16 | (ps & (set_caps - 1)[inverse])
-        chosen = ok[mem]
-        order = np.flatnonzero(chosen)[np.argsort(keys[chosen], kind="stable")]
+        keys = (mem << 32 | rank[inverse] << 16 | (ps & (set_caps - 1)[inverse]))[by_pair]
+        chosen = ok[mem[by_pair]]
+        # stable: within a set's bin, in order of addition (by_pair's order within a pair)
+        order = by_pair[chosen][np.argsort(keys[chosen], kind="stable")]
         ordered_topics = ts[order]
         ordered_parts = ps[order]
         out: dict[int, Pairs] = {}
@@ -713,6 +764,38 @@ def _beyond(topics: TopicTable, ts: list[int], parts: Sequence[int]) -> Assignme
         f"a current assignment of {names} names a partition beyond the topic's partitions "
         f"(max {max(parts)}; Java: ArrayIndexOutOfBoundsException)"
     )
+
+
+def _served(levels: _Ints, count: int) -> _Ints:
+    """Which of the subscribers sorted by size (``levels``, ascending) receive ``count``
+    partitions, in turn, as indices into them: round ``r`` serves the prefix of those whose
+    size was at most ``levels[0] + r``, until the partitions run out."""
+    s = len(levels)
+    base = int(levels[0])
+    rounds = min(int(levels[-1]) - base + 1, count)  # from the last of these on, all of them
+    widths = np.searchsorted(levels, np.arange(base, base + rounds), side="right")
+    served = np.cumsum(widths)
+    if served[-1] >= count:
+        end = int(np.searchsorted(served, count))
+        widths = widths[: end + 1]
+        widths[-1] -= served[end] - count
+    else:
+        full, rest = divmod(count - int(served[-1]), s)
+        widths = np.concatenate(
+            [widths, np.full(full, s, dtype=np.int64), np.full(int(rest > 0), rest, dtype=np.int64)]
+        )
+    starts = np.cumsum(widths) - widths
+    return np.arange(count) - np.repeat(starts, widths)
+
+
+def _stable_order(major: _Ints, minor: _Ints, minors: int) -> _Ints:
+    """``np.argsort(major * minors + minor, kind="stable")``, in two radix sorts when both
+    fit 16 bits."""
+    if minors <= 1 << 16 and (not len(major) or int(major.max()) < 1 << 16):
+        by_minor = np.argsort(minor.astype(np.uint16), kind="stable")
+        order: _Ints = by_minor[np.argsort(major[by_minor].astype(np.uint16), kind="stable")]
+        return order
+    return np.argsort(major * minors + minor, kind="stable")
 
 
 def _cia_capacity(size: int) -> int:
