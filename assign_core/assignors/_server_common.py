@@ -371,8 +371,7 @@ class ServerGroup:
         first = subscriptions[0] if members else ()
         # list.count compares by identity first: a parser shares equal subscriptions
         self.homogeneous = subscriptions.count(first) == len(members) or (
-            len({frozenset(topics) for topics in {id(s): s for s in subscriptions}.values()})
-            <= 1
+            len({frozenset(topics) for topics in {id(s): s for s in subscriptions}.values()}) <= 1
         )
         self._subscriptions: dict[tuple[str, ...], list[int]] = {}
         self._member_subscriptions: list[list[int] | None] = [None] * len(members)

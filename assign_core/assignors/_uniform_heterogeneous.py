@@ -556,83 +556,93 @@ class _Hetero:
         )
 
     def _fresh_batch(self, positions: list[int]) -> dict[int, Pairs]:
-        """:meth:`_fresh` of many members at once, with numpy: one sort of every change.
+        """:meth:`_fresh` of many members at once, with numpy.
 
         Done for the members whose changes are additions only, of partitions below 65536, at
         most 8 per topic, into a map no bin of which can have held 8 topics (the others are
-        left out of the answer, for :meth:`_fresh`). Each change's sort key is (member,
-        rank of its topic in the member's map, its bin in the topic's set), as there."""
+        left out of the answer, for :meth:`_fresh`). The changes are grouped by (member,
+        topic): each member's sets, each set's additions in order. A member's answer is its
+        sets in the order of its map (by bin, a later insertion first within a bin), each
+        set's partitions by bin, then in order of addition, as there."""
         k = len(positions)
-        if k < _BATCH_MIN or len(self.topics.counts) >= 1 << 15:
+        n_topics = len(self.topics.counts)
+        if k < _BATCH_MIN or n_topics >= 1 << 15:
             return {}
         g = self.g
-        # their changes, in the order of :attr:`changes` (each member's in order)
+        # their changes, in the order of :attr:`changes` (each member's in order); a member
+        # that removed a partition or added one from 65536 on is left to _fresh
         all_members, all_changes = self.changes
         local = np.full(len(self.events), -1, dtype=np.int64)
         local[positions] = np.arange(k)
         mem = local[all_members]
-        chosen_changes = mem >= 0
-        mem = mem[chosen_changes]
-        flat = all_changes[chosen_changes]
+        ok = np.ones(k + 1, dtype=bool)  # the last one: every other member
+        ok[mem[(all_changes < 0) | (all_changes & _LOW >= 65536)]] = False
+        ok[k] = False
+        taken = ok[mem]
+        ok = ok[:k]
+        if not taken.all():
+            mem = mem[taken]
+            flat = all_changes[taken]
+        else:
+            flat = all_changes
         total = len(flat)
+        if not total:
+            return {}
         lens = np.bincount(mem, minlength=k)
-        ok = np.bincount(mem[flat < 0], minlength=k) == 0  # removals: _fresh
-        flat = np.where(flat < 0, ~flat, flat)
+        # topics by their order in assign_remaining: then each member's sets come in order of
+        # insertion, unless a later change inserted one
+        rank_of = self.hand_out_ranks
         ts = flat >> _SHIFT
-        ps = flat & _LOW
-        ok &= np.bincount(mem[ps >= 65536], minlength=k) == 0
-        n_topics = len(self.topics.counts)
-        # the (member, topic) pairs: the member's sets, in order of (member, topic); each
-        # pair's changes in order
-        by_pair = _stable_order(mem, ts, n_topics)
-        pair_keys = (mem * n_topics + ts)[by_pair]
+        by_pair = _stable_order(mem, rank_of[ts], n_topics)
+        mem = mem[by_pair]
+        ts = ts[by_pair]
+        ps = flat[by_pair] & _LOW
         heads = np.ones(total, dtype=bool)
-        heads[1:] = pair_keys[1:] != pair_keys[:-1]
+        heads[1:] = (mem[1:] != mem[:-1]) | (ts[1:] != ts[:-1])
         head_at = np.flatnonzero(heads)
-        pairs = pair_keys[head_at]
-        first = by_pair[head_at]  # the pair's first change (computeIfAbsent inserting it)
+        pair_of = np.cumsum(heads) - 1  # each change's set
+        first = by_pair[head_at]  # each set's first change (computeIfAbsent inserting it)
         adds = np.diff(np.append(head_at, total))
-        inverse = np.empty(total, dtype=np.int64)
-        inverse[by_pair] = np.cumsum(heads) - 1
-        pm = pairs // n_topics
-        pt = pairs % n_topics
+        pm = mem[head_at]
+        pt = ts[head_at]
         z = np.bincount(pm, minlength=k)
         pair_heads = np.zeros(k + 1, np.int64)
         np.cumsum(z, out=pair_heads[1:])
         # insertion index of each topic in its member's map (first computeIfAbsent)
-        inserted = np.argsort(pm * total + first)
-        j = np.empty(len(pairs), np.int64)
-        j[inserted] = np.arange(len(pairs)) - pair_heads[pm[inserted]]
+        j = np.arange(len(pm)) - pair_heads[pm]
+        if not ((first[1:] > first[:-1]) | (pm[1:] != pm[:-1])).all():
+            inserted = np.argsort(pm * total + first)
+            j[inserted] = np.arange(len(pm)) - pair_heads[pm[inserted]]
         last = np.full(k, -1, dtype=np.int64)
-        np.maximum.at(last, mem, np.arange(total))
+        np.maximum.at(last, mem, by_pair)
         # new HashMap<>(0): the capacity holding z - 1 keys, grown once more by a call after
         # the last insertion
         if int(z.max()) > len(_CIA_CAPACITIES):
             return {}
-        caps = np.array(_CIA_CAPACITIES, np.int64)[z - 1]
-        later = np.maximum.reduceat(first, pair_heads[:-1]) < last
+        z_some = np.maximum(z, 1)  # a member left out has none
+        caps = np.array(_CIA_CAPACITIES, np.int64)[z_some - 1]
+        inserting = np.full(k, -1, dtype=np.int64)
+        np.maximum.at(inserting, pm, first)
+        later = inserting < last
         caps = np.where(later & (z > caps * 3 // 4), caps * 2, caps)
         spreads = np.array(self.topics.spreads, np.int64)[pt]
         # a map no bin of which may have reached 8 keys while it had fewer bins
         roomy = np.fromiter(
             (self._roomy(g.subscription(g.order[pos])) for pos in positions), bool, k
         )
-        suspect = ~roomy & (z >= _CIA_LIMIT)
+        suspect = ok & ~roomy & (z >= _CIA_LIMIT)
         level = 16
         while suspect.any() and level <= int(caps[suspect].max()):
             held = np.minimum(z, level * 3 // 4 + 1)
             check = suspect & (caps >= level) & (held >= _CIA_LIMIT)
             sel = check[pm] & (j < held[pm])
-            bins, sizes = np.unique(
-                pm[sel] * level + (spreads[sel] & (level - 1)), return_counts=True
+            ok[_at_least(pm[sel] * level + (spreads[sel] & (level - 1)), _CIA_LIMIT) // level] = (
+                False
             )
-            ok[bins[sizes >= _CIA_LIMIT] // level] = False
             suspect &= ok
             level *= 2
         # by bin of the map, a later insertion first within a bin
         by_bin = np.argsort(pm << 32 | (spreads & (caps[pm] - 1)) << 12 | (4095 - j))
-        rank = np.empty(len(pairs), np.int64)
-        rank[by_bin] = np.arange(len(pairs)) - pair_heads[pm[by_bin]]
         # each set: new HashSet<>(estimate), grown by its additions, which it iterates by
         # bin if they span fewer than 8 tables of the estimate (else: _fresh)
         estimates = self.estimates
@@ -641,24 +651,30 @@ class _Hetero:
         set_caps = est[pt]
         many = adds >= _SET_BIN_LIMIT
         if many.any():
-            lo = np.full(len(pairs), 1 << 40, np.int64)
-            hi = np.zeros(len(pairs), np.int64)
-            np.minimum.at(lo, inverse, ps)
-            np.maximum.at(hi, inverse, ps)
+            lo = np.minimum.reduceat(ps, head_at)
+            hi = np.maximum.reduceat(ps, head_at)
             # no bin of a table of 16 or more bins holds 9 of a span of fewer than 8 tables
             doubt = many & (hi - lo >= (_SET_BIN_LIMIT - 1) * np.maximum(set_caps, 16))
             if doubt.any():
-                self._unsafe_sets(doubt, inverse, ps, adds, set_caps, pm, ok)
+                self._unsafe_sets(doubt, pair_of, head_at, ps, adds, set_caps, pm, ok)
         growing = adds > set_caps * 3 // 4
         while growing.any():
             set_caps = np.where(growing, set_caps * 2, set_caps)
             growing = adds > set_caps * 3 // 4
-        keys = (mem << 32 | rank[inverse] << 16 | (ps & (set_caps - 1)[inverse]))[by_pair]
-        chosen = ok[mem[by_pair]]
-        # stable: within a set's bin, in order of addition (by_pair's order within a pair)
-        order = by_pair[chosen][np.argsort(keys[chosen], kind="stable")]
-        ordered_topics = ts[order]
-        ordered_parts = ps[order]
+        # each set's partitions by bin (stable: in order of addition)
+        multi = (adds > 1)[pair_of]
+        if multi.any():
+            at = np.flatnonzero(multi)
+            bins = pair_of[at] << 16 | (ps[at] & (set_caps - 1)[pair_of[at]])
+            ps[at] = ps[at[np.argsort(bins, kind="stable")]]
+        # the sets in the order of their maps
+        kept = by_bin[ok[pm[by_bin]]]
+        sizes = adds[kept]
+        gather = np.arange(int(sizes.sum())) + np.repeat(
+            head_at[kept] - (np.cumsum(sizes) - sizes), sizes
+        )
+        ordered_topics = ts[gather]
+        ordered_parts = ps[gather]
         out: dict[int, Pairs] = {}
         at = 0
         for pos, n in zip(compress(positions, ok.tolist()), lens[ok].tolist(), strict=True):
@@ -666,26 +682,37 @@ class _Hetero:
             at += n
         return out
 
+    @cached_property
+    def hand_out_ranks(self) -> _Ints:
+        """Per topic index, its place in :meth:`assign_remaining`'s order (the topics it
+        handed nothing of after those)."""
+        order = sorted(self.subscribers, key=self.topic_key)
+        others = set(range(len(self.topics.counts))).difference(order)
+        ranks = np.empty(len(self.topics.counts), dtype=np.int64)
+        ranks[[*order, *others]] = np.arange(len(ranks))
+        return ranks
+
     @staticmethod
     def _unsafe_sets(
         doubt: np.ndarray[Any, np.dtype[np.bool_]],
-        inverse: np.ndarray[Any, np.dtype[np.int64]],
-        ps: np.ndarray[Any, np.dtype[np.int64]],
-        adds: np.ndarray[Any, np.dtype[np.int64]],
-        set_caps: np.ndarray[Any, np.dtype[np.int64]],
-        pm: np.ndarray[Any, np.dtype[np.int64]],
+        pair_of: _Ints,
+        head_at: _Ints,
+        ps: _Ints,
+        adds: _Ints,
+        set_caps: _Ints,
+        pm: _Ints,
         ok: np.ndarray[Any, np.dtype[np.bool_]],
     ) -> None:
         """:func:`~assign_core.javacompat.hashmap.adds_iterate_by_bin` of the sets in
         ``doubt`` (``_put_only_safe``): clears ``ok`` of a member with a set a bin of which
-        held 9 partitions while the set had some capacity."""
-        chosen = np.flatnonzero(doubt[inverse])
-        by_set = chosen[np.argsort(inverse[chosen], kind="stable")]
-        set_of = inverse[by_set]
-        nth = np.arange(len(by_set)) - np.searchsorted(set_of, set_of)  # addition index
+        held 9 partitions while the set had some capacity. The changes are grouped by set
+        (``pair_of``), in order of addition."""
+        chosen = np.flatnonzero(doubt[pair_of])
+        set_of = pair_of[chosen]
+        nth = chosen - head_at[set_of]  # addition index
         n = adds[set_of]
         base = set_caps[set_of]
-        parts = ps[by_set]
+        parts = ps[chosen]
         top = int(base.max())
         while int(n.max()) > top * 3 // 4:
             top *= 2
@@ -698,10 +725,8 @@ class _Hetero:
                 & (held >= _SET_BIN_LIMIT)
                 & (nth < held)
             )
-            bins, sizes = np.unique(
-                set_of[check] * level + (parts[check] & (level - 1)), return_counts=True
-            )
-            ok[pm[bins[sizes >= _SET_BIN_LIMIT] // level]] = False
+            full = _at_least(set_of[check] * level + (parts[check] & (level - 1)), _SET_BIN_LIMIT)
+            ok[pm[full // level]] = False
             level *= 2
 
     def _replay(
@@ -786,6 +811,13 @@ def _served(levels: _Ints, count: int) -> _Ints:
         )
     starts = np.cumsum(widths) - widths
     return np.arange(count) - np.repeat(starts, widths)
+
+
+def _at_least(values: _Ints, times: int) -> _Ints:
+    """The values found at least ``times`` times in ``values`` (some more than once)."""
+    ordered = np.sort(values)
+    found: _Ints = ordered[times - 1 :][ordered[times - 1 :] == ordered[: len(ordered) - times + 1]]
+    return found
 
 
 def _stable_order(major: _Ints, minor: _Ints, minors: int) -> _Ints:
