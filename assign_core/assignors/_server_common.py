@@ -294,24 +294,43 @@ class OwnedFlat:
     ``topics`` in input order, group ``j`` is ``parts[starts[j]:starts[j + 1]]``. ``tps``
     holds the input's ``TopicPartition`` objects in the coordinator's iteration order (its
     ``HashMap``, then each ``HashSet``), ``perm`` the input positions in that order (``None``:
-    the input's order).
+    the input's order). Read by :meth:`ServerGroup._flat_many`, ``tps`` is taken from the
+    input (``source``) on first use, and ``numbers`` holds the same partitions as numbers
+    (:class:`Pairs`, in that order): the answer of a member that keeps its assignment.
     """
 
-    __slots__ = ("parts", "perm", "starts", "topics", "tps")
+    __slots__ = ("_tps", "numbers", "parts", "perm", "source", "starts", "topics")
 
     def __init__(
         self,
         topics: list[int],
         starts: list[int],
         parts: Sequence[int],
-        tps: list[TopicPartition],
+        tps: list[TopicPartition] | None,
         perm: list[int] | None,
+        source: Sequence[TopicPartition] = (),
+        numbers: Pairs | None = None,
     ) -> None:
         self.topics = topics
         self.starts = starts
         self.parts = parts
-        self.tps = tps
+        self._tps = tps
         self.perm = perm
+        self.source = source
+        self.numbers = numbers
+
+    @property
+    def tps(self) -> list[TopicPartition]:
+        tps = self._tps
+        if tps is None:
+            source = self.source
+            perm = self.perm
+            tps = self._tps = list(source) if perm is None else list(map(source.__getitem__, perm))
+        return tps
+
+    def kept(self) -> Pairs | list[TopicPartition]:
+        """The answer of a member that keeps this assignment (see :data:`Piece`)."""
+        return self.tps if self.numbers is None else self.numbers
 
     def view(self) -> list[tuple[int, list[int], list[TopicPartition]]]:
         """(topic, partitions, TopicPartitions) in iteration order."""
@@ -688,11 +707,12 @@ class ServerGroup:
             self._scattered.setdefault(topic_list[j], []).extend(
                 parts_list[at : at + gsize_list[j]]
             )
-        # one OwnedFlat per eligible member, slices of lists made once
-        perm_list: list[int] = perm_all.tolist()
+        # one OwnedFlat per eligible member, slices of lists made once; its partitions in
+        # iteration order as numbers (the TopicPartitions are taken from the input if read)
         local_perm: list[int] = (perm_all - mstart[pmember]).tolist()
         local_start: list[int] = (gstart - mstart[gmember]).tolist()
-        ordered = list(map(tps_in.__getitem__, perm_list))
+        ordered_topics = gtopic[pgroup][perm_all]
+        ordered_parts = parts[perm_all]
         ms: list[int] = mstart.tolist()
         gf: list[int] = gfirst.tolist()
         out: list[OwnedFlat | None] = [None] * k
@@ -703,12 +723,15 @@ class ServerGroup:
             g1 = gf[j + 1]
             starts = local_start[g0:g1]
             starts.append(b - a)
-            if falls[j]:
-                out[j] = OwnedFlat(
-                    topic_list[g0:g1], starts, parts_list[a:b], ordered[a:b], local_perm[a:b]
-                )
-            else:
-                out[j] = OwnedFlat(topic_list[g0:g1], starts, parts_list[a:b], tps_in[a:b], None)
+            out[j] = OwnedFlat(
+                topic_list[g0:g1],
+                starts,
+                parts_list[a:b],
+                None,
+                local_perm[a:b] if falls[j] else None,
+                owneds[j],
+                Pairs(ordered_topics[a:b], ordered_parts[a:b]),
+            )
         return out
 
     def bulk_owned(
