@@ -403,6 +403,16 @@ class ServerGroup:
         self._bulk: list[
             tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
         ] = []
+        # filled by ``current``: per chunk of _flat_many, the groups (topic, start, size) of
+        # the members it read and the chunk's partitions, for _ownership
+        self._bulk_groups: list[
+            tuple[
+                np.ndarray[Any, Any],
+                np.ndarray[Any, Any],
+                np.ndarray[Any, Any],
+                np.ndarray[Any, Any],
+            ]
+        ] = []
 
     def subscription(self, i: int) -> list[int]:
         known = self._member_subscriptions[i]
@@ -622,8 +632,9 @@ class ServerGroup:
         ``None`` where a member takes the one-by-one path (:meth:`_flat` decides there): a
         topic missing from the metadata or in two groups, a partition from 65,536 on, a group
         of 4,096 or more, 4,096 topics or more, a bin of the map (at 16 bins) or of a set
-        with 9 keys. For the others it notes the runs and scattered partitions that
-        :attr:`_ownership` would take from their :class:`OwnedFlat`, and every partition of
+        with 9 keys. For the others it notes their groups, from which :attr:`_ownership`
+        takes the runs and scattered partitions it would take from their :class:`OwnedFlat`
+        (if asked), and every partition of
         theirs for :meth:`bulk_owned` (``ids``: their indices in ``spec.members``).
         """
         k = len(owneds)
@@ -692,21 +703,9 @@ class ServerGroup:
         self._bulk.append(
             (np.asarray(ids, dtype=np.int64)[pmember[kept]], gtopic[pgroup[kept]], parts[kept])
         )
-        lo = np.minimum.reduceat(parts, gstart)
-        hi = np.maximum.reduceat(parts, gstart)
-        dense = ok & (hi - lo + 1 == gsize)
-        self._runs.extend(
-            zip(gtopic[dense].tolist(), lo[dense].tolist(), hi[dense].tolist(), strict=True)
-        )
+        self._bulk_groups.append((gtopic[ok], gstart[ok], gsize[ok], parts))
         parts_list: list[int] = parts.tolist()
-        gstart_list: list[int] = gstart.tolist()
-        gsize_list: list[int] = gsize.tolist()
         topic_list: list[int] = gtopic.tolist()
-        for j in np.flatnonzero(ok & ~dense).tolist():
-            at = gstart_list[j]
-            self._scattered.setdefault(topic_list[j], []).extend(
-                parts_list[at : at + gsize_list[j]]
-            )
         # one OwnedFlat per eligible member, slices of lists made once; its partitions in
         # iteration order as numbers (the TopicPartitions are taken from the input if read)
         local_perm: list[int] = (perm_all - mstart[pmember]).tolist()
@@ -749,8 +748,23 @@ class ServerGroup:
     @cached_property
     def _ownership(self) -> tuple[dict[int, Sequence[int]], bool]:
         """Per owned topic the partitions nobody owns, and whether some are owned twice."""
-        self.current  # noqa: B018 - fills _runs, _scattered and _flats
+        self.current  # noqa: B018 - fills _runs, _scattered, _flats and _bulk_groups
         counts = self.topics.counts
+        for gtopic, gstart, gsize, parts in self._bulk_groups:
+            lo = np.minimum.reduceat(parts, gstart) if len(gstart) else gstart
+            hi = np.maximum.reduceat(parts, gstart) if len(gstart) else gstart
+            dense = hi - lo + 1 == gsize
+            self._runs.extend(
+                zip(gtopic[dense].tolist(), lo[dense].tolist(), hi[dense].tolist(), strict=True)
+            )
+            parts_list: list[int] = parts.tolist()
+            for t, at, size in zip(
+                gtopic[~dense].tolist(),
+                gstart[~dense].tolist(),
+                gsize[~dense].tolist(),
+                strict=True,
+            ):
+                self._scattered.setdefault(t, []).extend(parts_list[at : at + size])
         for flat in self._flats:
             starts = flat.starts
             for j, t in enumerate(flat.topics):
