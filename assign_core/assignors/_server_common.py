@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, compress, groupby, islice, repeat
+from itertools import chain, compress, groupby, repeat
 from operator import and_, getitem, gt, itemgetter, le, ne, or_, sub
 from typing import Any, NamedTuple
 
@@ -641,15 +641,18 @@ class ServerGroup:
         lengths = np.fromiter(map(len, owneds), dtype=np.int64, count=k)
         tps_in = list(chain.from_iterable(owneds))
         n = len(tps_in)
-        names = list(map(_TOPIC, tps_in))
+        # each partition's topic index (-1: not in the metadata, a bad member)
+        topic_of = np.fromiter(
+            map(self.topics.index.get, map(_TOPIC, tps_in), repeat(-1)), dtype=np.int64, count=n
+        )
         parts = np.fromiter(map(_PARTITION, tps_in), dtype=np.int64, count=n)
         mstart = np.zeros(k + 1, dtype=np.int64)
         np.cumsum(lengths, out=mstart[1:])
         member = np.arange(k)
         pmember = np.repeat(member, lengths)
-        # groups: runs of one topic name within a member (names are compared by identity first)
+        # groups: runs of one topic within a member
         change = np.ones(n, dtype=bool)
-        change[1:] = np.fromiter(map(ne, names, islice(names, 1, None)), dtype=bool, count=n - 1)
+        change[1:] = topic_of[1:] != topic_of[:-1]
         change[mstart[:-1]] = True
         gstart = np.flatnonzero(change)
         groups = len(gstart)
@@ -658,11 +661,7 @@ class ServerGroup:
         gfirst = np.zeros(k + 1, dtype=np.int64)
         np.cumsum(gcount, out=gfirst[1:])
         gmember = np.repeat(member, gcount)
-        gtopic = np.fromiter(
-            map(self.topics.index.get, map(names.__getitem__, gstart.tolist()), repeat(-1)),
-            dtype=np.int64,
-            count=groups,
-        )
+        gtopic = topic_of[gstart]
         bad = np.zeros(k, dtype=bool)
         bad[gmember[gtopic < 0]] = True
         bad[pmember[parts >= 65536]] = True
@@ -715,6 +714,7 @@ class ServerGroup:
         ms: list[int] = mstart.tolist()
         gf: list[int] = gfirst.tolist()
         out: list[OwnedFlat | None] = [None] * k
+        falling: list[bool] = falls.tolist()
         for j in compress(range(k), (~bad).tolist()):
             a = ms[j]
             b = ms[j + 1]
@@ -727,7 +727,7 @@ class ServerGroup:
                 starts,
                 parts_list[a:b],
                 None,
-                local_perm[a:b] if falls[j] else None,
+                local_perm[a:b] if falling[j] else None,
                 owneds[j],
                 Pairs(ordered_topics[a:b], ordered_parts[a:b]),
             )
@@ -751,11 +751,13 @@ class ServerGroup:
         self.current  # noqa: B018 - fills _runs, _scattered, _flats and _bulk_groups
         counts = self.topics.counts
         for gtopic, gstart, gsize, parts in self._bulk_groups:
-            lo = np.minimum.reduceat(parts, gstart) if len(gstart) else gstart
-            hi = np.maximum.reduceat(parts, gstart) if len(gstart) else gstart
-            dense = hi - lo + 1 == gsize
+            lows = np.minimum.reduceat(parts, gstart) if len(gstart) else gstart
+            highs = np.maximum.reduceat(parts, gstart) if len(gstart) else gstart
+            dense = highs - lows + 1 == gsize
             self._runs.extend(
-                zip(gtopic[dense].tolist(), lo[dense].tolist(), hi[dense].tolist(), strict=True)
+                zip(
+                    gtopic[dense].tolist(), lows[dense].tolist(), highs[dense].tolist(), strict=True
+                )
             )
             parts_list: list[int] = parts.tolist()
             for t, at, size in zip(

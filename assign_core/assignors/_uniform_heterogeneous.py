@@ -11,12 +11,11 @@ numpy sort, where their maps and sets provably iterate by bin.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Sequence
 from functools import cached_property
 from itertools import chain, compress, repeat
-from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift, setitem
+from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift
 from operator import sub as sub_
 from typing import Any
 
@@ -236,7 +235,8 @@ class _Hetero:
                     map(repeat, [owners[t] for t in owned.topics], group_sizes)
                 )
                 try:
-                    deque(map(setitem, per_partition, owned.parts, repeat(pos)), 0)
+                    for owners_of_topic, p in zip(per_partition, owned.parts, strict=True):
+                        owners_of_topic[p] = pos
                 except IndexError:
                     raise _beyond(self.topics, owned.topics, owned.parts) from None
                 sizes[pos] += len(owned.parts)
@@ -247,7 +247,7 @@ class _Hetero:
                     if max(o.partitions) >= counts[t]:
                         raise _beyond(self.topics, [t], o.partitions)
                     sizes[pos] += len(o.partitions)
-                    deque(map(setitem, repeat(owners[t]), o.partitions, repeat(pos)), 0)
+                    owners[t][o.partitions] = pos
                 else:
                     self._drop(pos, t)
         writer = np.array(deferred, dtype=np.int64)[bulk_members]
@@ -664,9 +664,9 @@ class _Hetero:
         # each set's partitions by bin (stable: in order of addition)
         multi = (adds > 1)[pair_of]
         if multi.any():
-            at = np.flatnonzero(multi)
-            bins = pair_of[at] << 16 | (ps[at] & (set_caps - 1)[pair_of[at]])
-            ps[at] = ps[at[np.argsort(bins, kind="stable")]]
+            several = np.flatnonzero(multi)
+            bins = pair_of[several] << 16 | (ps[several] & (set_caps - 1)[pair_of[several]])
+            ps[several] = ps[several[np.argsort(bins, kind="stable")]]
         # the sets in the order of their maps
         kept = by_bin[ok[pm[by_bin]]]
         sizes = adds[kept]
