@@ -635,7 +635,7 @@ class ServerGroup:
         with 9 keys. For the others it notes their groups, from which :attr:`_ownership`
         takes the runs and scattered partitions it would take from their :class:`OwnedFlat`
         (if asked), and every partition of
-        theirs for :meth:`bulk_owned` (``ids``: their indices in ``spec.members``).
+        theirs for :meth:`bulk_chunks` (``ids``: their indices in ``spec.members``).
         """
         k = len(owneds)
         lengths = np.fromiter(map(len, owneds), dtype=np.int64, count=k)
@@ -696,7 +696,7 @@ class ServerGroup:
         falls = np.zeros(k, dtype=bool)
         down = (keys[1:] < keys[:-1]) & (pmember[1:] == pmember[:-1])
         falls[pmember[1:][down]] = True
-        # the eligible members' groups for _ownership, their partitions for bulk_owned
+        # the eligible members' groups for _ownership, their partitions for bulk_chunks
         ok = ~bad[gmember]
         kept = ~bad[pmember]
         self._bulk.append(
@@ -733,17 +733,14 @@ class ServerGroup:
             )
         return out
 
-    def bulk_owned(
+    def bulk_chunks(
         self,
-    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    ) -> list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Every partition of the members whose :class:`OwnedFlat` was made by
-        :meth:`_flat_many`, as arrays: member (index in ``spec.members``), topic, partition."""
+        :meth:`_flat_many`, as arrays per chunk it read (each member's in one): member
+        (index in ``spec.members``), topic, partition."""
         self.current  # noqa: B018 - fills _bulk
-        if not self._bulk:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        members, topics, parts = zip(*self._bulk, strict=True)
-        return np.concatenate(members), np.concatenate(topics), np.concatenate(parts)
+        return self._bulk
 
     @cached_property
     def _ownership(self) -> tuple[dict[int, Sequence[int]], bool]:

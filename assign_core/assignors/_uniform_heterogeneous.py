@@ -163,6 +163,9 @@ class _Hetero:
         for kind, sub in enumerate(subscriptions):
             subscribes[kind, sub] = True
         member_kinds = np.array(kinds, dtype=np.int64)
+        #: per position the member's subscription, and which topics each subscribes
+        self.kinds = member_kinds
+        self.subscribes = subscribes
         self.subscribers: dict[int, _Ints] = {
             t: np.flatnonzero(subscribes[:, t][member_kinds])
             for t in dict.fromkeys(chain.from_iterable(subscriptions))
@@ -192,43 +195,58 @@ class _Hetero:
         g = self.g
         counts = self.topics.counts
         sizes = self.sizes
-        owners = self.owners = {t: np.full(counts[t], -1, dtype=np.int64) for t in self.subscribers}
-        subscribed_sets: dict[int, set[int]] = {}
-        # members read by ServerGroup._flat_many: their partitions are written at the end, in
-        # one numpy pass (a later member's write wins: the highest position)
-        bulk_members, bulk_topics, bulk_parts = g.bulk_owned()
+        # one table of every subscribed topic's owners, each topic's a view of it
+        topics = list(self.subscribers)
+        offsets = np.zeros(len(counts), dtype=np.int64)
+        offsets[topics] = np.cumsum([0] + [counts[t] for t in topics[:-1]])
+        table = np.full(sum(counts[t] for t in topics), -1, dtype=np.int64)
+        owners = self.owners = {
+            t: table[at : at + counts[t]]
+            for t, at in zip(topics, offsets[topics].tolist(), strict=True)
+        }
+        # members read by ServerGroup._flat_many and subscribed to all their topics: read
+        # here with numpy, their partitions written at the end (a later member's write wins:
+        # the highest position); the others below, one by one
         n = len(g.spec.members)
-        in_bulk = np.zeros(n, dtype=bool)
-        in_bulk[bulk_members] = True
-        covered: list[bool] = in_bulk.tolist()
-        beyond = np.zeros(n, dtype=bool)
+        position = np.empty(n, dtype=np.int64)
+        position[g.order] = np.arange(n)
         known_counts = np.array(counts[: self.topics.known], dtype=np.int64)
-        beyond[bulk_members[bulk_parts >= known_counts[bulk_topics]]] = True
-        too_far: list[bool] = beyond.tolist()
-        deferred = [-1] * n
+        done = np.zeros(n, dtype=bool)
+        beyond = np.zeros(n, dtype=bool)
+        bulk_sizes = np.zeros(n, dtype=np.int64)  # by position
+        writes: list[tuple[_Ints, _Ints]] = []
+        for members, member_topics, parts in g.bulk_chunks():
+            at = position[members]
+            subscribed = self.subscribes[self.kinds[at], member_topics]
+            covered = np.ones(n, dtype=bool)
+            covered[members[~subscribed]] = False
+            mine = covered[members]
+            done[members[mine]] = True
+            beyond[members[mine & (parts >= known_counts[member_topics])]] = True
+            writes.append((offsets[member_topics[mine]] + parts[mine], at[mine]))
+            bulk_sizes += np.bincount(at[mine], minlength=n)
+        first_beyond = int(position[beyond].min()) if beyond.any() else n
+        skip: list[bool] = done.tolist()
+        subscribed_sets: dict[int, set[int]] = {}
         for pos, i in enumerate(g.order):
+            if pos >= first_beyond:
+                break
             owned = g.current[i]
-            if not owned:
+            if not owned or skip[i]:
                 continue
             sub = g.subscription(i)
-            subscribed = subscribed_sets.get(id(sub))
-            if subscribed is None:
-                subscribed = subscribed_sets[id(sub)] = set(sub)
+            subscribed_set = subscribed_sets.get(id(sub))
+            if subscribed_set is None:
+                subscribed_set = subscribed_sets[id(sub)] = set(sub)
             if isinstance(owned, tuple):
                 t, lo, hi, _ = owned
-                if t in subscribed:
+                if t in subscribed_set:
                     sizes[pos] += hi - lo + 1
                     owners[t][lo : hi + 1] = pos
                 else:
                     self._drop(pos, t)
                 continue
-            if isinstance(owned, OwnedFlat) and subscribed.issuperset(owned.topics):
-                if covered[i]:
-                    if too_far[i]:
-                        raise _beyond(self.topics, owned.topics, owned.parts)
-                    deferred[i] = pos
-                    sizes[pos] += len(owned.parts)
-                    continue
+            if isinstance(owned, OwnedFlat) and subscribed_set.issuperset(owned.topics):
                 st = owned.starts
                 group_sizes = list(map(sub_, st[1:], st[:-1]))
                 per_partition = chain.from_iterable(
@@ -243,23 +261,20 @@ class _Hetero:
                 continue
             for o in self.olds(i):
                 t = o.topic
-                if t in subscribed:
+                if t in subscribed_set:
                     if max(o.partitions) >= counts[t]:
                         raise _beyond(self.topics, [t], o.partitions)
                     sizes[pos] += len(o.partitions)
                     owners[t][o.partitions] = pos
                 else:
                     self._drop(pos, t)
-        writer = np.array(deferred, dtype=np.int64)[bulk_members]
-        take = writer >= 0
-        if take.any():
-            topics = list(owners)
-            offsets = np.zeros(self.topics.known, dtype=np.int64)
-            offsets[topics] = np.cumsum([0] + [counts[t] for t in topics[:-1]])
-            table = np.concatenate(list(owners.values()))
-            np.maximum.at(table, offsets[bulk_topics[take]] + bulk_parts[take], writer[take])
-            for t, at in zip(topics, offsets[topics].tolist(), strict=True):
-                owners[t] = table[at : at + counts[t]]
+        if first_beyond < n:
+            flat = g.current[g.order[first_beyond]]
+            assert isinstance(flat, OwnedFlat)
+            raise _beyond(self.topics, flat.topics, flat.parts)
+        for where, who in writes:
+            np.maximum.at(table, where, who)
+        self.sizes = (np.array(sizes, dtype=np.int64) + bulk_sizes).tolist()
 
     def assign_remaining(self) -> None:
         """Each topic's unassigned partitions, ascending, to ``nextLeastLoadedMember()``:
