@@ -294,12 +294,12 @@ class OwnedFlat:
     ``topics`` in input order, group ``j`` is ``parts[starts[j]:starts[j + 1]]``. ``tps``
     holds the input's ``TopicPartition`` objects in the coordinator's iteration order (its
     ``HashMap``, then each ``HashSet``), ``perm`` the input positions in that order (``None``:
-    the input's order). Read by :meth:`ServerGroup._flat_many`, ``tps`` is taken from the
-    input (``source``) on first use, and ``numbers`` holds the same partitions as numbers
-    (:class:`Pairs`, in that order): the answer of a member that keeps its assignment.
+    the input's order). One read by :meth:`ServerGroup._flat_many` is made from its chunk
+    (:class:`FlatChunk`) on first use, its ``tps`` taken from the input, and :meth:`kept`
+    gives its partitions in that order as numbers.
     """
 
-    __slots__ = ("_tps", "numbers", "parts", "perm", "source", "starts", "topics")
+    __slots__ = ("_chunk", "_j", "_parts", "_perm", "_starts", "_topics", "_tps")
 
     def __init__(
         self,
@@ -308,29 +308,60 @@ class OwnedFlat:
         parts: Sequence[int],
         tps: list[TopicPartition] | None,
         perm: list[int] | None,
-        source: Sequence[TopicPartition] = (),
-        numbers: Pairs | None = None,
+        chunk: FlatChunk | None = None,
+        j: int = 0,
     ) -> None:
-        self.topics = topics
-        self.starts = starts
-        self.parts = parts
+        self._topics = topics
+        self._starts = starts
+        self._parts = parts
         self._tps = tps
-        self.perm = perm
-        self.source = source
-        self.numbers = numbers
+        self._perm = perm
+        self._chunk = chunk
+        self._j = j
+
+    @classmethod
+    def of_chunk(cls, chunk: FlatChunk, j: int) -> OwnedFlat:
+        """Member ``j`` of ``chunk``, its lists made when first read."""
+        return cls([], [], (), None, None, chunk, j)
+
+    def _read(self) -> None:
+        chunk = self._chunk
+        if chunk is not None:
+            self._chunk = None
+            (self._topics, self._starts, self._parts, self._perm, self._tps) = chunk.member(self._j)
+
+    @property
+    def topics(self) -> list[int]:
+        self._read()
+        return self._topics
+
+    @property
+    def starts(self) -> list[int]:
+        self._read()
+        return self._starts
+
+    @property
+    def parts(self) -> Sequence[int]:
+        self._read()
+        return self._parts
+
+    @property
+    def perm(self) -> list[int] | None:
+        self._read()
+        return self._perm
 
     @property
     def tps(self) -> list[TopicPartition]:
-        tps = self._tps
-        if tps is None:
-            source = self.source
-            perm = self.perm
-            tps = self._tps = list(source) if perm is None else list(map(source.__getitem__, perm))
-        return tps
+        self._read()
+        assert self._tps is not None
+        return self._tps
 
     def kept(self) -> Pairs | list[TopicPartition]:
         """The answer of a member that keeps this assignment (see :data:`Piece`)."""
-        return self.tps if self.numbers is None else self.numbers
+        chunk = self._chunk
+        if chunk is None:
+            return self.tps
+        return chunk.numbers(self._j)
 
     def view(self) -> list[tuple[int, list[int], list[TopicPartition]]]:
         """(topic, partitions, TopicPartitions) in iteration order."""
@@ -352,6 +383,82 @@ class OwnedFlat:
             out.append((t, ps, self.tps[begin : begin + len(ps)]))
             begin += len(ps)
         return out
+
+
+class FlatChunk:
+    """What :meth:`ServerGroup._flat_many` read of a chunk of members, from which their
+    :class:`OwnedFlat` s are made when read: per member ``j`` its partitions
+    ``mstart[j]:mstart[j + 1]`` and groups ``gfirst[j]:gfirst[j + 1]``, and the partitions of
+    the eligible members in iteration order as numbers (from ``numbered[j]`` on)."""
+
+    __slots__ = (
+        "_lists",
+        "falls",
+        "gfirst",
+        "gstart",
+        "gtopic",
+        "mstart",
+        "numbered",
+        "ordered_parts",
+        "ordered_topics",
+        "owneds",
+        "parts",
+        "perm",
+    )
+
+    def __init__(
+        self,
+        owneds: Sequence[Sequence[TopicPartition]],
+        arrays: dict[str, np.ndarray[Any, Any]],
+        mstart: list[int],
+        gfirst: list[int],
+        falls: list[bool],
+        numbered: list[int],
+    ) -> None:
+        self.owneds = owneds
+        self.gtopic = arrays["gtopic"]
+        self.gstart = arrays["gstart"]  # within its member
+        self.parts = arrays["parts"]
+        self.perm = arrays["perm"]  # within its member
+        self.ordered_topics = arrays["ordered_topics"]
+        self.ordered_parts = arrays["ordered_parts"]
+        self.mstart = mstart
+        self.gfirst = gfirst
+        self.falls = falls
+        self.numbered = numbered
+        self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
+
+    def member(
+        self, j: int
+    ) -> tuple[list[int], list[int], list[int], list[int] | None, list[TopicPartition]]:
+        """Member ``j``'s topics, starts, partitions, perm and TopicPartitions."""
+        if self._lists is None:
+            self._lists = (
+                self.gtopic.tolist(),
+                self.gstart.tolist(),
+                self.parts.tolist(),
+                self.perm.tolist(),
+            )
+        topics, gstart, parts, perm = self._lists
+        a = self.mstart[j]
+        b = self.mstart[j + 1]
+        g0 = self.gfirst[j]
+        g1 = self.gfirst[j + 1]
+        starts = gstart[g0:g1]
+        starts.append(b - a)
+        source = self.owneds[j]
+        if self.falls[j]:
+            order = perm[a:b]
+            return topics[g0:g1], starts, parts[a:b], order, list(map(source.__getitem__, order))
+        return topics[g0:g1], starts, parts[a:b], None, list(source)
+
+    def numbers(self, j: int) -> Pairs:
+        """Member ``j``'s partitions in iteration order."""
+        at = self.numbered[j]
+        return _tuple_new(
+            Pairs,
+            (self.ordered_topics, self.ordered_parts, at, at + self.mstart[j + 1] - self.mstart[j]),
+        )
 
 
 #: A member's current assignment: an :data:`OwnedRun`, an :class:`OwnedFlat`, or its topics
@@ -703,34 +810,31 @@ class ServerGroup:
             (np.asarray(ids, dtype=np.int64)[pmember[kept]], gtopic[pgroup[kept]], parts[kept])
         )
         self._bulk_groups.append((gtopic[ok], gstart[ok], gsize[ok], parts))
-        parts_list: list[int] = parts.tolist()
-        topic_list: list[int] = gtopic.tolist()
-        # one OwnedFlat per eligible member, slices of lists made once; its partitions in
-        # iteration order as numbers (the TopicPartitions are taken from the input if read)
-        local_perm: list[int] = (perm_all - mstart[pmember]).tolist()
-        local_start: list[int] = (gstart - mstart[gmember]).tolist()
-        ordered_topics = gtopic[pgroup][perm_all]
-        ordered_parts = parts[perm_all]
-        ms: list[int] = mstart.tolist()
-        gf: list[int] = gfirst.tolist()
+        # one OwnedFlat per eligible member, made from the chunk when read; their partitions
+        # in iteration order as numbers
+        in_order = perm_all[kept[perm_all]]
+        good = ~bad
+        numbered = np.zeros(k, dtype=np.int64)
+        np.cumsum((lengths * good)[:-1], out=numbered[1:])
+        chunk = FlatChunk(
+            owneds,
+            {
+                "gtopic": gtopic,
+                "gstart": gstart - mstart[gmember],
+                "parts": parts,
+                "perm": perm_all - mstart[pmember],
+                "ordered_topics": gtopic[pgroup][in_order],
+                "ordered_parts": parts[in_order],
+            },
+            mstart.tolist(),
+            gfirst.tolist(),
+            falls.tolist(),
+            numbered.tolist(),
+        )
         out: list[OwnedFlat | None] = [None] * k
-        falling: list[bool] = falls.tolist()
-        for j in compress(range(k), (~bad).tolist()):
-            a = ms[j]
-            b = ms[j + 1]
-            g0 = gf[j]
-            g1 = gf[j + 1]
-            starts = local_start[g0:g1]
-            starts.append(b - a)
-            out[j] = OwnedFlat(
-                topic_list[g0:g1],
-                starts,
-                parts_list[a:b],
-                None,
-                local_perm[a:b] if falling[j] else None,
-                owneds[j],
-                Pairs(ordered_topics[a:b], ordered_parts[a:b]),
-            )
+        of_chunk = OwnedFlat.of_chunk
+        for j in compress(range(k), good.tolist()):
+            out[j] = of_chunk(chunk, j)
         return out
 
     def bulk_chunks(
@@ -939,11 +1043,14 @@ class TopicPartitionLists:
 
 
 class Pairs(NamedTuple):
-    """Partitions of several topics in any order: ``(topics[k], partitions[k])`` in turn
-    (numpy arrays of topic indices and partition numbers)."""
+    """Partitions of several topics in any order: ``(topics[k], partitions[k])`` in turn for
+    ``k`` from ``start`` to ``stop`` (numpy arrays of topic indices and partition numbers,
+    shared by many members' pieces)."""
 
     topics: np.ndarray[Any, np.dtype[np.int64]]
     partitions: np.ndarray[Any, np.dtype[np.int64]]
+    start: int
+    stop: int
 
 
 #: One piece of a member's answer held as numbers (:class:`ServerNumbers`), in order:
@@ -973,13 +1080,13 @@ class ServerNumbers:
         lists = TopicPartitionLists(self._topics)
         wanted: set[int] = set()
         blocks: dict[int, Sequence[int]] = {}
-        paired: list[np.ndarray[Any, np.dtype[np.int64]]] = []
+        paired: dict[int, Pairs] = {}  # by its arrays
         for pieces in self._pieces:
             for piece in pieces:
                 if isinstance(piece, list):
                     continue
                 if isinstance(piece, Pairs):
-                    paired.append(piece.topics)
+                    paired.setdefault(id(piece.topics), piece)
                     continue
                 head = piece[0]
                 if isinstance(head, int):
@@ -987,8 +1094,10 @@ class ServerNumbers:
                 elif id(head) not in blocks:
                     blocks[id(head)] = head
                     wanted.update(head)
-        if paired:
-            wanted.update(np.unique(np.concatenate(paired)).tolist())
+        # each shared pair of arrays as lists, once
+        pair_lists = {key: (p.topics.tolist(), p.partitions.tolist()) for key, p in paired.items()}
+        for topic_list, _ in pair_lists.values():
+            wanted.update(topic_list)
         lists.prefetch(sorted(wanted))
         columns = {key: [lists.get(t) for t in ts] for key, ts in blocks.items()}
         shortest = {key: min(map(len, cols), default=0) for key, cols in columns.items()}
@@ -1004,7 +1113,11 @@ class ServerNumbers:
                     made += piece
                     continue
                 if isinstance(piece, Pairs):
-                    made += lists.pairs(piece.topics.tolist(), piece.partitions.tolist())
+                    topic_list, partition_list = pair_lists[id(piece.topics)]
+                    made += lists.pairs(
+                        topic_list[piece.start : piece.stop],
+                        partition_list[piece.start : piece.stop],
+                    )
                     continue
                 head, numbers = piece
                 if isinstance(head, int):

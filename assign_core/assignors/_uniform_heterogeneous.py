@@ -134,6 +134,7 @@ class _Balancer:
 
 
 _SHIFT = 32
+_tuple_new = tuple.__new__
 _LOW = (1 << _SHIFT) - 1
 
 
@@ -690,12 +691,13 @@ class _Hetero:
         )
         ordered_topics = ts[gather]
         ordered_parts = ps[gather]
-        out: dict[int, Pairs] = {}
-        at = 0
-        for pos, n in zip(compress(positions, ok.tolist()), lens[ok].tolist(), strict=True):
-            out[pos] = Pairs(ordered_topics[at : at + n], ordered_parts[at : at + n])
-            at += n
-        return out
+        stops = np.cumsum(lens[ok]).tolist()
+        return {
+            pos: _tuple_new(Pairs, (ordered_topics, ordered_parts, stop - n, stop))
+            for pos, n, stop in zip(
+                compress(positions, ok.tolist()), lens[ok].tolist(), stops, strict=True
+            )
+        }
 
     @cached_property
     def hand_out_ranks(self) -> _Ints:
