@@ -295,8 +295,9 @@ class OwnedFlat:
     holds the input's ``TopicPartition`` objects in the coordinator's iteration order (its
     ``HashMap``, then each ``HashSet``), ``perm`` the input positions in that order (``None``:
     the input's order). One read by :meth:`ServerGroup._flat_many` is made from its chunk
-    (:class:`FlatChunk`) on first use, its ``tps`` taken from the input, and :meth:`kept`
-    gives its partitions in that order as numbers.
+    (:class:`FlatChunk`) on first use, its ``tps`` taken from the input in that order. The
+    answer of a member that keeps its assignment is the assignment itself (a :data:`Piece`):
+    the order is decided, the list taken when the answer is read.
     """
 
     __slots__ = ("_chunk", "_j", "_parts", "_perm", "_starts", "_topics", "_tps")
@@ -356,13 +357,6 @@ class OwnedFlat:
         assert self._tps is not None
         return self._tps
 
-    def kept(self) -> Pairs | list[TopicPartition]:
-        """The answer of a member that keeps this assignment (see :data:`Piece`)."""
-        chunk = self._chunk
-        if chunk is None:
-            return self.tps
-        return chunk.numbers(self._j)
-
     def view(self) -> list[tuple[int, list[int], list[TopicPartition]]]:
         """(topic, partitions, TopicPartitions) in iteration order."""
         st = self.starts
@@ -388,8 +382,8 @@ class OwnedFlat:
 class FlatChunk:
     """What :meth:`ServerGroup._flat_many` read of a chunk of members, from which their
     :class:`OwnedFlat` s are made when read: per member ``j`` its partitions
-    ``mstart[j]:mstart[j + 1]`` and groups ``gfirst[j]:gfirst[j + 1]``, and the partitions of
-    the eligible members in iteration order as numbers (from ``numbered[j]`` on)."""
+    ``mstart[j]:mstart[j + 1]`` (``perm``: in iteration order) and groups
+    ``gfirst[j]:gfirst[j + 1]``."""
 
     __slots__ = (
         "_lists",
@@ -398,9 +392,6 @@ class FlatChunk:
         "gstart",
         "gtopic",
         "mstart",
-        "numbered",
-        "ordered_parts",
-        "ordered_topics",
         "owneds",
         "parts",
         "perm",
@@ -413,19 +404,15 @@ class FlatChunk:
         mstart: list[int],
         gfirst: list[int],
         falls: list[bool],
-        numbered: list[int],
     ) -> None:
         self.owneds = owneds
         self.gtopic = arrays["gtopic"]
         self.gstart = arrays["gstart"]  # within its member
         self.parts = arrays["parts"]
         self.perm = arrays["perm"]  # within its member
-        self.ordered_topics = arrays["ordered_topics"]
-        self.ordered_parts = arrays["ordered_parts"]
         self.mstart = mstart
         self.gfirst = gfirst
         self.falls = falls
-        self.numbered = numbered
         self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
 
     def member(
@@ -451,14 +438,6 @@ class FlatChunk:
             order = perm[a:b]
             return topics[g0:g1], starts, parts[a:b], order, list(map(source.__getitem__, order))
         return topics[g0:g1], starts, parts[a:b], None, list(source)
-
-    def numbers(self, j: int) -> Pairs:
-        """Member ``j``'s partitions in iteration order."""
-        at = self.numbered[j]
-        return _tuple_new(
-            Pairs,
-            (self.ordered_topics, self.ordered_parts, at, at + self.mstart[j + 1] - self.mstart[j]),
-        )
 
 
 #: A member's current assignment: an :data:`OwnedRun`, an :class:`OwnedFlat`, or its topics
@@ -810,12 +789,7 @@ class ServerGroup:
             (np.asarray(ids, dtype=np.int64)[pmember[kept]], gtopic[pgroup[kept]], parts[kept])
         )
         self._bulk_groups.append((gtopic[ok], gstart[ok], gsize[ok], parts))
-        # one OwnedFlat per eligible member, made from the chunk when read; their partitions
-        # in iteration order as numbers
-        in_order = perm_all[kept[perm_all]]
-        good = ~bad
-        numbered = np.zeros(k, dtype=np.int64)
-        np.cumsum((lengths * good)[:-1], out=numbered[1:])
+        # one OwnedFlat per eligible member, made from the chunk when read
         chunk = FlatChunk(
             owneds,
             {
@@ -823,17 +797,14 @@ class ServerGroup:
                 "gstart": gstart - mstart[gmember],
                 "parts": parts,
                 "perm": perm_all - mstart[pmember],
-                "ordered_topics": gtopic[pgroup][in_order],
-                "ordered_parts": parts[in_order],
             },
             mstart.tolist(),
             gfirst.tolist(),
             falls.tolist(),
-            numbered.tolist(),
         )
         out: list[OwnedFlat | None] = [None] * k
         of_chunk = OwnedFlat.of_chunk
-        for j in compress(range(k), good.tolist()):
+        for j in compress(range(k), (~bad).tolist()):
             out[j] = of_chunk(chunk, j)
         return out
 
@@ -1055,10 +1026,15 @@ class Pairs(NamedTuple):
 
 #: One piece of a member's answer held as numbers (:class:`ServerNumbers`), in order:
 #: ``(topic, partitions)``; ``(topics, partitions)``, the same partitions of each of several
-#: topics in turn; :class:`Pairs`; or a list of ``TopicPartition`` objects already made (a
-#: current assignment kept as it was, as the input's objects).
+#: topics in turn; :class:`Pairs`; a list of ``TopicPartition`` objects already made (a
+#: current assignment kept as it was, as the input's objects); or an :class:`OwnedFlat` kept
+#: as it was (its ``tps``: the input's objects, taken in iteration order when read).
 Piece = (
-    tuple[int, Sequence[int]] | tuple[Sequence[int], Sequence[int]] | Pairs | list[TopicPartition]
+    tuple[int, Sequence[int]]
+    | tuple[Sequence[int], Sequence[int]]
+    | Pairs
+    | list[TopicPartition]
+    | OwnedFlat
 )
 
 
@@ -1083,7 +1059,7 @@ class ServerNumbers:
         paired: dict[int, Pairs] = {}  # by its arrays
         for pieces in self._pieces:
             for piece in pieces:
-                if isinstance(piece, list):
+                if isinstance(piece, (list, OwnedFlat)):
                     continue
                 if isinstance(piece, Pairs):
                     paired.setdefault(id(piece.topics), piece)
@@ -1099,25 +1075,31 @@ class ServerNumbers:
         for topic_list, _ in pair_lists.values():
             wanted.update(topic_list)
         lists.prefetch(sorted(wanted))
+        # ... and their TopicPartitions, once
+        pair_tps = {key: lists.pairs(*both) for key, both in pair_lists.items()}
         columns = {key: [lists.get(t) for t in ts] for key, ts in blocks.items()}
         shortest = {key: min(map(len, cols), default=0) for key, cols in columns.items()}
         transposed: dict[int, list[tuple[TopicPartition, ...]]] = {}
         out: list[list[TopicPartition]] = []
         for pieces in self._pieces:
-            if len(pieces) == 1 and isinstance(pieces[0], list):
-                out.append(pieces[0])
-                continue
+            if len(pieces) == 1:
+                only = pieces[0]
+                if isinstance(only, list):
+                    out.append(only)
+                    continue
+                if isinstance(only, OwnedFlat):
+                    out.append(only.tps)
+                    continue
             made: list[TopicPartition] = []
             for piece in pieces:
                 if isinstance(piece, list):
                     made += piece
                     continue
+                if isinstance(piece, OwnedFlat):
+                    made += piece.tps
+                    continue
                 if isinstance(piece, Pairs):
-                    topic_list, partition_list = pair_lists[id(piece.topics)]
-                    made += lists.pairs(
-                        topic_list[piece.start : piece.stop],
-                        partition_list[piece.start : piece.stop],
-                    )
+                    made += pair_tps[id(piece.topics)][piece.start : piece.stop]
                     continue
                 head, numbers = piece
                 if isinstance(head, int):

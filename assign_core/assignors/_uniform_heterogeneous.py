@@ -394,7 +394,7 @@ class _Hetero:
                 if isinstance(owned, tuple):
                     by_member[i] = [owned[3]]
                 elif isinstance(owned, OwnedFlat):
-                    by_member[i] = [owned.kept()]
+                    by_member[i] = [owned]
                 elif owned:
                     by_member[i] = [[tp for o in self.olds(i) for tp in o.tps]]
                 continue

@@ -109,7 +109,7 @@ def _numbers(g: ServerGroup, olds: _Olds, states: Sequence[_State]) -> ServerNum
             if isinstance(owned, tuple):
                 by_member[i] = [owned[3]]
             elif isinstance(owned, OwnedFlat):
-                by_member[i] = [owned.kept()]
+                by_member[i] = [owned]
             elif owned:
                 by_member[i] = [[tp for o in olds(i) for tp in o.tps]]
         elif isinstance(state, list):
