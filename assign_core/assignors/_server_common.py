@@ -479,6 +479,7 @@ class ServerGroup:
             len({frozenset(topics) for topics in {id(s): s for s in subscriptions}.values()}) <= 1
         )
         self._subscriptions: dict[tuple[str, ...], list[int]] = {}
+        self._subscriptions_by_id: dict[int, list[int]] = {}  # the spec holds the names
         self._member_subscriptions: list[list[int] | None] = [None] * len(members)
         # filled by ``current``: dense runs (topic, lo, hi) and other owned partitions
         self._runs: list[tuple[int, int, int]] = []
@@ -505,13 +506,17 @@ class ServerGroup:
         if known is not None:
             return known
         names = self.spec.members[i].topics
-        sub = self._subscriptions.get(names)
+        # a parser shares equal subscriptions: by identity first (no hash of the names)
+        sub = self._subscriptions_by_id.get(id(names))
         if sub is None:
-            index = self.topics.index
-            ordered = put_only_order(
-                list(names), string_hash, _str_cmp, hashset_copy_capacity(len(names))
-            )
-            sub = self._subscriptions[names] = [index[n] for n in ordered if n in index]
+            sub = self._subscriptions.get(names)
+            if sub is None:
+                index = self.topics.index
+                ordered = put_only_order(
+                    list(names), string_hash, _str_cmp, hashset_copy_capacity(len(names))
+                )
+                sub = self._subscriptions[names] = [index[n] for n in ordered if n in index]
+            self._subscriptions_by_id[id(names)] = sub
         self._member_subscriptions[i] = sub
         return sub
 
