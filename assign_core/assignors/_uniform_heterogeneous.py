@@ -5,8 +5,12 @@ loaded subscribers, then move partitions from the most to the least loaded subsc
 balanced (at most 16 passes over the topics).
 
 Every member's target assignment is kept as the list of its changes and replayed on the Java
-collections' model at the end; the members that owned nothing are ordered together, in one
-numpy sort, where their maps and sets provably iterate by bin.
+collections' model at the end; the members that owned nothing are ordered together, with
+numpy, where their maps and sets provably iterate by bin. The changes of the round-robin over
+the unassigned partitions, most of them, stay numpy arrays (a topic's recipients are prefixes
+of its subscribers sorted by size, one index array per topic); the members read with numpy
+(:meth:`~assign_core.assignors._server_common.ServerGroup._flat_many`) are revoked from their
+arrays too, and one that keeps its assignment answers with it as the input gave it.
 """
 
 from __future__ import annotations
@@ -141,7 +145,8 @@ _LOW = (1 << _SHIFT) - 1
 class _Hetero:
     """``UniformHeterogeneousAssignmentBuilder`` with every member's target assignment kept as
     the list of its changes (``topic << 32 | partition`` added, ``~`` that removed), replayed
-    on the Java collections' model at the end."""
+    on the Java collections' model at the end: those of :meth:`assign_remaining` as arrays per
+    topic (``handed``), the later ones per member (``events``), both in :attr:`changes`."""
 
     def __init__(self, g: ServerGroup, olds: _Olds) -> None:
         self.g = g
