@@ -327,9 +327,9 @@ class OwnedFlat:
 
     def _read(self) -> None:
         chunk = self._chunk
-        if chunk is not None:
-            self._chunk = None
+        if chunk is not None:  # let go of the chunk once every field is set
             (self._topics, self._starts, self._parts, self._perm, self._tps) = chunk.member(self._j)
+            self._chunk = None
 
     @property
     def topics(self) -> list[int]:
