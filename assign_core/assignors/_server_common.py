@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, compress, groupby, islice, repeat
+from itertools import chain, compress, groupby, repeat
 from operator import and_, getitem, gt, itemgetter, le, ne, or_, sub
 from typing import Any, NamedTuple
 
@@ -294,24 +294,68 @@ class OwnedFlat:
     ``topics`` in input order, group ``j`` is ``parts[starts[j]:starts[j + 1]]``. ``tps``
     holds the input's ``TopicPartition`` objects in the coordinator's iteration order (its
     ``HashMap``, then each ``HashSet``), ``perm`` the input positions in that order (``None``:
-    the input's order).
+    the input's order). One read by :meth:`ServerGroup._flat_many` is made from its chunk
+    (:class:`FlatChunk`) on first use, its ``tps`` taken from the input in that order. The
+    answer of a member that keeps its assignment is the assignment itself (a :data:`Piece`):
+    the order is decided, the list taken when the answer is read.
     """
 
-    __slots__ = ("parts", "perm", "starts", "topics", "tps")
+    __slots__ = ("_chunk", "_j", "_parts", "_perm", "_starts", "_topics", "_tps")
 
     def __init__(
         self,
         topics: list[int],
         starts: list[int],
         parts: Sequence[int],
-        tps: list[TopicPartition],
+        tps: list[TopicPartition] | None,
         perm: list[int] | None,
+        chunk: FlatChunk | None = None,
+        j: int = 0,
     ) -> None:
-        self.topics = topics
-        self.starts = starts
-        self.parts = parts
-        self.tps = tps
-        self.perm = perm
+        self._topics = topics
+        self._starts = starts
+        self._parts = parts
+        self._tps = tps
+        self._perm = perm
+        self._chunk = chunk
+        self._j = j
+
+    @classmethod
+    def of_chunk(cls, chunk: FlatChunk, j: int) -> OwnedFlat:
+        """Member ``j`` of ``chunk``, its lists made when first read."""
+        return cls([], [], (), None, None, chunk, j)
+
+    def _read(self) -> None:
+        chunk = self._chunk
+        if chunk is not None:  # let go of the chunk once every field is set
+            (self._topics, self._starts, self._parts, self._perm, self._tps) = chunk.member(self._j)
+            self._chunk = None
+
+    @property
+    def topics(self) -> list[int]:
+        self._read()
+        return self._topics
+
+    @property
+    def starts(self) -> list[int]:
+        self._read()
+        return self._starts
+
+    @property
+    def parts(self) -> Sequence[int]:
+        self._read()
+        return self._parts
+
+    @property
+    def perm(self) -> list[int] | None:
+        self._read()
+        return self._perm
+
+    @property
+    def tps(self) -> list[TopicPartition]:
+        self._read()
+        assert self._tps is not None
+        return self._tps
 
     def view(self) -> list[tuple[int, list[int], list[TopicPartition]]]:
         """(topic, partitions, TopicPartitions) in iteration order."""
@@ -333,6 +377,67 @@ class OwnedFlat:
             out.append((t, ps, self.tps[begin : begin + len(ps)]))
             begin += len(ps)
         return out
+
+
+class FlatChunk:
+    """What :meth:`ServerGroup._flat_many` read of a chunk of members, from which their
+    :class:`OwnedFlat` s are made when read: per member ``j`` its partitions
+    ``mstart[j]:mstart[j + 1]`` (``perm``: in iteration order) and groups
+    ``gfirst[j]:gfirst[j + 1]``."""
+
+    __slots__ = (
+        "_lists",
+        "falls",
+        "gfirst",
+        "gstart",
+        "gtopic",
+        "mstart",
+        "owneds",
+        "parts",
+        "perm",
+    )
+
+    def __init__(
+        self,
+        owneds: Sequence[Sequence[TopicPartition]],
+        arrays: dict[str, np.ndarray[Any, Any]],
+        mstart: list[int],
+        gfirst: list[int],
+        falls: list[bool],
+    ) -> None:
+        self.owneds = owneds
+        self.gtopic = arrays["gtopic"]
+        self.gstart = arrays["gstart"]  # within its member
+        self.parts = arrays["parts"]
+        self.perm = arrays["perm"]  # within its member
+        self.mstart = mstart
+        self.gfirst = gfirst
+        self.falls = falls
+        self._lists: tuple[list[int], list[int], list[int], list[int]] | None = None
+
+    def member(
+        self, j: int
+    ) -> tuple[list[int], list[int], list[int], list[int] | None, list[TopicPartition]]:
+        """Member ``j``'s topics, starts, partitions, perm and TopicPartitions."""
+        if self._lists is None:
+            self._lists = (
+                self.gtopic.tolist(),
+                self.gstart.tolist(),
+                self.parts.tolist(),
+                self.perm.tolist(),
+            )
+        topics, gstart, parts, perm = self._lists
+        a = self.mstart[j]
+        b = self.mstart[j + 1]
+        g0 = self.gfirst[j]
+        g1 = self.gfirst[j + 1]
+        starts = gstart[g0:g1]
+        starts.append(b - a)
+        source = self.owneds[j]
+        if self.falls[j]:
+            order = perm[a:b]
+            return topics[g0:g1], starts, parts[a:b], order, list(map(source.__getitem__, order))
+        return topics[g0:g1], starts, parts[a:b], None, list(source)
 
 
 #: A member's current assignment: an :data:`OwnedRun`, an :class:`OwnedFlat`, or its topics
@@ -371,9 +476,10 @@ class ServerGroup:
         first = subscriptions[0] if members else ()
         # list.count compares by identity first: a parser shares equal subscriptions
         self.homogeneous = subscriptions.count(first) == len(members) or (
-            len({frozenset(m.topics) for m in members}) <= 1
+            len({frozenset(topics) for topics in {id(s): s for s in subscriptions}.values()}) <= 1
         )
         self._subscriptions: dict[tuple[str, ...], list[int]] = {}
+        self._subscriptions_by_id: dict[int, list[int]] = {}  # the spec holds the names
         self._member_subscriptions: list[list[int] | None] = [None] * len(members)
         # filled by ``current``: dense runs (topic, lo, hi) and other owned partitions
         self._runs: list[tuple[int, int, int]] = []
@@ -384,19 +490,33 @@ class ServerGroup:
         self._bulk: list[
             tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
         ] = []
+        # filled by ``current``: per chunk of _flat_many, the groups (topic, start, size) of
+        # the members it read and the chunk's partitions, for _ownership
+        self._bulk_groups: list[
+            tuple[
+                np.ndarray[Any, Any],
+                np.ndarray[Any, Any],
+                np.ndarray[Any, Any],
+                np.ndarray[Any, Any],
+            ]
+        ] = []
 
     def subscription(self, i: int) -> list[int]:
         known = self._member_subscriptions[i]
         if known is not None:
             return known
         names = self.spec.members[i].topics
-        sub = self._subscriptions.get(names)
+        # a parser shares equal subscriptions: by identity first (no hash of the names)
+        sub = self._subscriptions_by_id.get(id(names))
         if sub is None:
-            index = self.topics.index
-            ordered = put_only_order(
-                list(names), string_hash, _str_cmp, hashset_copy_capacity(len(names))
-            )
-            sub = self._subscriptions[names] = [index[n] for n in ordered if n in index]
+            sub = self._subscriptions.get(names)
+            if sub is None:
+                index = self.topics.index
+                ordered = put_only_order(
+                    list(names), string_hash, _str_cmp, hashset_copy_capacity(len(names))
+                )
+                sub = self._subscriptions[names] = [index[n] for n in ordered if n in index]
+            self._subscriptions_by_id[id(names)] = sub
         self._member_subscriptions[i] = sub
         return sub
 
@@ -603,23 +723,27 @@ class ServerGroup:
         ``None`` where a member takes the one-by-one path (:meth:`_flat` decides there): a
         topic missing from the metadata or in two groups, a partition from 65,536 on, a group
         of 4,096 or more, 4,096 topics or more, a bin of the map (at 16 bins) or of a set
-        with 9 keys. For the others it notes the runs and scattered partitions that
-        :attr:`_ownership` would take from their :class:`OwnedFlat`, and every partition of
-        theirs for :meth:`bulk_owned` (``ids``: their indices in ``spec.members``).
+        with 9 keys. For the others it notes their groups, from which :attr:`_ownership`
+        takes the runs and scattered partitions it would take from their :class:`OwnedFlat`
+        (if asked), and every partition of
+        theirs for :meth:`bulk_chunks` (``ids``: their indices in ``spec.members``).
         """
         k = len(owneds)
         lengths = np.fromiter(map(len, owneds), dtype=np.int64, count=k)
         tps_in = list(chain.from_iterable(owneds))
         n = len(tps_in)
-        names = list(map(_TOPIC, tps_in))
+        # each partition's topic index (-1: not in the metadata, a bad member)
+        topic_of = np.fromiter(
+            map(self.topics.index.get, map(_TOPIC, tps_in), repeat(-1)), dtype=np.int64, count=n
+        )
         parts = np.fromiter(map(_PARTITION, tps_in), dtype=np.int64, count=n)
         mstart = np.zeros(k + 1, dtype=np.int64)
         np.cumsum(lengths, out=mstart[1:])
         member = np.arange(k)
         pmember = np.repeat(member, lengths)
-        # groups: runs of one topic name within a member (names are compared by identity first)
+        # groups: runs of one topic within a member
         change = np.ones(n, dtype=bool)
-        change[1:] = np.fromiter(map(ne, names, islice(names, 1, None)), dtype=bool, count=n - 1)
+        change[1:] = topic_of[1:] != topic_of[:-1]
         change[mstart[:-1]] = True
         gstart = np.flatnonzero(change)
         groups = len(gstart)
@@ -628,11 +752,7 @@ class ServerGroup:
         gfirst = np.zeros(k + 1, dtype=np.int64)
         np.cumsum(gcount, out=gfirst[1:])
         gmember = np.repeat(member, gcount)
-        gtopic = np.fromiter(
-            map(self.topics.index.get, map(names.__getitem__, gstart.tolist()), repeat(-1)),
-            dtype=np.int64,
-            count=groups,
-        )
+        gtopic = topic_of[gstart]
         bad = np.zeros(k, dtype=bool)
         bad[gmember[gtopic < 0]] = True
         bad[pmember[parts >= 65536]] = True
@@ -667,67 +787,63 @@ class ServerGroup:
         falls = np.zeros(k, dtype=bool)
         down = (keys[1:] < keys[:-1]) & (pmember[1:] == pmember[:-1])
         falls[pmember[1:][down]] = True
-        # the eligible members' groups for _ownership, their partitions for bulk_owned
+        # the eligible members' groups for _ownership, their partitions for bulk_chunks
         ok = ~bad[gmember]
         kept = ~bad[pmember]
         self._bulk.append(
             (np.asarray(ids, dtype=np.int64)[pmember[kept]], gtopic[pgroup[kept]], parts[kept])
         )
-        lo = np.minimum.reduceat(parts, gstart)
-        hi = np.maximum.reduceat(parts, gstart)
-        dense = ok & (hi - lo + 1 == gsize)
-        self._runs.extend(
-            zip(gtopic[dense].tolist(), lo[dense].tolist(), hi[dense].tolist(), strict=True)
+        self._bulk_groups.append((gtopic[ok], gstart[ok], gsize[ok], parts))
+        # one OwnedFlat per eligible member, made from the chunk when read
+        chunk = FlatChunk(
+            owneds,
+            {
+                "gtopic": gtopic,
+                "gstart": gstart - mstart[gmember],
+                "parts": parts,
+                "perm": perm_all - mstart[pmember],
+            },
+            mstart.tolist(),
+            gfirst.tolist(),
+            falls.tolist(),
         )
-        parts_list: list[int] = parts.tolist()
-        gstart_list: list[int] = gstart.tolist()
-        gsize_list: list[int] = gsize.tolist()
-        topic_list: list[int] = gtopic.tolist()
-        for j in np.flatnonzero(ok & ~dense).tolist():
-            at = gstart_list[j]
-            self._scattered.setdefault(topic_list[j], []).extend(
-                parts_list[at : at + gsize_list[j]]
-            )
-        # one OwnedFlat per eligible member, slices of lists made once
-        perm_list: list[int] = perm_all.tolist()
-        local_perm: list[int] = (perm_all - mstart[pmember]).tolist()
-        local_start: list[int] = (gstart - mstart[gmember]).tolist()
-        ordered = list(map(tps_in.__getitem__, perm_list))
-        ms: list[int] = mstart.tolist()
-        gf: list[int] = gfirst.tolist()
         out: list[OwnedFlat | None] = [None] * k
+        of_chunk = OwnedFlat.of_chunk
         for j in compress(range(k), (~bad).tolist()):
-            a = ms[j]
-            b = ms[j + 1]
-            g0 = gf[j]
-            g1 = gf[j + 1]
-            starts = local_start[g0:g1]
-            starts.append(b - a)
-            if falls[j]:
-                out[j] = OwnedFlat(
-                    topic_list[g0:g1], starts, parts_list[a:b], ordered[a:b], local_perm[a:b]
-                )
-            else:
-                out[j] = OwnedFlat(topic_list[g0:g1], starts, parts_list[a:b], tps_in[a:b], None)
+            out[j] = of_chunk(chunk, j)
         return out
 
-    def bulk_owned(
+    def bulk_chunks(
         self,
-    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    ) -> list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Every partition of the members whose :class:`OwnedFlat` was made by
-        :meth:`_flat_many`, as arrays: member (index in ``spec.members``), topic, partition."""
+        :meth:`_flat_many`, as arrays per chunk it read (each member's in one): member
+        (index in ``spec.members``), topic, partition."""
         self.current  # noqa: B018 - fills _bulk
-        if not self._bulk:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        members, topics, parts = zip(*self._bulk, strict=True)
-        return np.concatenate(members), np.concatenate(topics), np.concatenate(parts)
+        return self._bulk
 
     @cached_property
     def _ownership(self) -> tuple[dict[int, Sequence[int]], bool]:
         """Per owned topic the partitions nobody owns, and whether some are owned twice."""
-        self.current  # noqa: B018 - fills _runs, _scattered and _flats
+        self.current  # noqa: B018 - fills _runs, _scattered, _flats and _bulk_groups
         counts = self.topics.counts
+        for gtopic, gstart, gsize, parts in self._bulk_groups:
+            lows = np.minimum.reduceat(parts, gstart) if len(gstart) else gstart
+            highs = np.maximum.reduceat(parts, gstart) if len(gstart) else gstart
+            dense = highs - lows + 1 == gsize
+            self._runs.extend(
+                zip(
+                    gtopic[dense].tolist(), lows[dense].tolist(), highs[dense].tolist(), strict=True
+                )
+            )
+            parts_list: list[int] = parts.tolist()
+            for t, at, size in zip(
+                gtopic[~dense].tolist(),
+                gstart[~dense].tolist(),
+                gsize[~dense].tolist(),
+                strict=True,
+            ):
+                self._scattered.setdefault(t, []).extend(parts_list[at : at + size])
         for flat in self._flats:
             starts = flat.starts
             for j, t in enumerate(flat.topics):
@@ -903,19 +1019,27 @@ class TopicPartitionLists:
 
 
 class Pairs(NamedTuple):
-    """Partitions of several topics in any order: ``(topics[k], partitions[k])`` in turn
-    (numpy arrays of topic indices and partition numbers)."""
+    """Partitions of several topics in any order: ``(topics[k], partitions[k])`` in turn for
+    ``k`` from ``start`` to ``stop`` (numpy arrays of topic indices and partition numbers,
+    shared by many members' pieces)."""
 
     topics: np.ndarray[Any, np.dtype[np.int64]]
     partitions: np.ndarray[Any, np.dtype[np.int64]]
+    start: int
+    stop: int
 
 
 #: One piece of a member's answer held as numbers (:class:`ServerNumbers`), in order:
 #: ``(topic, partitions)``; ``(topics, partitions)``, the same partitions of each of several
-#: topics in turn; :class:`Pairs`; or a list of ``TopicPartition`` objects already made (a
-#: current assignment kept as it was, as the input's objects).
+#: topics in turn; :class:`Pairs`; a list of ``TopicPartition`` objects already made (a
+#: current assignment kept as it was, as the input's objects); or an :class:`OwnedFlat` kept
+#: as it was (its ``tps``: the input's objects, taken in iteration order when read).
 Piece = (
-    tuple[int, Sequence[int]] | tuple[Sequence[int], Sequence[int]] | Pairs | list[TopicPartition]
+    tuple[int, Sequence[int]]
+    | tuple[Sequence[int], Sequence[int]]
+    | Pairs
+    | list[TopicPartition]
+    | OwnedFlat
 )
 
 
@@ -937,13 +1061,13 @@ class ServerNumbers:
         lists = TopicPartitionLists(self._topics)
         wanted: set[int] = set()
         blocks: dict[int, Sequence[int]] = {}
-        paired: list[np.ndarray[Any, np.dtype[np.int64]]] = []
+        paired: dict[int, Pairs] = {}  # by its arrays
         for pieces in self._pieces:
             for piece in pieces:
-                if isinstance(piece, list):
+                if isinstance(piece, (list, OwnedFlat)):
                     continue
                 if isinstance(piece, Pairs):
-                    paired.append(piece.topics)
+                    paired.setdefault(id(piece.topics), piece)
                     continue
                 head = piece[0]
                 if isinstance(head, int):
@@ -951,24 +1075,36 @@ class ServerNumbers:
                 elif id(head) not in blocks:
                     blocks[id(head)] = head
                     wanted.update(head)
-        if paired:
-            wanted.update(np.unique(np.concatenate(paired)).tolist())
+        # each shared pair of arrays as lists, once
+        pair_lists = {key: (p.topics.tolist(), p.partitions.tolist()) for key, p in paired.items()}
+        for topic_list, _ in pair_lists.values():
+            wanted.update(topic_list)
         lists.prefetch(sorted(wanted))
+        # ... and their TopicPartitions, once
+        pair_tps = {key: lists.pairs(*both) for key, both in pair_lists.items()}
         columns = {key: [lists.get(t) for t in ts] for key, ts in blocks.items()}
         shortest = {key: min(map(len, cols), default=0) for key, cols in columns.items()}
         transposed: dict[int, list[tuple[TopicPartition, ...]]] = {}
         out: list[list[TopicPartition]] = []
         for pieces in self._pieces:
-            if len(pieces) == 1 and isinstance(pieces[0], list):
-                out.append(pieces[0])
-                continue
+            if len(pieces) == 1:
+                only = pieces[0]
+                if isinstance(only, list):
+                    out.append(only)
+                    continue
+                if isinstance(only, OwnedFlat):
+                    out.append(only.tps)
+                    continue
             made: list[TopicPartition] = []
             for piece in pieces:
                 if isinstance(piece, list):
                     made += piece
                     continue
+                if isinstance(piece, OwnedFlat):
+                    made += piece.tps
+                    continue
                 if isinstance(piece, Pairs):
-                    made += lists.pairs(piece.topics.tolist(), piece.partitions.tolist())
+                    made += pair_tps[id(piece.topics)][piece.start : piece.stop]
                     continue
                 head, numbers = piece
                 if isinstance(head, int):

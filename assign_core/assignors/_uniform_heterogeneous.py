@@ -5,18 +5,21 @@ loaded subscribers, then move partitions from the most to the least loaded subsc
 balanced (at most 16 passes over the topics).
 
 Every member's target assignment is kept as the list of its changes and replayed on the Java
-collections' model at the end; the members that owned nothing are ordered together, in one
-numpy sort, where their maps and sets provably iterate by bin.
+collections' model at the end; the members that owned nothing are ordered together, with
+numpy, where their maps and sets provably iterate by bin. The changes of the round-robin over
+the unassigned partitions, most of them, stay numpy arrays (a topic's recipients are prefixes
+of its subscribers sorted by size, one index array per topic); the members read with numpy
+(:meth:`~assign_core.assignors._server_common.ServerGroup._flat_many`) are revoked from their
+arrays too, and one that keeps its assignment answers with it as the input gave it.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Sequence
 from functools import cached_property
 from itertools import chain, compress, repeat
-from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift, setitem
+from operator import and_, eq, getitem, gt, invert, le, mul, ne, not_, or_, rshift
 from operator import sub as sub_
 from typing import Any
 
@@ -43,6 +46,9 @@ from assign_core.javacompat.hashmap import (
     int_set_order,
 )
 from assign_core.model import TopicPartition
+
+#: numpy integers: member positions, partitions, changes
+_Ints = np.ndarray[Any, np.dtype[np.int64]]
 
 _MAX_ITERATION_COUNT = 16
 #: A map that never held this many keys has no bin that ``computeIfAbsent`` treeifies.
@@ -77,10 +83,10 @@ class _Balancer:
         self.most_count = 1
         self.next_most = -1
 
-    def initialize(self, members: list[int]) -> int:
+    def initialize(self, ordered: list[int]) -> int:
+        """``ordered``: the subscribers sorted by (size, index)."""
         sizes = self.sizes
-        # members are ascending: a stable sort by size orders by (size, index)
-        self.sorted = s = sorted(members, key=sizes.__getitem__)
+        self.sorted = s = ordered
         n = len(s)
         self.least_end = 0
         self.least_count = sizes[s[0]] - 1
@@ -132,13 +138,15 @@ class _Balancer:
 
 
 _SHIFT = 32
+_tuple_new = tuple.__new__
 _LOW = (1 << _SHIFT) - 1
 
 
 class _Hetero:
     """``UniformHeterogeneousAssignmentBuilder`` with every member's target assignment kept as
     the list of its changes (``topic << 32 | partition`` added, ``~`` that removed), replayed
-    on the Java collections' model at the end."""
+    on the Java collections' model at the end: those of :meth:`assign_remaining` as arrays per
+    topic (``handed``), the later ones per member (``events``), both in :attr:`changes`."""
 
     def __init__(self, g: ServerGroup, olds: _Olds) -> None:
         self.g = g
@@ -148,27 +156,35 @@ class _Hetero:
         self.sizes = [0] * n
         # members by subscription (a parser shares equal ones), in order of their first
         # member: each topic's subscribers ascending, the topics in order of first appearance
-        by_subscription: dict[int, tuple[list[int], list[int]]] = {}
-        for pos, i in enumerate(g.order):
-            sub = g.subscription(i)
-            entry = by_subscription.get(id(sub))
-            if entry is None:
-                by_subscription[id(sub)] = (sub, [pos])
-            else:
-                entry[1].append(pos)
-        runs: dict[int, list[list[int]]] = {}
-        for sub, positions in by_subscription.values():
-            for t in sub:
-                runs.setdefault(t, []).append(positions)
-        self.subscribers: dict[int, list[int]] = {
-            t: list(r[0]) if len(r) == 1 else sorted(chain.from_iterable(r))
-            for t, r in runs.items()
+        distinct: dict[int, int] = {}
+        subscriptions: list[list[int]] = []
+        kinds = [0] * n
+        for pos, sub in enumerate(map(g.subscription, g.order)):
+            kind = distinct.get(id(sub))
+            if kind is None:
+                kind = distinct[id(sub)] = len(subscriptions)
+                subscriptions.append(sub)
+            kinds[pos] = kind
+        subscribes = np.zeros((len(subscriptions), len(self.topics.counts)), dtype=bool)
+        for kind, sub in enumerate(subscriptions):
+            subscribes[kind, sub] = True
+        member_kinds = np.array(kinds, dtype=np.int64)
+        #: per position the member's subscription, and which topics each subscribes
+        self.kinds = member_kinds
+        self.subscribes = subscribes
+        self.subscribers: dict[int, _Ints] = {
+            t: np.flatnonzero(subscribes[:, t][member_kinds])
+            for t in dict.fromkeys(chain.from_iterable(subscriptions))
         }
-        # no changes (and no dropped topic): the target is still the current assignment
+        # the changes of assign_remaining, per topic in its order: (recipients, changes)
+        self.handed: list[tuple[_Ints, _Ints]] = []
+        # the later changes (balance's moves), per member
         self.events: list[list[int]] = [[] for _ in range(n)]
         # unsubscribed topics removed from the copy, in the current map's order
         self.dropped: dict[int, list[int]] = {}
-        self.owners: dict[int, list[int]] = {}
+        # per topic the position of each partition's owner (-1: none)
+        self.owners: dict[int, _Ints] = {}
+        self._sizes_np: _Ints | None = None
         self._grown: dict[tuple[int, int], int] = {}
         self._roomy_cache: dict[int, bool] = {}
 
@@ -185,115 +201,116 @@ class _Hetero:
         g = self.g
         counts = self.topics.counts
         sizes = self.sizes
-        owners = self.owners = {t: [-1] * counts[t] for t in self.subscribers}
-        subscribed_sets: dict[int, set[int]] = {}
-        # members read by ServerGroup._flat_many: their partitions are written at the end, in
-        # one numpy pass (a later member's write wins: the highest position)
-        bulk_members, bulk_topics, bulk_parts = g.bulk_owned()
+        # one table of every subscribed topic's owners, each topic's a view of it
+        topics = list(self.subscribers)
+        offsets = np.zeros(len(counts), dtype=np.int64)
+        offsets[topics] = np.cumsum([0] + [counts[t] for t in topics[:-1]])
+        table = np.full(sum(counts[t] for t in topics), -1, dtype=np.int64)
+        owners = self.owners = {
+            t: table[at : at + counts[t]]
+            for t, at in zip(topics, offsets[topics].tolist(), strict=True)
+        }
+        # members read by ServerGroup._flat_many and subscribed to all their topics: read
+        # here with numpy, their partitions written at the end (a later member's write wins:
+        # the highest position); the others below, one by one
         n = len(g.spec.members)
-        in_bulk = np.zeros(n, dtype=bool)
-        in_bulk[bulk_members] = True
-        covered: list[bool] = in_bulk.tolist()
-        beyond = np.zeros(n, dtype=bool)
+        position = np.empty(n, dtype=np.int64)
+        position[g.order] = np.arange(n)
         known_counts = np.array(counts[: self.topics.known], dtype=np.int64)
-        beyond[bulk_members[bulk_parts >= known_counts[bulk_topics]]] = True
-        too_far: list[bool] = beyond.tolist()
-        deferred = [-1] * n
+        done = np.zeros(n, dtype=bool)
+        beyond = np.zeros(n, dtype=bool)
+        bulk_sizes = np.zeros(n, dtype=np.int64)  # by position
+        writes: list[tuple[_Ints, _Ints]] = []
+        for members, member_topics, parts in g.bulk_chunks():
+            at = position[members]
+            subscribed = self.subscribes[self.kinds[at], member_topics]
+            covered = np.ones(n, dtype=bool)
+            covered[members[~subscribed]] = False
+            mine = covered[members]
+            done[members[mine]] = True
+            beyond[members[mine & (parts >= known_counts[member_topics])]] = True
+            writes.append((offsets[member_topics[mine]] + parts[mine], at[mine]))
+            bulk_sizes += np.bincount(at[mine], minlength=n)
+        first_beyond = int(position[beyond].min()) if beyond.any() else n
+        skip: list[bool] = done.tolist()
+        subscribed_sets: dict[int, set[int]] = {}
         for pos, i in enumerate(g.order):
+            if pos >= first_beyond:
+                break
             owned = g.current[i]
-            if not owned:
+            if not owned or skip[i]:
                 continue
             sub = g.subscription(i)
-            subscribed = subscribed_sets.get(id(sub))
-            if subscribed is None:
-                subscribed = subscribed_sets[id(sub)] = set(sub)
+            subscribed_set = subscribed_sets.get(id(sub))
+            if subscribed_set is None:
+                subscribed_set = subscribed_sets[id(sub)] = set(sub)
             if isinstance(owned, tuple):
                 t, lo, hi, _ = owned
-                if t in subscribed:
+                if t in subscribed_set:
                     sizes[pos] += hi - lo + 1
-                    owners[t][lo : hi + 1] = [pos] * (hi - lo + 1)
+                    owners[t][lo : hi + 1] = pos
                 else:
                     self._drop(pos, t)
                 continue
-            if isinstance(owned, OwnedFlat) and subscribed.issuperset(owned.topics):
-                if covered[i]:
-                    if too_far[i]:
-                        raise _beyond(self.topics, owned.topics, owned.parts)
-                    deferred[i] = pos
-                    sizes[pos] += len(owned.parts)
-                    continue
+            if isinstance(owned, OwnedFlat) and subscribed_set.issuperset(owned.topics):
                 st = owned.starts
                 group_sizes = list(map(sub_, st[1:], st[:-1]))
                 per_partition = chain.from_iterable(
                     map(repeat, [owners[t] for t in owned.topics], group_sizes)
                 )
                 try:
-                    deque(map(setitem, per_partition, owned.parts, repeat(pos)), 0)
+                    for owners_of_topic, p in zip(per_partition, owned.parts, strict=True):
+                        owners_of_topic[p] = pos
                 except IndexError:
                     raise _beyond(self.topics, owned.topics, owned.parts) from None
                 sizes[pos] += len(owned.parts)
                 continue
             for o in self.olds(i):
                 t = o.topic
-                if t in subscribed:
+                if t in subscribed_set:
                     if max(o.partitions) >= counts[t]:
                         raise _beyond(self.topics, [t], o.partitions)
                     sizes[pos] += len(o.partitions)
-                    deque(map(setitem, repeat(owners[t]), o.partitions, repeat(pos)), 0)
+                    owners[t][o.partitions] = pos
                 else:
                     self._drop(pos, t)
-        writer = np.array(deferred, dtype=np.int64)[bulk_members]
-        take = writer >= 0
-        if take.any():
-            topics = list(owners)
-            offsets = np.zeros(self.topics.known, dtype=np.int64)
-            offsets[topics] = np.cumsum([0] + [counts[t] for t in topics[:-1]])
-            table = np.array(list(chain.from_iterable(owners.values())), dtype=np.int64)
-            np.maximum.at(table, offsets[bulk_topics[take]] + bulk_parts[take], writer[take])
-            merged: list[int] = table.tolist()
-            for t, at in zip(topics, offsets[topics].tolist(), strict=True):
-                owners[t] = merged[at : at + counts[t]]
+        if first_beyond < n:
+            flat = g.current[g.order[first_beyond]]
+            assert isinstance(flat, OwnedFlat)
+            raise _beyond(self.topics, flat.topics, flat.parts)
+        for where, who in writes:
+            np.maximum.at(table, where, who)
+        self.sizes = (np.array(sizes, dtype=np.int64) + bulk_sizes).tolist()
 
     def assign_remaining(self) -> None:
         """Each topic's unassigned partitions, ascending, to ``nextLeastLoadedMember()``:
         with the subscribers sorted by (size, index), round ``r`` serves, in order, the
-        prefix of those whose size was at most ``base + r - 1`` (``base``: the least size)."""
-        unassigned: dict[int, list[int]] = {}
+        prefix of those whose size was at most ``base + r`` (``base``: the least size); a
+        member served is one partition larger, as it would be after the round."""
+        sizes = np.array(self.sizes, dtype=np.int64)
+        n = len(sizes)
+        unassigned: dict[int, _Ints] = {}
         for t, owners in self.owners.items():
-            if -1 in owners:
-                unassigned[t] = list(compress(range(len(owners)), map(eq, owners, repeat(-1))))
-        sizes = self.sizes
-        sizes_np = np.array(sizes, np.int64)  # the same, for the sorts
-        events = self.events
-        append = list.append
+            free = np.flatnonzero(owners == -1)
+            if len(free):
+                unassigned[t] = free
         for t in sorted(unassigned, key=self.topic_key):
-            subscribers = np.array(self.subscribers[t], np.int64)
-            subscriber_sizes = sizes_np[subscribers]
-            by_size = np.argsort(subscriber_sizes, kind="stable")
-            ordered = subscribers[by_size].tolist()
-            levels = subscriber_sizes[by_size].tolist()  # ascending
             free = unassigned[t]
-            left = len(free)
-            recipients: list[int] = []
-            level = levels[0]
-            while left > 0:
-                # the members at this level: all those served so far, and those that had it
-                served = ordered[: min(bisect_right(levels, level), left)]
-                recipients += served
-                deque(map(setitem, repeat(sizes), served, repeat(level + 1)), 0)
-                sizes_np[served] = level + 1
-                left -= len(served)
-                level += 1
-            owners = self.owners[t]
-            deque(map(setitem, repeat(owners), free, recipients), 0)
-            base = t << _SHIFT
-            deque(map(append, map(events.__getitem__, recipients), map(or_, repeat(base), free)), 0)
+            subscribers = self.subscribers[t]
+            subscriber_sizes = sizes[subscribers]
+            by_size = np.argsort(subscriber_sizes, kind="stable")
+            recipients = subscribers[by_size][_served(subscriber_sizes[by_size], len(free))]
+            self.owners[t][free] = recipients
+            sizes += np.bincount(recipients, minlength=n)
+            self.handed.append((recipients, free | t << _SHIFT))
+        self.sizes = sizes.tolist()
 
     def move(self, t: int, p: int, pos: int) -> None:
         """``assignPartition``."""
         key = t << _SHIFT | p
         owners = self.owners[t]
-        old = owners[p]
+        old = int(owners[p])
+        self._sizes_np = None
         if old != -1:
             self.events[old].append(~key)
             self.sizes[old] -= 1
@@ -317,12 +334,19 @@ class _Hetero:
                     last = index
 
     def balance_topic(self, t: int, balancer: _Balancer) -> int:
-        if balancer.initialize(self.subscribers[t]) <= 1:
-            return 0
+        sizes = self._sizes_np
+        if sizes is None:
+            sizes = self._sizes_np = np.array(self.sizes, dtype=np.int64)
+        subscribers = self.subscribers[t]
+        subscriber_sizes = sizes[subscribers]
+        if int(subscriber_sizes.max()) - int(subscriber_sizes.min()) <= 1:
+            return 0  # balanced: initialize() would say so
+        balancer.initialize(subscribers[np.argsort(subscriber_sizes, kind="stable")].tolist())
         owners = self.owners[t]
         # partitions by (owner, partition); each owner's range [start, end)
-        partitions = sorted(range(len(owners)), key=owners.__getitem__)
-        by_owner = list(map(owners.__getitem__, partitions))
+        by_partition = np.argsort(owners, kind="stable")
+        partitions: list[int] = by_partition.tolist()
+        by_owner: list[int] = owners[by_partition].tolist()
         if by_owner:
             firsts = [0, *compress(range(1, len(by_owner)), map(ne, by_owner, by_owner[1:]))]
             heads = list(map(by_owner.__getitem__, firsts))
@@ -359,23 +383,23 @@ class _Hetero:
         members = g.spec.members
         current = g.current
         by_member: list[list[Piece]] = [[] for _ in members]
+        changed = self.changed
         batched = self._fresh_batch(
-            [pos for pos, i in enumerate(g.order) if not current[i] and self.events[pos]]
+            [pos for pos, i in enumerate(g.order) if not current[i] and changed[pos]]
         )
         lists: TopicPartitionLists | None = None
         tables: dict[int, list[TopicPartition]] = {}
         for pos, i in enumerate(g.order):
-            ev = self.events[pos]
             owned = current[i]
             done = batched.get(pos)
             if done is not None:
                 by_member[i] = [done]
                 continue
-            if not ev and pos not in self.dropped:
+            if not changed[pos] and pos not in self.dropped:
                 if isinstance(owned, tuple):
                     by_member[i] = [owned[3]]
                 elif isinstance(owned, OwnedFlat):
-                    by_member[i] = [owned.tps]
+                    by_member[i] = [owned]
                 elif owned:
                     by_member[i] = [[tp for o in self.olds(i) for tp in o.tps]]
                 continue
@@ -383,6 +407,7 @@ class _Hetero:
                 lists = TopicPartitionLists(self.topics)
                 lists.prefetch(self.subscribers)
                 tables.update((t, lists.get(t)) for t in self.subscribers)
+            ev = self.changes_of(pos)
             if not owned and ev:
                 fresh = self._fresh(ev, tables, g.subscription(i))
                 if fresh is not None:
@@ -390,6 +415,40 @@ class _Hetero:
                     continue
             by_member[i] = [self._replay(pos, i, ev, lists)]
         return ServerNumbers(self.topics, [m.member_id for m in members], by_member)
+
+    @cached_property
+    def changes(self) -> tuple[_Ints, _Ints]:
+        """Every change as (member position, change): those of :meth:`assign_remaining`,
+        topic by topic, then the later ones member by member; so each member's in the order
+        they were made."""
+        late = self.events
+        members = [recipients for recipients, _ in self.handed]
+        members.append(np.repeat(np.arange(len(late)), list(map(len, late))))
+        changes = [handed for _, handed in self.handed]
+        changes.append(np.array(list(chain.from_iterable(late)), dtype=np.int64))
+        return np.concatenate(members), np.concatenate(changes)
+
+    @cached_property
+    def changed(self) -> list[bool]:
+        """Per member position: were changes made."""
+        members = self.changes[0]
+        counts: list[int] = np.bincount(members, minlength=len(self.events)).tolist()
+        return list(map(bool, counts))
+
+    @cached_property
+    def _by_member(self) -> tuple[_Ints, list[int]]:
+        """:attr:`changes` grouped by member (each in order) and where each member's start."""
+        members, changes = self.changes
+        order = np.argsort(members, kind="stable")
+        starts = np.zeros(len(self.events) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(members, minlength=len(self.events)), out=starts[1:])
+        return changes[order], starts.tolist()
+
+    def changes_of(self, pos: int) -> list[int]:
+        """The changes of the member at ``pos``, in order."""
+        changes, starts = self._by_member
+        ev: list[int] = changes[starts[pos] : starts[pos + 1]].tolist()
+        return ev
 
     @cached_property
     def set_masks(self) -> dict[int, int]:
@@ -518,71 +577,93 @@ class _Hetero:
         )
 
     def _fresh_batch(self, positions: list[int]) -> dict[int, Pairs]:
-        """:meth:`_fresh` of many members at once, with numpy: one sort of every change.
+        """:meth:`_fresh` of many members at once, with numpy.
 
         Done for the members whose changes are additions only, of partitions below 65536, at
         most 8 per topic, into a map no bin of which can have held 8 topics (the others are
-        left out of the answer, for :meth:`_fresh`). Each change's sort key is (member,
-        rank of its topic in the member's map, its bin in the topic's set), as there."""
+        left out of the answer, for :meth:`_fresh`). The changes are grouped by (member,
+        topic): each member's sets, each set's additions in order. A member's answer is its
+        sets in the order of its map (by bin, a later insertion first within a bin), each
+        set's partitions by bin, then in order of addition, as there."""
         k = len(positions)
-        if k < _BATCH_MIN or len(self.topics.counts) >= 1 << 15:
+        n_topics = len(self.topics.counts)
+        if k < _BATCH_MIN or n_topics >= 1 << 15:
             return {}
         g = self.g
-        evs = [self.events[pos] for pos in positions]
-        lens = np.fromiter(map(len, evs), np.int64, k)
-        starts = np.zeros(k + 1, np.int64)
-        np.cumsum(lens, out=starts[1:])
-        flat = np.fromiter(chain.from_iterable(evs), np.int64, int(starts[-1]))
-        heads = starts[:-1]
-        ok = np.minimum.reduceat(flat, heads) >= 0  # removals: _fresh
-        flat = np.where(flat < 0, ~flat, flat)
+        # their changes, in the order of :attr:`changes` (each member's in order); a member
+        # that removed a partition or added one from 65536 on is left to _fresh
+        all_members, all_changes = self.changes
+        local = np.full(len(self.events), -1, dtype=np.int64)
+        local[positions] = np.arange(k)
+        mem = local[all_members]
+        ok = np.ones(k + 1, dtype=bool)  # the last one: every other member
+        ok[mem[(all_changes < 0) | (all_changes & _LOW >= 65536)]] = False
+        ok[k] = False
+        taken = ok[mem]
+        ok = ok[:k]
+        if not taken.all():
+            mem = mem[taken]
+            flat = all_changes[taken]
+        else:
+            flat = all_changes
+        total = len(flat)
+        if not total:
+            return {}
+        lens = np.bincount(mem, minlength=k)
+        # topics by their order in assign_remaining: then each member's sets come in order of
+        # insertion, unless a later change inserted one
+        rank_of = self.hand_out_ranks
         ts = flat >> _SHIFT
-        ps = flat & _LOW
-        ok &= np.maximum.reduceat(ps, heads) < 65536
-        mem = np.repeat(np.arange(k, dtype=np.int64), lens)
-        n_topics = len(self.topics.counts)
-        # the (member, topic) pairs: the member's sets, in order of (member, topic)
-        pairs, first, inverse, adds = np.unique(
-            mem * n_topics + ts, return_index=True, return_inverse=True, return_counts=True
-        )
-        inverse = inverse.reshape(-1)
-        pm = pairs // n_topics
-        pt = pairs % n_topics
+        by_pair = _stable_order(mem, rank_of[ts], n_topics)
+        mem = mem[by_pair]
+        ts = ts[by_pair]
+        ps = flat[by_pair] & _LOW
+        heads = np.ones(total, dtype=bool)
+        heads[1:] = (mem[1:] != mem[:-1]) | (ts[1:] != ts[:-1])
+        head_at = np.flatnonzero(heads)
+        pair_of = np.cumsum(heads) - 1  # each change's set
+        first = by_pair[head_at]  # each set's first change (computeIfAbsent inserting it)
+        adds = np.diff(np.append(head_at, total))
+        pm = mem[head_at]
+        pt = ts[head_at]
         z = np.bincount(pm, minlength=k)
         pair_heads = np.zeros(k + 1, np.int64)
         np.cumsum(z, out=pair_heads[1:])
         # insertion index of each topic in its member's map (first computeIfAbsent)
-        inserted = np.argsort(first, kind="stable")
-        j = np.empty(len(pairs), np.int64)
-        j[inserted] = np.arange(len(pairs)) - pair_heads[pm[inserted]]
+        j = np.arange(len(pm)) - pair_heads[pm]
+        if not ((first[1:] > first[:-1]) | (pm[1:] != pm[:-1])).all():
+            inserted = np.argsort(pm * total + first)
+            j[inserted] = np.arange(len(pm)) - pair_heads[pm[inserted]]
+        last = np.full(k, -1, dtype=np.int64)
+        np.maximum.at(last, mem, by_pair)
         # new HashMap<>(0): the capacity holding z - 1 keys, grown once more by a call after
         # the last insertion
         if int(z.max()) > len(_CIA_CAPACITIES):
             return {}
-        caps = np.array(_CIA_CAPACITIES, np.int64)[z - 1]
-        later = np.maximum.reduceat(first, pair_heads[:-1]) < starts[1:] - 1
+        z_some = np.maximum(z, 1)  # a member left out has none
+        caps = np.array(_CIA_CAPACITIES, np.int64)[z_some - 1]
+        inserting = np.full(k, -1, dtype=np.int64)
+        np.maximum.at(inserting, pm, first)
+        later = inserting < last
         caps = np.where(later & (z > caps * 3 // 4), caps * 2, caps)
         spreads = np.array(self.topics.spreads, np.int64)[pt]
         # a map no bin of which may have reached 8 keys while it had fewer bins
         roomy = np.fromiter(
             (self._roomy(g.subscription(g.order[pos])) for pos in positions), bool, k
         )
-        suspect = ~roomy & (z >= _CIA_LIMIT)
+        suspect = ok & ~roomy & (z >= _CIA_LIMIT)
         level = 16
         while suspect.any() and level <= int(caps[suspect].max()):
             held = np.minimum(z, level * 3 // 4 + 1)
             check = suspect & (caps >= level) & (held >= _CIA_LIMIT)
             sel = check[pm] & (j < held[pm])
-            bins, sizes = np.unique(
-                pm[sel] * level + (spreads[sel] & (level - 1)), return_counts=True
+            ok[_at_least(pm[sel] * level + (spreads[sel] & (level - 1)), _CIA_LIMIT) // level] = (
+                False
             )
-            ok[bins[sizes >= _CIA_LIMIT] // level] = False
             suspect &= ok
             level *= 2
         # by bin of the map, a later insertion first within a bin
-        by_bin = np.lexsort((-j, spreads & (caps[pm] - 1), pm))
-        rank = np.empty(len(pairs), np.int64)
-        rank[by_bin] = np.arange(len(pairs)) - pair_heads[pm[by_bin]]
+        by_bin = np.argsort(pm << 32 | (spreads & (caps[pm] - 1)) << 12 | (4095 - j))
         # each set: new HashSet<>(estimate), grown by its additions, which it iterates by
         # bin if they span fewer than 8 tables of the estimate (else: _fresh)
         estimates = self.estimates
@@ -591,50 +672,69 @@ class _Hetero:
         set_caps = est[pt]
         many = adds >= _SET_BIN_LIMIT
         if many.any():
-            lo = np.full(len(pairs), 1 << 40, np.int64)
-            hi = np.zeros(len(pairs), np.int64)
-            np.minimum.at(lo, inverse, ps)
-            np.maximum.at(hi, inverse, ps)
+            lo = np.minimum.reduceat(ps, head_at)
+            hi = np.maximum.reduceat(ps, head_at)
             # no bin of a table of 16 or more bins holds 9 of a span of fewer than 8 tables
             doubt = many & (hi - lo >= (_SET_BIN_LIMIT - 1) * np.maximum(set_caps, 16))
             if doubt.any():
-                self._unsafe_sets(doubt, inverse, ps, adds, set_caps, pm, ok)
+                self._unsafe_sets(doubt, pair_of, head_at, ps, adds, set_caps, pm, ok)
         growing = adds > set_caps * 3 // 4
         while growing.any():
             set_caps = np.where(growing, set_caps * 2, set_caps)
             growing = adds > set_caps * 3 // 4
-        keys = mem << 32 | rank[inverse] << 16 | (ps & (set_caps - 1)[inverse])
-        chosen = ok[mem]
-        order = np.flatnonzero(chosen)[np.argsort(keys[chosen], kind="stable")]
-        ordered_topics = ts[order]
-        ordered_parts = ps[order]
-        out: dict[int, Pairs] = {}
-        at = 0
-        for pos, n in zip(compress(positions, ok.tolist()), lens[ok].tolist(), strict=True):
-            out[pos] = Pairs(ordered_topics[at : at + n], ordered_parts[at : at + n])
-            at += n
-        return out
+        # each set's partitions by bin (stable: in order of addition)
+        multi = (adds > 1)[pair_of]
+        if multi.any():
+            several = np.flatnonzero(multi)
+            bins = pair_of[several] << 16 | (ps[several] & (set_caps - 1)[pair_of[several]])
+            ps[several] = ps[several[np.argsort(bins, kind="stable")]]
+        # the sets in the order of their maps
+        kept = by_bin[ok[pm[by_bin]]]
+        sizes = adds[kept]
+        gather = np.arange(int(sizes.sum())) + np.repeat(
+            head_at[kept] - (np.cumsum(sizes) - sizes), sizes
+        )
+        ordered_topics = ts[gather]
+        ordered_parts = ps[gather]
+        stops = np.cumsum(lens[ok]).tolist()
+        return {
+            pos: _tuple_new(Pairs, (ordered_topics, ordered_parts, stop - n, stop))
+            for pos, n, stop in zip(
+                compress(positions, ok.tolist()), lens[ok].tolist(), stops, strict=True
+            )
+        }
+
+    @cached_property
+    def hand_out_ranks(self) -> _Ints:
+        """Per topic index, its place in :meth:`assign_remaining`'s order (the topics it
+        handed nothing of after those)."""
+        order = sorted(self.subscribers, key=self.topic_key)
+        others = set(range(len(self.topics.counts))).difference(order)
+        ranks = np.empty(len(self.topics.counts), dtype=np.int64)
+        ranks[[*order, *others]] = np.arange(len(ranks))
+        return ranks
 
     @staticmethod
     def _unsafe_sets(
         doubt: np.ndarray[Any, np.dtype[np.bool_]],
-        inverse: np.ndarray[Any, np.dtype[np.int64]],
-        ps: np.ndarray[Any, np.dtype[np.int64]],
-        adds: np.ndarray[Any, np.dtype[np.int64]],
-        set_caps: np.ndarray[Any, np.dtype[np.int64]],
-        pm: np.ndarray[Any, np.dtype[np.int64]],
+        pair_of: _Ints,
+        head_at: _Ints,
+        ps: _Ints,
+        adds: _Ints,
+        set_caps: _Ints,
+        pm: _Ints,
         ok: np.ndarray[Any, np.dtype[np.bool_]],
     ) -> None:
         """:func:`~assign_core.javacompat.hashmap.adds_iterate_by_bin` of the sets in
         ``doubt`` (``_put_only_safe``): clears ``ok`` of a member with a set a bin of which
-        held 9 partitions while the set had some capacity."""
-        chosen = np.flatnonzero(doubt[inverse])
-        by_set = chosen[np.argsort(inverse[chosen], kind="stable")]
-        set_of = inverse[by_set]
-        nth = np.arange(len(by_set)) - np.searchsorted(set_of, set_of)  # addition index
+        held 9 partitions while the set had some capacity. The changes are grouped by set
+        (``pair_of``), in order of addition."""
+        chosen = np.flatnonzero(doubt[pair_of])
+        set_of = pair_of[chosen]
+        nth = chosen - head_at[set_of]  # addition index
         n = adds[set_of]
         base = set_caps[set_of]
-        parts = ps[by_set]
+        parts = ps[chosen]
         top = int(base.max())
         while int(n.max()) > top * 3 // 4:
             top *= 2
@@ -647,10 +747,8 @@ class _Hetero:
                 & (held >= _SET_BIN_LIMIT)
                 & (nth < held)
             )
-            bins, sizes = np.unique(
-                set_of[check] * level + (parts[check] & (level - 1)), return_counts=True
-            )
-            ok[pm[bins[sizes >= _SET_BIN_LIMIT] // level]] = False
+            full = _at_least(set_of[check] * level + (parts[check] & (level - 1)), _SET_BIN_LIMIT)
+            ok[pm[full // level]] = False
             level *= 2
 
     def _replay(
@@ -713,6 +811,45 @@ def _beyond(topics: TopicTable, ts: list[int], parts: Sequence[int]) -> Assignme
         f"a current assignment of {names} names a partition beyond the topic's partitions "
         f"(max {max(parts)}; Java: ArrayIndexOutOfBoundsException)"
     )
+
+
+def _served(levels: _Ints, count: int) -> _Ints:
+    """Which of the subscribers sorted by size (``levels``, ascending) receive ``count``
+    partitions, in turn, as indices into them: round ``r`` serves the prefix of those whose
+    size was at most ``levels[0] + r``, until the partitions run out."""
+    s = len(levels)
+    base = int(levels[0])
+    rounds = min(int(levels[-1]) - base + 1, count)  # from the last of these on, all of them
+    widths = np.searchsorted(levels, np.arange(base, base + rounds), side="right")
+    served = np.cumsum(widths)
+    if served[-1] >= count:
+        end = int(np.searchsorted(served, count))
+        widths = widths[: end + 1]
+        widths[-1] -= served[end] - count
+    else:
+        full, rest = divmod(count - int(served[-1]), s)
+        widths = np.concatenate(
+            [widths, np.full(full, s, dtype=np.int64), np.full(int(rest > 0), rest, dtype=np.int64)]
+        )
+    starts = np.cumsum(widths) - widths
+    return np.arange(count) - np.repeat(starts, widths)
+
+
+def _at_least(values: _Ints, times: int) -> _Ints:
+    """The values found at least ``times`` times in ``values`` (some more than once)."""
+    ordered = np.sort(values)
+    found: _Ints = ordered[times - 1 :][ordered[times - 1 :] == ordered[: len(ordered) - times + 1]]
+    return found
+
+
+def _stable_order(major: _Ints, minor: _Ints, minors: int) -> _Ints:
+    """``np.argsort(major * minors + minor, kind="stable")``, in two radix sorts when both
+    fit 16 bits."""
+    if minors <= 1 << 16 and (not len(major) or int(major.max()) < 1 << 16):
+        by_minor = np.argsort(minor.astype(np.uint16), kind="stable")
+        order: _Ints = by_minor[np.argsort(major[by_minor].astype(np.uint16), kind="stable")]
+        return order
+    return np.argsort(major * minors + minor, kind="stable")
 
 
 def _cia_capacity(size: int) -> int:

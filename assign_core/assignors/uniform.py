@@ -83,16 +83,20 @@ class UniformAssignor:
             first = _first_assignment(g)
             if first is not None:
                 return AssignmentResult(self.name, numbers=first)
-        empty: dict[str, list[TopicPartition]] = {m.member_id: [] for m in spec.members}
         if g.homogeneous:
             states = _homogeneous(g, olds)
             if states is None:  # Map.of(): no member in the result
-                return AssignmentResult(self.name, empty)
+                return AssignmentResult(self.name, _nothing(spec))
             return AssignmentResult(self.name, numbers=_numbers(g, olds, states))
         h = _heterogeneous(g, olds)
         if h is None:
-            return AssignmentResult(self.name, empty)
+            return AssignmentResult(self.name, _nothing(spec))
         return AssignmentResult(self.name, numbers=h.numbers())
+
+
+def _nothing(spec: GroupSpec) -> dict[str, list[TopicPartition]]:
+    """Every member, with no partitions (``Map.of()``: no member in the result)."""
+    return {m.member_id: [] for m in spec.members}
 
 
 def _numbers(g: ServerGroup, olds: _Olds, states: Sequence[_State]) -> ServerNumbers:
@@ -109,7 +113,7 @@ def _numbers(g: ServerGroup, olds: _Olds, states: Sequence[_State]) -> ServerNum
             if isinstance(owned, tuple):
                 by_member[i] = [owned[3]]
             elif isinstance(owned, OwnedFlat):
-                by_member[i] = [owned.tps]
+                by_member[i] = [owned]
             elif owned:
                 by_member[i] = [[tp for o in olds(i) for tp in o.tps]]
         elif isinstance(state, list):

@@ -60,9 +60,11 @@ def test_python_equals_java(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``bulk``: the server side reads the current assignments of even the generator's small
-    groups with numpy, as it does from ``_BULK_MEMBERS`` members on."""
+    groups with numpy, as it does from ``_BULK_MEMBERS`` members on, in chunks of 3 members
+    (members of one group in several chunks, as from ``_BULK_CHUNK`` members on)."""
     if bulk:
         monkeypatch.setattr(server_common, "_BULK_MEMBERS", 1)
+        monkeypatch.setattr(server_common, "_BULK_CHUNK", 3)
     cases = scenarios(strategy, SEED, SCENARIOS)
     mismatches = []
     checked = 0

@@ -437,6 +437,32 @@ def test_batched_fresh_targets_equal_the_per_member_path(
     assert results[0] == results[1]
 
 
+#: Issue 13, fifth pass: a batch of fresh members whose last one was left out of it.
+BATCH_LAST_INSERTION_SCENARIO = (
+    Path(__file__).with_name("scenarios") / "uniform_batch_last_insertion.json"
+)
+
+
+def test_batched_map_capacity_of_the_last_member() -> None:
+    """The last member of the batch inserts ``payments`` with its last change, so its map
+    keeps 4 bins: ``audit``, ``events``, ``payments``, ``orders`` (Java's lists). The batch
+    once read the member's last insertion from a slice that ended where the member left out
+    after it began, and took 8 bins."""
+    raw = json.loads(BATCH_LAST_INSERTION_SCENARIO.read_text())
+    for batch_min in (1, 1 << 30):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(uniform_heterogeneous, "_BATCH_MIN", batch_min)
+            result = assign(parse_scenario(raw))
+        assert result["Xg9u7qMCRq22fsSfsxZmdw"] == [
+            TopicPartition("audit", 0),
+            TopicPartition("audit", 2),
+            TopicPartition("events", 16),
+            TopicPartition("events", 22),
+            TopicPartition("payments", 2),
+            *(TopicPartition("orders", p) for p in (2, 18, 6, 22, 10, 14)),
+        ]
+
+
 def _put_only_safe_reference(spreads: list[int], cap: int) -> bool:
     """The check as first written: every capacity the table passes through, sorted bins."""
     n = len(spreads)
