@@ -87,7 +87,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9108
 
 _GroupKey = tuple[str, str]
-_Series = tuple[str, tuple[str, ...]]
 _Labels = tuple[str, ...]
 
 
@@ -122,9 +121,14 @@ class _Store:
         #: exposition (:class:`_CachedExposition`).
         self.version = 0
 
+    @staticmethod
+    def _group_of(labels: _Labels) -> _GroupKey | None:
+        """The group a series' labels name (cluster and group first); None: a job series."""
+        return (labels[0], labels[1]) if len(labels) >= 2 else None
+
     def _of(self, name: str, labels: _Labels) -> dict[_Labels, Any]:
         by_group = self.series[name]
-        group = (labels[0], labels[1]) if len(labels) >= 2 else None
+        group = self._group_of(labels)
         values = by_group.get(group)
         if values is None:
             values = by_group[group] = {}
@@ -159,7 +163,7 @@ class _Store:
 
     def remove(self, spec: MetricSpec, labels: _Labels) -> None:
         by_group = self.series[spec.name]
-        group = (labels[0], labels[1]) if len(labels) >= 2 else None
+        group = self._group_of(labels)
         values = by_group.get(group)
         if values is not None and values.pop(labels, None) is not None:
             if not values:  # the group's last series of the metric: no empty dict left

@@ -231,25 +231,6 @@ def load_reducer(config: TrackerConfig = DEFAULT_CONFIG) -> Reducer:
 # -- pure conversions ------------------------------------------------------------------------
 
 
-#: The list columns of a ``CommitRun`` row (:func:`streaming.spark.decode.decode_batch`):
-#: one entry per run of the row's group.
-_RUN_COLUMNS = (
-    "run_topic",
-    "run_partition",
-    "run_offset",
-    "run_leader_epoch",
-    "run_commit_ts_ms",
-    "run_count",
-    "run_history_ts_ms",
-    "run_history_offsets",
-    "run_topic_id",
-    "run_metadata",
-    "run_expire_ts_ms",
-    "run_source_offset",
-    "run_timestamp_ms",
-)
-
-
 def observations_by_group(
     frames: Iterable[pd.DataFrame],
     *,
@@ -282,7 +263,7 @@ def observations_by_group(
                 observations = out[group[i]] = []
             if kind == COMMIT_RUN:
                 if run is None:
-                    run = {c: frame[c].tolist() for c in ("group_id", *_RUN_COLUMNS)}
+                    run = {c: frame[c].tolist() for c in ("group_id", *_RUN_OBSERVED)}
                 observations.extend(_runs(int(partition[i]), run, i))
                 continue
             k, v = key[i], value[i]
@@ -496,8 +477,8 @@ _RUN_OBSERVED = (
 
 def _runs(partition: int, run: Mapping[str, list[Any]], i: int) -> Iterator[Observation]:
     """The observations of the runs of ``CommitRun`` row ``i`` (``run``: the frame's
-    ``group_id`` and :data:`_RUN_COLUMNS` as lists; a row's lists come from pyspark as numpy
-    arrays or lists)."""
+    ``group_id`` and :data:`_RUN_OBSERVED` as lists; a row's lists come from pyspark as
+    numpy arrays or lists)."""
     group = str(run["group_id"][i])
     columns = [_values(run[name][i]) for name in _RUN_OBSERVED]
     for topic, part, off, epoch, ts, count, hist_ts, hist_off, topic_id, at, at_ts in zip(

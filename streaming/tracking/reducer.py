@@ -215,17 +215,19 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
 
 
 def _verdict(
-    state: GroupState, config: TrackerConfig, tp: TopicPartition, now_ms: int
+    config: TrackerConfig,
+    entry: CommitEntry | None,
+    end_offsets: tuple[tuple[int, int], ...],
+    now_ms: int,
 ) -> Verdict | None:
-    """The partition's lag status at ``now_ms`` from the state's commit and end-offset
-    histories (:mod:`~streaming.tracking.lag_status`); None without a commit or a verdict."""
-    entry = state.commits.get(tp)
+    """A partition's lag status at ``now_ms`` from its commit entry and end-offset history
+    (:mod:`~streaming.tracking.lag_status`); None without a commit or a verdict."""
     if entry is None:
         return None
     return evaluate_partition(
         entry.history,
         entry.offset,
-        state.end_offsets.get(tp, ()),
+        end_offsets,
         now_ms,
         window_ms=config.lag_status_window_ms,
         allowed_lag=config.lag_status_allowed_records,
@@ -240,7 +242,7 @@ def _lag_row(
     end = history[-1][1] if history else None
     end_ts = history[-1][0] if history else None
     seconds, method = lag_seconds(history, committed, measured_ts_ms)
-    verdict = _verdict(state, ctx.config, tp, measured_ts_ms)
+    verdict = _verdict(ctx.config, state.commits.get(tp), history, measured_ts_ms)
     return PartitionLagRow(
         event_id=event_id(
             "lag", state.cluster, state.group_id, tp.topic, tp.partition, measured_ts_ms, trigger
@@ -494,7 +496,7 @@ def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONF
         seconds, _method = lag_seconds(history, entry.offset, history[-1][0])
         if seconds is not None and (worst is None or seconds > worst):
             worst = seconds
-        verdict = _verdict(state, config, tp, now_ms)
+        verdict = _verdict(config, entry, history, now_ms)
         statuses.append(None if verdict is None else verdict.status)
     return GroupStatus(
         event_id=event_id("status", state.cluster, state.group_id),
