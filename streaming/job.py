@@ -18,8 +18,8 @@
               │                            track: transformWithStateInPandas, state per
               │                            group on RocksDB; bad rows and stats rows pass
               │                            through under keys of their own; with
-              │                            history=latest, the offset_commits rows too
-              │                            (each run's last commit, each tombstone)
+              │                            history=latest, what offset_commits keeps too
+              │                            (each group's runs as lists, each tombstone)
               └───────────────────────┬──────────────────────────┘
                                       ▼ unionByName (every) / the group lane alone (latest)
     query "events": foreachBatch (streaming.sinks.micro_batch.Sinks) -> one job computes the

@@ -25,8 +25,8 @@ next to it) and change it whenever the checkpoint is deleted or moved.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from streaming.sinks import TableSchemaError, UnknownTableError
 from streaming.sinks import tables as t
@@ -73,29 +73,36 @@ class DeltaSink:
 
     def ensure_tables(self) -> None:
         """Create every missing table (partitioned by ``date``, columns commented); raise
-        :class:`TableSchemaError` if an existing one has other columns or partitioning."""
+        :class:`TableSchemaError` if an existing one has other columns or partitioning.
+
+        The tables side by side, as their appends (:meth:`_append_all`): each is its own
+        Delta log, and a new table costs a commit and a snapshot (two to four small Spark
+        jobs, mostly the driver's round trips). One after the other, the six took 13.6 s of a
+        fresh start on 2 cores (``bench/steady.py``, load ~3; Spark's event log)."""
+        self._side_by_side(self._ensure, [(table,) for table in t.TABLE_NAMES])
+
+    def _ensure(self, table: str) -> None:
         from delta.tables import DeltaTable
 
-        for table in t.TABLE_NAMES:
-            path = self.path(table)
-            expected = t.schema(table)
-            properties = _properties(table)
-            if DeltaTable.isDeltaTable(self.spark, path):
-                self._check(table, path, expected, properties)
-                continue
-            builder = (
-                DeltaTable.createIfNotExists(self.spark)
-                .location(path)
-                .addColumns(expected)
-                .partitionedBy(t.PARTITION_COLUMN)
-                .comment(f"rebalance-monitor {table} (docs/tables.md)")
-            )
-            for key, value in properties.items():
-                builder = builder.property(key, value)
-            builder.execute()
-            # load the new table's snapshot now (Delta caches it): the first micro-batch's
-            # appends would otherwise each reconstruct it (a Spark job, ~1-3 s here)
-            DeltaTable.forPath(self.spark, path).detail().collect()
+        path = self.path(table)
+        expected = t.schema(table)
+        properties = _properties(table)
+        if DeltaTable.isDeltaTable(self.spark, path):
+            self._check(table, path, expected, properties)
+            return
+        builder = (
+            DeltaTable.createIfNotExists(self.spark)
+            .location(path)
+            .addColumns(expected)
+            .partitionedBy(t.PARTITION_COLUMN)
+            .comment(f"rebalance-monitor {table} (docs/tables.md)")
+        )
+        for key, value in properties.items():
+            builder = builder.property(key, value)
+        builder.execute()
+        # load the new table's snapshot now (Delta caches it): the first micro-batch's
+        # appends would otherwise each reconstruct it (a Spark job, ~1-3 s here)
+        DeltaTable.forPath(self.spark, path).detail().collect()
 
     def _check(
         self, table: str, path: str, expected: StructType, properties: Mapping[str, str]
@@ -138,16 +145,21 @@ class DeltaSink:
 
     def _append_all(self, appends: Sequence[tuple[str, DataFrame]], batch_id: int) -> None:
         """The appends side by side: each table is its own Delta log, and most of an append's
-        time is its commit's round trips on the driver, not the executors' work. Every append
-        is waited for; the first failure is raised."""
-        if len(appends) <= 1:
-            for table, frame in appends:
-                self._append(table, frame, batch_id)
+        time is its commit's round trips on the driver, not the executors' work."""
+        self._side_by_side(self._append, [(table, frame, batch_id) for table, frame in appends])
+
+    @staticmethod
+    def _side_by_side(fn: Callable[..., None], calls: Sequence[tuple[Any, ...]]) -> None:
+        """``fn(*args)`` for each ``args`` of ``calls`` (one table each), in a thread each;
+        every call is waited for, and the first failure is raised."""
+        if len(calls) <= 1:
+            for args in calls:
+                fn(*args)
             return
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(len(appends), thread_name_prefix="delta-append") as pool:
-            futures = [pool.submit(self._append, name, frame, batch_id) for name, frame in appends]
+        with ThreadPoolExecutor(len(calls), thread_name_prefix="delta-table") as pool:
+            futures = [pool.submit(fn, *args) for args in calls]
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
             raise errors[0]  # type: ignore[misc]

@@ -359,6 +359,8 @@ def table_frames(
     from streaming.sinks import tables as t
 
     kinds = set(kinds)
+    if t.COMMIT_RUNS_KIND in kinds:
+        kinds.add(t.COMMIT_KIND)
     frames = {
         table: (
             t.commit_frame(events, history=offset_commits_history)

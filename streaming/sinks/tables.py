@@ -424,16 +424,57 @@ def date_of_ms(ts_ms: int) -> dt.date:
 #: The commit lane's rows (:func:`streaming.spark.commits.commit_rows`): kind, and the
 #: ``offset_commits`` columns as one struct.
 COMMIT_KIND, COMMIT_STRUCT_COLUMN = "offset_commit", "offset_commit"
+#: With ``history="latest"``, the stateful step's row of a group's commit runs of one source
+#: partition (kind and struct column): the ``offset_commits`` values of each run's last
+#: commit as parallel lists (:data:`RUN_LIST_FIELDS`), which :func:`commit_frame` makes rows
+#: of in the JVM. One row for a group's ~20 runs, where a row per run cost the Python
+#: workers ~1.4 s of a 10,000-group micro-batch (200,000 rows built and converted to Arrow
+#: value by value, against 0.23 s for 10,000 rows of lists).
+COMMIT_RUNS_KIND = COMMIT_RUNS_COLUMN = "offset_commit_runs"
+#: The ``offset_commits`` columns a run's list entry gives: the rest are the row's
+#: (``cluster``, ``group_id``, ``source_partition``), constant (``deleted``: false) or
+#: derived (``event_id``).
+RUN_LIST_FIELDS: tuple[str, ...] = (
+    "topic",
+    "partition",
+    "offset",
+    "leader_epoch",
+    "metadata",
+    "commit_ts_ms",
+    "expire_ts_ms",
+    "source_offset",
+    "event_ts_ms",
+)
+
+
+def _commit_runs_struct() -> StructType:
+    columns = {f.name: f for f in SCHEMAS[OFFSET_COMMITS].fields}
+    return StructType(
+        [
+            StructField("source_partition", columns["source_partition"].dataType, True),
+            *(
+                StructField(name, ArrayType(columns[name].dataType, True), True)
+                for name in RUN_LIST_FIELDS
+            ),
+        ]
+    )
+
+
+#: The type of :data:`COMMIT_RUNS_COLUMN`, from the ``offset_commits`` schema.
+COMMIT_RUNS_STRUCT = _commit_runs_struct()
 
 
 def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
     """The ``offset_commits`` rows of a micro-batch: the commit lane's typed rows, every one
     (``history="every"``) or the last record (commit or tombstone) of each partition of each
-    group (``"latest"``), ``event_time`` and ``date`` derived from ``event_ts_ms``."""
+    group (``"latest"``: of the stateful step's commit runs, :data:`COMMIT_RUNS_KIND`, and
+    offset tombstones), ``event_time`` and ``date`` derived from ``event_ts_ms``."""
     from pyspark.sql import functions as F
 
     commits = events.where(F.col("kind") == COMMIT_KIND)
     if history == "latest":
+        if COMMIT_RUNS_COLUMN in events.columns:  # the stateful step's (not the lane's)
+            commits = commits.select(COMMIT_STRUCT_COLUMN).unionByName(_run_commits(events))
         # a group's records are in one __consumer_offsets partition: offset order is log
         # order; a hash aggregate (partial on each task) rather than a sorted window
         c = F.col(COMMIT_STRUCT_COLUMN)
@@ -446,6 +487,42 @@ def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
     rows = rows.withColumn("event_time", F.timestamp_millis("event_ts_ms"))
     return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
         *schema(OFFSET_COMMITS).fieldNames()
+    )
+
+
+def _run_commits(events: DataFrame) -> DataFrame:
+    """The ``offset_commit`` struct of each list entry of the :data:`COMMIT_RUNS_KIND` rows
+    of ``events``: its ``event_id`` as the tracker makes it (``commit/<cluster>/<group>/
+    <source partition>%3A<source offset>``, each part percent-encoded: ``rm_quote``,
+    :mod:`streaming.spark.commits`), a negative leader epoch or expire time as null."""
+    from pyspark.sql import functions as F
+
+    from streaming.spark.commits import QUOTE_UDF
+
+    runs = F.col(COMMIT_RUNS_COLUMN)
+    entries = events.where(F.col("kind") == COMMIT_RUNS_KIND).select(
+        "cluster",
+        "group_id",
+        runs["source_partition"].alias("source_partition"),
+        F.inline(F.arrays_zip(*(runs[name].alias(name) for name in RUN_LIST_FIELDS))),
+    )
+    column = {name: F.col(name) for name in entries.columns}
+    column["event_id"] = F.concat(
+        F.lit("commit/"),
+        F.expr(f"{QUOTE_UDF}(cluster)"),
+        F.lit("/"),
+        F.expr(f"{QUOTE_UDF}(group_id)"),
+        F.lit("/"),
+        F.col("source_partition").cast("string"),
+        F.lit("%3A"),  # the tracker's part "<partition>:<offset>", percent-encoded
+        F.col("source_offset").cast("string"),
+    )
+    for name in ("leader_epoch", "expire_ts_ms"):
+        column[name] = F.when(F.col(name) >= 0, F.col(name))
+    column["deleted"] = F.lit(False)
+    fields = [f.name for f in SCHEMAS[OFFSET_COMMITS].fields if f.name not in DERIVED_COLUMNS]
+    return entries.select(
+        F.struct(*(column[name].alias(name) for name in fields)).alias(COMMIT_STRUCT_COLUMN)
     )
 
 

@@ -10,9 +10,11 @@ commits every partition it owns every few seconds. They take this lane::
         │    the tracker builds them (``rm_quote`` = Python's ``urllib.parse.quote(safe="")``)
         └──► the group lane (streaming.spark.decode): commits reach the per-group tracker
              only as per-run aggregates (CommitRun), everything else as today; with
-             ``latest`` (the default) the stateful step writes the ``offset_commit`` rows of
-             each run's last commit and of each tombstone, equal to this lane's last rows
-             (:func:`streaming.spark.stateful.track`), and the source is read once
+             ``latest`` (the default) the stateful step passes each group's runs on as
+             lists (``offset_commit_runs``) and each tombstone as an ``offset_commit`` row;
+             the sink makes rows of the runs' last commits in the JVM, equal to this lane's
+             last rows (:func:`streaming.sinks.tables.commit_frame`), and the source is
+             read once
 
 ``rm_offset_commit`` (``jvm/udf/.../OffsetCommitUdf.java``, built by ``make setup``) accepts
 exactly the commits the Python codec accepts and returns null for everything else: other

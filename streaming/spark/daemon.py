@@ -5,7 +5,10 @@ Spark starts one daemon per executor (``python -m <spark.python.daemon.module>``
 worker from it for each Python task that finds no idle one. Every forked worker of the stock
 daemon imports pyarrow, pandas and the job's modules on its first task: ~1-2 s on 2 cores,
 paid again by each new worker, so it lands in the first micro-batches (the start-up target
-of the job). Importing them once in the daemon gives every forked worker a warm copy.
+of the job). Importing them once in the daemon gives every forked worker a warm copy. That
+includes what a task imports on first use: the state API's client and its protobuf messages,
+pyarrow's ``acero`` (``group_by``), the what-if assignors (imported by name); py-spy of the
+steady benchmark's first micro-batch found ~0.7 s of the workers' CPU importing those.
 
 **Spark's zips off the path.** Spark puts ``pyspark.zip`` and ``py4j-*-src.zip`` first on the
 workers' ``PYTHONPATH``. Python cannot cache bytecode inside a zip, so the daemon compiled
@@ -49,12 +52,19 @@ for _entry in [k for k in sys.path_importer_cache if k.endswith(".zip")]:
 
 import pandas  # noqa: E402, F401
 import pyarrow  # noqa: E402
+import pyarrow.acero  # noqa: E402  (pyarrow's group_by: the source stats)
 import pyarrow.compute  # noqa: E402, F401
+import pyspark.sql.streaming.proto.StateMessage_pb2  # noqa: E402  (the state API's)
+import pyspark.sql.streaming.stateful_processor_api_client  # noqa: E402, F401
 from pyspark import daemon  # noqa: E402
 
+import assign_core.assignors.registry  # noqa: E402
 import streaming.spark.decode  # noqa: E402
 import streaming.spark.stateful  # noqa: E402
 import streaming.tracking.reducer  # noqa: E402, F401
+
+for _strategy in assign_core.assignors.registry.STRATEGIES:  # the what-if assignors
+    assign_core.assignors.registry.get_assignor(_strategy)
 
 if __name__ == "__main__":
     daemon.manager()

@@ -76,7 +76,6 @@ from streaming.tracking.events import (
     RebalanceSummary,
     event_id,
     from_row,
-    quoted,
     to_row,
 )
 from streaming.tracking.model import CommitRun, Observation
@@ -94,6 +93,7 @@ __all__ = [
     "BUCKET_STATE_SCHEMA",
     "EVENTS_SCHEMA",
     "FLAT_COMMIT",
+    "FLAT_RUNS",
     "STEP_SCHEMA",
     "WRAPPED",
     "BucketStates",
@@ -119,6 +119,8 @@ def _events_schema() -> StructType:
 
     from streaming.sinks.tables import (
         BAD_RECORDS,
+        COMMIT_RUNS_COLUMN,
+        COMMIT_RUNS_STRUCT,
         COMMIT_STRUCT_COLUMN,
         DRIVER_STRUCTS,
         OFFSET_COMMITS,
@@ -138,8 +140,11 @@ def _events_schema() -> StructType:
     types = {"string": StringType(), "int": IntegerType(), "bigint": LongType()}
     stats = StructType([StructField(n, types[t], True) for n, t in STATS_FIELDS])
     commit = StructField(COMMIT_STRUCT_COLUMN, relaxed(body_schema(OFFSET_COMMITS)), True)
+    runs = StructField(COMMIT_RUNS_COLUMN, COMMIT_RUNS_STRUCT, True)
     driver = [StructField(kind, struct, True) for kind, struct in DRIVER_STRUCTS.items()]
-    return StructType([*head, *tables, commit, StructField("source_stats", stats, True), *driver])
+    return StructType(
+        [*head, *tables, commit, runs, StructField("source_stats", stats, True), *driver]
+    )
 
 
 _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms")
@@ -153,43 +158,48 @@ EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
 
 
-def _step_schema() -> tuple[StructType, dict[str, str], frozenset[str]]:
+def _step_schema() -> tuple[StructType, dict[str, str], dict[str, str], frozenset[str]]:
     from pyspark.sql.types import ArrayType, StructField, StructType
 
-    from streaming.sinks.tables import COMMIT_STRUCT_COLUMN
+    from streaming.sinks.tables import COMMIT_RUNS_COLUMN, COMMIT_STRUCT_COLUMN
 
     fields: list[StructField] = []
-    flat: dict[str, str] = {}
+    flat: dict[str, dict[str, str]] = {COMMIT_STRUCT_COLUMN: {}, COMMIT_RUNS_COLUMN: {}}
     wrapped: set[str] = set()
     for f in EVENTS_SCHEMA.fields:
-        if f.name == COMMIT_STRUCT_COLUMN:
+        if f.name in flat:
             assert isinstance(f.dataType, StructType)
             for inner in f.dataType.fields:
-                name = f"{COMMIT_STRUCT_COLUMN}__{inner.name}"
-                flat[name] = inner.name
+                name = f"{f.name}__{inner.name}"
+                flat[f.name][name] = inner.name
                 fields.append(StructField(name, inner.dataType, True))
         elif isinstance(f.dataType, StructType):
             wrapped.add(f.name)
             fields.append(StructField(f.name, ArrayType(f.dataType, False), True))
         else:
             fields.append(f)
-    return StructType(fields), flat, frozenset(wrapped)
+    return (
+        StructType(fields),
+        flat[COMMIT_STRUCT_COLUMN],
+        flat[COMMIT_RUNS_COLUMN],
+        frozenset(wrapped),
+    )
 
 
 #: What the processor writes, :data:`EVENTS_SCHEMA` in a shape that is cheap to hand from
 #: pandas to the JVM; :func:`track` gives it its shape again (:func:`from_step`), in the JVM:
 #:
 #: * the ``offset_commit`` struct as one flat column per field (``offset_commit__<field>``,
-#:   ``FLAT_COMMIT``: each flat column's field): commits are most of the step's rows, and
-#:   pyspark converts a struct column of a pandas frame to Arrow value by value in Python (a
-#:   flat column: in one Arrow call);
+#:   ``FLAT_COMMIT``: each flat column's field), and so the ``offset_commit_runs`` struct
+#:   (``FLAT_RUNS``): pyspark converts a struct column of a pandas frame to Arrow value by
+#:   value in Python (a flat column: in one Arrow call);
 #: * every other struct column (``WRAPPED``) as an array of at most one struct: an Arrow
 #:   struct column that is null on a row still holds a null slot for each of its nested
 #:   fields on that row, a list column only an offset. A row carries one of the ~10 structs,
 #:   so most are null on every row: 20,000 commit rows were 23.8 MB of Arrow (82 ms to
 #:   convert) with null structs, 5.6 MB (26 ms) with null arrays; 5,000 tracker rows of the
 #:   golden captures 8.6 MB (137 ms) against 4.6 MB (94 ms).
-STEP_SCHEMA, FLAT_COMMIT, WRAPPED = _step_schema()
+STEP_SCHEMA, FLAT_COMMIT, FLAT_RUNS, WRAPPED = _step_schema()
 _STEP_COLUMNS = tuple(STEP_SCHEMA.fieldNames())
 #: The stateful step's one state variable: per bucket (a grouping key), a ValueState of its
 #: groups' states, :meth:`BucketStates.encode`.
@@ -246,7 +256,7 @@ def observations_by_group(
     its bytes.
 
     ``commits``: when given, receives the ``offset_commits`` row of each offset tombstone
-    (of ``cluster``); those of the runs' last commits are :func:`run_commit_frame`'s.
+    (of ``cluster``); the runs' are :func:`run_commit_frame`'s (a row per ``CommitRun`` row).
 
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
@@ -301,100 +311,50 @@ def _failed_row(frame: pd.DataFrame, i: int, error: Exception) -> dict[str, Any]
 
 
 def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFrame | None:
-    """The ``offset_commits`` rows of the commit runs of decoded frames, in the processor's
-    layout (:data:`STEP_SCHEMA`; None: no run): per partition of each group, the row of its
-    last run's last commit, the record ``history="latest"`` keeps of the micro-batch
-    (:func:`streaming.sinks.tables.commit_frame`; a tombstone after it is a row of its own,
-    with a higher source offset). Built column by column with pandas, no Python step per
-    row: commits are ~99 % of ``__consumer_offsets``."""
+    """The ``offset_commit_runs`` rows of the commit runs of decoded frames, in the
+    processor's layout (:data:`STEP_SCHEMA`; None: no run): each ``CommitRun`` row's lists
+    as they came, its source partition and time beside them. The JVM makes the
+    ``offset_commits`` rows of them, the record ``history="latest"`` keeps of each partition
+    in the micro-batch (:func:`streaming.sinks.tables.commit_frame`; a tombstone after it is
+    a row of its own, with a higher source offset). No Python step per row or per run:
+    commits are ~99 % of ``__consumer_offsets``."""
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-    from streaming.sinks.tables import COMMIT_KIND
+    from streaming.sinks.tables import COMMIT_RUNS_KIND
 
     parts = [f.loc[f["record_type"] == COMMIT_RUN] for f in frames]
     parts = [p for p in parts if len(p)]
     if not parts:
         return None
     rows = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-    runs = _exploded(rows)
-    # a group's records are in one __consumer_offsets partition: offset order is log order
-    runs = runs.sort_values("offset", kind="stable").drop_duplicates(
-        ["group_id", "run_topic", "run_partition"], keep="last"
-    )
-    n = len(runs)
-    groups = runs["group_id"].astype(object)
-    names = {g: quoted(g) for g in groups.unique()}
-    event_ids = (
-        f"commit/{quoted(cluster)}/"
-        + groups.map(names)
-        + "/"  # the tracker's part "<partition>:<offset>", percent-encoded
-        + runs["partition"].astype(str)
-        + "%3A"
-        + runs["offset"].astype(str)
-    )
-    epoch = runs["run_leader_epoch"].astype("Int64")
-    expire = runs["run_expire_ts_ms"].astype("Int64")
-    commit = {
-        "event_id": event_ids,
-        "cluster": cluster,
-        "group_id": groups,
-        "event_ts_ms": runs["timestamp_ms"],
-        "topic": runs["run_topic"],
-        "partition": runs["run_partition"],
-        "offset": runs["run_offset"],
-        "leader_epoch": epoch.where(epoch >= 0),
-        "metadata": runs["run_metadata"],
-        "commit_ts_ms": runs["run_commit_ts_ms"],
-        "expire_ts_ms": expire.where(expire >= 0),
-        "deleted": False,
-        "source_partition": runs["partition"],
-        "source_offset": runs["offset"],
-    }
     out = {
         "cluster": cluster,
-        "group_id": groups,
-        "kind": COMMIT_KIND,
-        "event_id": event_ids,
-        "event_ts_ms": runs["timestamp_ms"],
-        **{flat: commit[field] for flat, field in FLAT_COMMIT.items()},
+        "group_id": rows["group_id"],
+        "kind": COMMIT_RUNS_KIND,
+        "event_ts_ms": rows["timestamp_ms"],
+        **{flat: rows[_RUN_SOURCE[field]] for flat, field in FLAT_RUNS.items()},
     }
-    frame = pd.DataFrame(out, index=runs.index)
-    none = pd.Series([None] * n, index=runs.index, dtype=object)
+    frame = pd.DataFrame(out, index=rows.index)
+    none = pd.Series([None] * len(rows), index=rows.index, dtype=object)
     for column in _STEP_COLUMNS:
         if column not in out:
             frame[column] = none
-    return frame.reset_index(drop=True)
+    return frame[list(_STEP_COLUMNS)].reset_index(drop=True)
 
 
-def _exploded(rows: pd.DataFrame) -> pd.DataFrame:
-    """``CommitRun`` rows as one row per run, with what its ``offset_commits`` row needs:
-    the group and source partition repeated, the run's list entries (its source offset and
-    time as ``offset`` and ``timestamp_ms``)."""
-    import numpy as np
-    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-
-    lengths = np.fromiter((len(v) for v in rows["run_topic"]), dtype=np.int64, count=len(rows))
-    columns: dict[str, Any] = {
-        "group_id": np.repeat(rows["group_id"].to_numpy(dtype=object), lengths),
-        "partition": np.repeat(rows["partition"].to_numpy(), lengths),
-    }
-    for name, target in _COMMITTED.items():
-        columns[target] = np.concatenate([np.asarray(v) for v in rows[name]])
-    return pd.DataFrame(columns)
-
-
-#: The list columns of a ``CommitRun`` row an ``offset_commits`` row reads, and their names
-#: in :func:`_exploded`'s frame.
-_COMMITTED = {
-    "run_topic": "run_topic",
-    "run_partition": "run_partition",
-    "run_offset": "run_offset",
-    "run_leader_epoch": "run_leader_epoch",
-    "run_commit_ts_ms": "run_commit_ts_ms",
-    "run_metadata": "run_metadata",
-    "run_expire_ts_ms": "run_expire_ts_ms",
-    "run_source_offset": "offset",
-    "run_timestamp_ms": "timestamp_ms",
+#: Where each field of an ``offset_commit_runs`` row comes from: a ``CommitRun`` row's column
+#: (:data:`streaming.spark.decode.DECODED_SCHEMA`).
+_RUN_SOURCE = {
+    "source_partition": "partition",
+    "topic": "run_topic",
+    "partition": "run_partition",
+    "offset": "run_offset",
+    "leader_epoch": "run_leader_epoch",
+    "metadata": "run_metadata",
+    "commit_ts_ms": "run_commit_ts_ms",
+    "expire_ts_ms": "run_expire_ts_ms",
+    "source_offset": "run_source_offset",
+    "event_ts_ms": "run_timestamp_ms",
 }
 
 
@@ -422,16 +382,27 @@ def step_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 def from_step(step: DataFrame) -> DataFrame:
     """The processor's rows (:data:`STEP_SCHEMA`) as :data:`EVENTS_SCHEMA` rows, in the JVM:
-    the flat ``offset_commit__*`` columns nested into the ``offset_commit`` struct (null on
-    the rows of other kinds), each wrapped struct taken out of its array."""
+    the flat ``offset_commit__*`` and ``offset_commit_runs__*`` columns nested into their
+    structs (null on the rows of other kinds), each wrapped struct taken out of its array."""
     from pyspark.sql import functions as F
 
-    from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
+    from streaming.sinks.tables import (
+        COMMIT_KIND,
+        COMMIT_RUNS_COLUMN,
+        COMMIT_RUNS_KIND,
+        COMMIT_STRUCT_COLUMN,
+    )
+
+    flat = {
+        COMMIT_STRUCT_COLUMN: (COMMIT_KIND, FLAT_COMMIT),
+        COMMIT_RUNS_COLUMN: (COMMIT_RUNS_KIND, FLAT_RUNS),
+    }
 
     def column(name: str) -> Column:
-        if name == COMMIT_STRUCT_COLUMN:
-            fields = (F.col(flat).alias(field) for flat, field in FLAT_COMMIT.items())
-            return F.when(F.col("kind") == COMMIT_KIND, F.struct(*fields)).alias(name)
+        if name in flat:
+            kind, columns = flat[name]
+            fields = (F.col(column).alias(field) for column, field in columns.items())
+            return F.when(F.col("kind") == kind, F.struct(*fields)).alias(name)
         if name in WRAPPED:
             return F.get(F.col(name), 0).alias(name)
         return F.col(name)
@@ -768,9 +739,10 @@ def track(
     stats count them.
 
     ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
-    commit run's last commit and of each offset tombstone, what ``offset_commits`` keeps
-    with ``history="latest"`` (:func:`streaming.sinks.tables.commit_frame`): the commit
-    lane's rows without its second read of the source (:func:`streaming.job.start`)."""
+    offset tombstone and an ``offset_commit_runs`` row of each ``CommitRun`` row (its runs'
+    last commits as lists), of which :func:`streaming.sinks.tables.commit_frame` makes what
+    ``offset_commits`` keeps with ``history="latest"``: the commit lane's rows without its
+    second read of the source (:func:`streaming.job.start`)."""
     from pyspark.sql import functions as F
 
     group = F.col("group_id")

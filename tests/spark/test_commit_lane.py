@@ -199,19 +199,24 @@ def test_offset_commits_keep_every_commit_or_the_last_per_partition(spark: Spark
 
 
 def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSession) -> None:
-    """``history="latest"`` takes the ``offset_commits`` rows from the stateful step (each
-    partition's last run's last commit, :func:`run_commit_frame`, and each offset tombstone)
-    instead of the lane: per partition, the last of
+    """``history="latest"`` takes the ``offset_commits`` rows from the stateful step (its
+    rows of each group's commit runs as lists, :func:`run_commit_frame`, made rows in the
+    JVM, and each offset tombstone) instead of the lane: per partition, the last of
     them is the lane's last row, field for field (runs split by a group record, tombstones,
     v3 and v4 values, null and UTF-8 metadata, an expire time, a refused commit)."""
-    from dataclasses import asdict
-
     import pandas as pd
     from pyspark.sql import functions as F
 
     from streaming.sinks.tables import commit_frame
     from streaming.spark.decode import decode
-    from streaming.spark.stateful import FLAT_COMMIT, observations_by_group, run_commit_frame
+    from streaming.spark.stateful import (
+        STEP_SCHEMA,
+        events_to_rows,
+        from_step,
+        observations_by_group,
+        run_commit_frame,
+        step_frame,
+    )
     from streaming.tracking.events import OffsetCommitRow
 
     register(spark)
@@ -265,13 +270,14 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     assert not failed
     runs = run_commit_frame([decoded], "c/1")
     assert runs is not None
-    got = [asdict(row) for row in tombstones] + [
-        {field: None if r[flat] is pd.NA else r[flat] for flat, field in FLAT_COMMIT.items()}
-        for r in runs.to_dict("records")
-    ]
-    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for row in sorted(got, key=lambda r: (r["source_partition"], r["source_offset"])):
-        latest[(row["group_id"], row["topic"], row["partition"])] = row
-    assert len(got) < len(rows) - 2  # runs, not a row per commit
+    assert len(runs) + len(tombstones) < len(rows) - 2  # runs, not a row per commit
+    step = pd.concat([step_frame(events_to_rows(tombstones)), runs], ignore_index=True)
+    events = from_step(spark.createDataFrame(step, STEP_SCHEMA))
+    latest = {
+        (r.group_id, r.topic, r.partition): {
+            k: v for k, v in r.asDict().items() if k not in ("event_time", "date")
+        }
+        for r in commit_frame(events, history="latest").collect()
+    }
     assert latest == expected
     assert expected[("a", "t", 1)]["deleted"] and not expected[("a", "t", 2)]["deleted"]

@@ -404,16 +404,20 @@ def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> 
 
 
 @pytest.mark.parametrize("chunk", [37, 10_000])
-def test_the_runs_commit_rows_are_each_partitions_last_commit(chunk: int) -> None:
-    """With ``offset_commits_history=latest`` the stateful step writes, per partition of each
-    group, the row of the micro-batch's last commit (:func:`run_commit_frame`, built column
-    by column): the same row the commit lane builds of that record."""
-    import pandas as pd
-
+def test_the_runs_commit_rows_are_each_partitions_last_commit(
+    spark: SparkSession, chunk: int
+) -> None:
+    """With ``offset_commits_history=latest`` the stateful step writes a group's runs as
+    lists (:func:`run_commit_frame`, one row per ``CommitRun`` row), and the JVM makes of
+    them, per partition of each group, the row of the micro-batch's last commit
+    (:func:`commit_frame`): the same row the commit lane builds of that record."""
     from streaming.codec.model import OffsetCommit
-    from streaming.spark.stateful import FLAT_COMMIT, STEP_SCHEMA, run_commit_frame
+    from streaming.sinks.tables import COMMIT_RUNS_KIND, commit_frame
+    from streaming.spark.commits import register
+    from streaming.spark.stateful import STEP_SCHEMA, from_step, run_commit_frame
     from streaming.tracking.events import event_id
 
+    register(spark)
     rows = _golden_records()
     table = _with_commit(rows)
     frames = [
@@ -421,7 +425,9 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(chunk: int) -> Non
         for start in range(0, table.num_rows, chunk)
     ]
     got = run_commit_frame(frames, "c/1")
-    assert got is not None and sorted(got.columns) == sorted(STEP_SCHEMA.fieldNames())
+    assert got is not None and list(got.columns) == STEP_SCHEMA.fieldNames()
+    assert set(got["kind"]) == {COMMIT_RUNS_KIND}
+    assert len(got) == sum(int((f["record_type"] == "CommitRun").sum()) for f in frames)
     expected: dict[tuple[str, str, int], dict[str, Any]] = {}
     for partition, offset, ts, key, value in rows:
         rec = decode_record(key, value)
@@ -442,20 +448,11 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(chunk: int) -> Non
                 "source_partition": partition,
                 "source_offset": offset,
             }
-
-    def plain(v: Any) -> Any:
-        return None if v is None or v is pd.NA else v
-
-    commits = [
-        {field: plain(r[flat]) for flat, field in FLAT_COMMIT.items()}
-        for r in got.to_dict("records")
-    ]
-    assert len(commits) == len(expected)
-    assert sorted(commits, key=lambda c: c["source_offset"]) == sorted(
-        expected.values(), key=lambda c: c["source_offset"]
-    )
-    assert set(got["kind"]) == {"offset_commit"}
-    assert list(got["event_id"]) == [c["event_id"] for c in commits]
-    others = [c for c in STEP_SCHEMA.fieldNames() if c not in FLAT_COMMIT]
-    assert got[[c for c in others if c not in ("cluster", "group_id", "kind", "event_id",
-                                               "event_ts_ms")]].isna().all().all()  # fmt: skip
+    events = from_step(spark.createDataFrame(got, STEP_SCHEMA))
+    commits = {
+        (r.group_id, r.topic, r.partition): {
+            k: v for k, v in r.asDict().items() if k not in ("event_time", "date")
+        }
+        for r in commit_frame(events, history="latest").collect()
+    }
+    assert commits == expected
