@@ -71,6 +71,7 @@ from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observat
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.errors import StateFormatError
 from streaming.tracking.events import (
+    EVENT_TYPES,
     OffsetCommitRow,
     RebalanceEvent,
     RebalanceSummary,
@@ -92,9 +93,9 @@ __all__ = [
     "BUCKETS",
     "BUCKET_STATE_SCHEMA",
     "EVENTS_SCHEMA",
-    "FLAT_COMMIT",
-    "FLAT_RUNS",
+    "FLAT",
     "STEP_SCHEMA",
+    "STRUCT_KINDS",
     "WRAPPED",
     "BucketStates",
     "Reducer",
@@ -110,6 +111,7 @@ __all__ = [
     "step_frame",
     "store_bucket",
     "track",
+    "tracker_frame",
     "tracker_key",
 ]
 
@@ -158,48 +160,89 @@ EVENTS_SCHEMA = _events_schema()
 _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
 
 
-def _step_schema() -> tuple[StructType, dict[str, str], dict[str, str], frozenset[str]]:
-    from pyspark.sql.types import ArrayType, StructField, StructType
+def _step_schema() -> tuple[StructType, dict[str, dict[str, str]], frozenset[str]]:
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
-    from streaming.sinks.tables import COMMIT_RUNS_COLUMN, COMMIT_STRUCT_COLUMN
+    from streaming.sinks.tables import COMMIT_RUNS_COLUMN
 
     fields: list[StructField] = []
-    flat: dict[str, dict[str, str]] = {COMMIT_STRUCT_COLUMN: {}, COMMIT_RUNS_COLUMN: {}}
+    flat: dict[str, dict[str, str]] = {}
     wrapped: set[str] = set()
     for f in EVENTS_SCHEMA.fields:
-        if f.name in flat:
-            assert isinstance(f.dataType, StructType)
+        if not isinstance(f.dataType, StructType):
+            fields.append(f)
+        elif f.name == COMMIT_RUNS_COLUMN or not any(
+            isinstance(inner.dataType, ArrayType | MapType | StructType)
+            for inner in f.dataType.fields
+        ):
+            flat[f.name] = {}
             for inner in f.dataType.fields:
                 name = f"{f.name}__{inner.name}"
                 flat[f.name][name] = inner.name
                 fields.append(StructField(name, inner.dataType, True))
-        elif isinstance(f.dataType, StructType):
+        else:
             wrapped.add(f.name)
             fields.append(StructField(f.name, ArrayType(f.dataType, False), True))
-        else:
-            fields.append(f)
-    return (
-        StructType(fields),
-        flat[COMMIT_STRUCT_COLUMN],
-        flat[COMMIT_RUNS_COLUMN],
-        frozenset(wrapped),
+    return StructType(fields), flat, frozenset(wrapped)
+
+
+def _struct_kinds() -> dict[str, tuple[str, ...]]:
+    """Each struct column of :data:`EVENTS_SCHEMA` -> the kinds of the rows that fill it
+    (:func:`event_row`, and the processor's own rows)."""
+    from streaming.sinks.tables import (
+        BAD_RECORD_KIND,
+        BAD_RECORDS,
+        COMMIT_KIND,
+        COMMIT_RUNS_COLUMN,
+        COMMIT_RUNS_KIND,
+        COMMIT_STRUCT_COLUMN,
+        DRIVER_STRUCTS,
+        KIND_TO_TABLE,
+        TRACKER_TABLES,
     )
+
+    kinds: dict[str, tuple[str, ...]] = {
+        table: tuple(k for k, t in KIND_TO_TABLE.items() if t == table) for table in TRACKER_TABLES
+    }
+    kinds |= {kind: (kind,) for kind in DRIVER_STRUCTS}
+    kinds[RebalanceSummary.kind] = (RebalanceEvent.kind,)
+    kinds |= {
+        COMMIT_STRUCT_COLUMN: (COMMIT_KIND,),
+        COMMIT_RUNS_COLUMN: (COMMIT_RUNS_KIND,),
+        BAD_RECORDS: (BAD_RECORD_KIND,),
+        "source_stats": ("source_stats",),
+    }
+    structs = {f.name for f in EVENTS_SCHEMA.fields if f.dataType.typeName() == "struct"}
+    assert set(kinds) == structs, sorted(set(kinds) ^ structs)
+    return kinds
 
 
 #: What the processor writes, :data:`EVENTS_SCHEMA` in a shape that is cheap to hand from
 #: pandas to the JVM; :func:`track` gives it its shape again (:func:`from_step`), in the JVM:
 #:
-#: * the ``offset_commit`` struct as one flat column per field (``offset_commit__<field>``,
-#:   ``FLAT_COMMIT``: each flat column's field), and so the ``offset_commit_runs`` struct
-#:   (``FLAT_RUNS``): pyspark converts a struct column of a pandas frame to Arrow value by
-#:   value in Python (a flat column: in one Arrow call);
-#: * every other struct column (``WRAPPED``) as an array of at most one struct: an Arrow
-#:   struct column that is null on a row still holds a null slot for each of its nested
-#:   fields on that row, a list column only an offset. A row carries one of the ~10 structs,
-#:   so most are null on every row: 20,000 commit rows were 23.8 MB of Arrow (82 ms to
-#:   convert) with null structs, 5.6 MB (26 ms) with null arrays; 5,000 tracker rows of the
-#:   golden captures 8.6 MB (137 ms) against 4.6 MB (94 ms).
-STEP_SCHEMA, FLAT_COMMIT, FLAT_RUNS, WRAPPED = _step_schema()
+#: * a struct of scalar fields as one flat column per field (``<struct>__<field>``;
+#:   ``FLAT``: per struct, each flat column's field), and so the ``offset_commit_runs``
+#:   struct of lists: pyspark converts a struct column of a pandas frame to Arrow value by
+#:   value in Python, a flat column in one Arrow call. The rows of such a struct are made
+#:   column by column from the tracker's row objects (:func:`flat_frame`): 182,000
+#:   group-metrics and member-assignment rows of a 10,000-group micro-batch took 10.7 s of a
+#:   worker's CPU as dicts (``to_row``, a frame of them, Arrow value by value), 1.15 s so;
+#: * the other struct columns (``WRAPPED``: a rebalance and its summary, whose fields nest)
+#:   as an array of at most one struct: an Arrow struct column that is null on a row still
+#:   holds a null slot for each of its nested fields on that row, a list column only an
+#:   offset. A row carries one or two of the structs, so most are null on every row.
+STEP_SCHEMA, FLAT, WRAPPED = _step_schema()
+#: Each struct column -> the kinds of the rows that fill it.
+STRUCT_KINDS = _struct_kinds()
+#: A flat column -> its struct and field.
+_FLAT_FIELD = {column: (struct, f) for struct, fs in FLAT.items() for column, f in fs.items()}
+#: The tracker row kinds whose rows fill one flat struct, and nothing else: made column by
+#: column from the row objects (:func:`tracker_frame`).
+_FLAT_KIND = {
+    kinds[0]: struct
+    for struct, kinds in STRUCT_KINDS.items()
+    if struct in FLAT and len(kinds) == 1 and kinds[0] in EVENT_TYPES
+}
 _STEP_COLUMNS = tuple(STEP_SCHEMA.fieldNames())
 #: The stateful step's one state variable: per bucket (a grouping key), a ValueState of its
 #: groups' states, :meth:`BucketStates.encode`.
@@ -320,7 +363,7 @@ def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFra
     commits are ~99 % of ``__consumer_offsets``."""
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-    from streaming.sinks.tables import COMMIT_RUNS_KIND
+    from streaming.sinks.tables import COMMIT_RUNS_COLUMN, COMMIT_RUNS_KIND
 
     parts = [f.loc[f["record_type"] == COMMIT_RUN] for f in frames]
     parts = [p for p in parts if len(p)]
@@ -332,7 +375,7 @@ def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFra
         "group_id": rows["group_id"],
         "kind": COMMIT_RUNS_KIND,
         "event_ts_ms": rows["timestamp_ms"],
-        **{flat: rows[_RUN_SOURCE[field]] for flat, field in FLAT_RUNS.items()},
+        **{flat: rows[_RUN_SOURCE[field]] for flat, field in FLAT[COMMIT_RUNS_COLUMN].items()},
     }
     frame = pd.DataFrame(out, index=rows.index)
     none = pd.Series([None] * len(rows), index=rows.index, dtype=object)
@@ -360,49 +403,94 @@ _RUN_SOURCE = {
 
 def step_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """:data:`EVENTS_SCHEMA` dicts (:func:`event_row`) as a frame of the processor's layout
-    (:data:`STEP_SCHEMA`: the ``offset_commit`` struct's fields flat, the other structs each
-    in a list)."""
+    (:data:`STEP_SCHEMA`: the fields of the scalar structs flat, the other structs each in a
+    list)."""
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-    from streaming.sinks.tables import COMMIT_STRUCT_COLUMN
-
+    present = {struct for struct in FLAT if any(r.get(struct) is not None for r in rows)}
+    none = [None] * len(rows)
     columns: dict[str, list[Any]] = {}
     for column in _STEP_COLUMNS:
-        field = FLAT_COMMIT.get(column)
+        flat = _FLAT_FIELD.get(column)
         if column in WRAPPED:
             columns[column] = [None if (v := r.get(column)) is None else [v] for r in rows]
-        elif field is None:
+        elif flat is None:
             columns[column] = [r.get(column) for r in rows]
+        elif flat[0] not in present:
+            columns[column] = none
         else:
-            columns[column] = [
-                None if (c := r.get(COMMIT_STRUCT_COLUMN)) is None else c.get(field) for r in rows
-            ]
+            struct, field = flat
+            columns[column] = [None if (c := r.get(struct)) is None else c.get(field) for r in rows]
     return pd.DataFrame(columns, columns=list(_STEP_COLUMNS))
+
+
+def tracker_frame(events: Sequence[Any]) -> pd.DataFrame:
+    """Tracker events as a frame of the processor's layout, in their order: the same as
+    ``step_frame(events_to_rows(events))``. The rows of a kind that fills one flat struct
+    (:data:`_FLAT_KIND`: group metrics, member assignments, lag, statuses, tombstones) are
+    made column by column from the row objects (``attrgetter``, numpy); the others (a
+    rebalance and its summary) through their dicts."""
+    from operator import attrgetter
+
+    import numpy as np
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+    n = len(events)
+    columns: dict[str, Any] = {}
+
+    def put(column: str, at: Any, values: Any) -> None:
+        target = columns.get(column)
+        if target is None:
+            target = columns[column] = np.full(n, None, dtype=object)
+        target[at] = values
+
+    positions: dict[type, list[int]] = {}
+    for i, event in enumerate(events):
+        positions.setdefault(type(event), []).append(i)
+    for cls, where in positions.items():
+        at = np.asarray(where, dtype=np.int64)
+        struct = _FLAT_KIND.get(getattr(cls, "kind", None))  # type: ignore[arg-type]
+        if struct is None:  # through the dicts, then to its rows' places
+            part = step_frame(events_to_rows([events[i] for i in where]))
+            for column in _STEP_COLUMNS:
+                values = part[column].to_numpy(dtype=object)
+                if any(v is not None for v in values):
+                    put(column, at, values)
+            continue
+        chosen = [events[i] for i in where]
+        flat = FLAT[struct]
+        fields = attrgetter(*flat.values())
+        for column, values in zip(flat, zip(*map(fields, chosen), strict=True), strict=True):
+            put(column, at, _objects(values))
+        for head in ("cluster", "group_id", "event_id", "event_ts_ms"):
+            put(head, at, _objects([getattr(e, head, None) for e in chosen]))
+        put("kind", at, cls.kind)  # type: ignore[attr-defined]
+    none = np.full(n, None, dtype=object)
+    return pd.DataFrame(
+        {column: columns.get(column, none) for column in _STEP_COLUMNS}, columns=_STEP_COLUMNS
+    )
+
+
+def _objects(values: Sequence[Any]) -> Any:
+    """``values`` as a numpy object array, element for element."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def from_step(step: DataFrame) -> DataFrame:
     """The processor's rows (:data:`STEP_SCHEMA`) as :data:`EVENTS_SCHEMA` rows, in the JVM:
-    the flat ``offset_commit__*`` and ``offset_commit_runs__*`` columns nested into their
-    structs (null on the rows of other kinds), each wrapped struct taken out of its array."""
+    each flat struct's columns nested into it on the rows of its kinds (null on the
+    others), each wrapped struct taken out of its array."""
     from pyspark.sql import functions as F
 
-    from streaming.sinks.tables import (
-        COMMIT_KIND,
-        COMMIT_RUNS_COLUMN,
-        COMMIT_RUNS_KIND,
-        COMMIT_STRUCT_COLUMN,
-    )
-
-    flat = {
-        COMMIT_STRUCT_COLUMN: (COMMIT_KIND, FLAT_COMMIT),
-        COMMIT_RUNS_COLUMN: (COMMIT_RUNS_KIND, FLAT_RUNS),
-    }
-
     def column(name: str) -> Column:
-        if name in flat:
-            kind, columns = flat[name]
-            fields = (F.col(column).alias(field) for column, field in columns.items())
-            return F.when(F.col("kind") == kind, F.struct(*fields)).alias(name)
+        if name in FLAT:
+            fields = (F.col(column).alias(field) for column, field in FLAT[name].items())
+            kinds = F.col("kind").isin(list(STRUCT_KINDS[name]))
+            return F.when(kinds, F.struct(*fields)).alias(name)
         if name in WRAPPED:
             return F.get(F.col(name), 0).alias(name)
         return F.col(name)
@@ -689,9 +777,10 @@ def _processor_class() -> type:
             for group_id, observations in by_group.items():
                 events.extend(bucket.step(group_id, observations, self._cluster, self._apply))
             store_bucket(self._bucket, bucket)
-            out_rows = events_to_rows(events)
-            out_rows += [self._passed("bad_record", bad, bad_records=bad) for bad in failed]
-            out = [step_frame(out_rows)]
+            out = [tracker_frame(events)]
+            if failed:
+                bad_rows = [self._passed("bad_record", bad, bad_records=bad) for bad in failed]
+                out.append(step_frame(bad_rows))
             run_commits = run_commit_frame(frames, self._cluster) if self._commit_rows else None
             if run_commits is not None:
                 out.append(run_commits)

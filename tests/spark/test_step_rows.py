@@ -1,5 +1,5 @@
 """The stateful step's rows cross from pandas to the JVM in their own shape
-(:data:`streaming.spark.stateful.STEP_SCHEMA`: the commit struct flat, the other structs in
+(:data:`streaming.spark.stateful.STEP_SCHEMA`: the scalar structs flat, the other structs in
 lists) and :func:`~streaming.spark.stateful.from_step` gives them back the shape every sink
 reads (:data:`~streaming.spark.stateful.EVENTS_SCHEMA`): row for row, field for field."""
 
@@ -86,4 +86,73 @@ def test_the_steps_rows_come_back_in_the_shape_the_sinks_read(spark: SparkSessio
     got = sorted((r.asDict(recursive=True) for r in crossed.collect()), key=key)
     want = sorted((r.asDict(recursive=True) for r in expected.collect()), key=key)
     assert len(got) == len(rows)
+    assert got == want
+
+
+def _events() -> list[Any]:
+    """Tracker row objects of every kind the tracker makes: the golden captures' events, in
+    their order, and an offset tombstone's row between them."""
+    from streaming.tracking.events import OffsetCommitRow
+    from streaming.tracking.reducer import apply
+    from streaming.tracking.state import GroupState
+    from tests.unit.streaming.tracking.test_golden import FIXTURES, load, observations
+
+    events: list[Any] = []
+    for name in FIXTURES:
+        fixture = load(name)
+        _state, got = apply(GroupState.new("c", fixture["group_id"]), observations(fixture), 10**13)
+        events += got
+    tombstone = OffsetCommitRow(
+        event_id="commit/c/g/7%3A1", cluster="c", group_id="g", event_ts_ms=1_000, topic="t",
+        partition=3, offset=None, leader_epoch=None, metadata=None, commit_ts_ms=None,
+        expire_ts_ms=None, deleted=True, source_partition=7, source_offset=1,
+    )  # fmt: skip
+    events.insert(len(events) // 2, tombstone)
+    return events
+
+
+def test_the_tracker_rows_made_column_by_column_equal_their_dicts() -> None:
+    """:func:`tracker_frame` (the flat structs' rows from the row objects, the rest through
+    their dicts) gives the frame ``step_frame(events_to_rows(...))`` gives, row for row in
+    the events' order (a missing value None, where pandas may have made it NaN)."""
+    from streaming.spark.stateful import FLAT, events_to_rows, step_frame, tracker_frame
+
+    events = _events()
+    kinds = {type(e).kind for e in events}
+    assert kinds >= {"rebalance", "group_metrics", "member_assignment", "group_status"}
+    assert "offset_commit" in kinds
+    fast = tracker_frame(events)
+    slow = step_frame(events_to_rows(events))
+    assert list(fast.columns) == list(slow.columns)
+    assert list(fast["kind"]) == [type(e).kind for e in events]
+
+    def plain(values: list[Any]) -> list[Any]:  # pandas made a float column of None: NaN
+        return [None if isinstance(v, float) and v != v else v for v in values]
+
+    for column in fast.columns:
+        assert plain(fast[column].tolist()) == plain(slow[column].tolist()), column
+    assert any(fast[c].notna().any() for c in FLAT["group_metrics"])
+
+
+def test_the_tracker_rows_cross_to_the_jvm_in_the_sinks_shape(spark: SparkSession) -> None:
+    """The frame :func:`tracker_frame` makes, through :func:`from_step`, is the tracker's
+    rows in :data:`EVENTS_SCHEMA`, field for field."""
+    from streaming.spark.stateful import (
+        EVENTS_SCHEMA,
+        STEP_SCHEMA,
+        events_to_rows,
+        from_step,
+        tracker_frame,
+    )
+
+    events = _events()
+    crossed = from_step(spark.createDataFrame(tracker_frame(events), schema=STEP_SCHEMA))
+    expected = spark.createDataFrame(events_to_rows(events), schema=EVENTS_SCHEMA)
+
+    def key(r: Any) -> tuple[str, str]:
+        return (r["kind"], r["event_id"])
+
+    got = sorted((r.asDict(recursive=True) for r in crossed.collect()), key=key)
+    want = sorted((r.asDict(recursive=True) for r in expected.collect()), key=key)
+    assert len(got) == len(events)
     assert got == want
