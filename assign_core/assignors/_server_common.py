@@ -554,9 +554,13 @@ class ServerGroup:
                 continue
             # the common case, inlined: one dense run of one topic, given in the iteration
             # order of new HashSet<>(it) (ascending within a block of the table, or wrapped
-            # at a block boundary); checked against the interned objects (pointer compares)
-            name, first = owned[0]
-            last = owned[-1][1]
+            # at a block boundary); checked against the interned objects (pointer compares).
+            # Copied first, front to back: the reads below then find the objects in the
+            # CPU caches (read before the copy, the last object and a wrapped run's
+            # bisection missed them, and the copy missed them again)
+            tps = list(owned)
+            name, first = tps[0]
+            last = tps[-1][1]
             n = len(owned)
             cap = caps.get(n)
             if cap is None:
@@ -568,33 +572,33 @@ class ServerGroup:
                     table = tables[name] = topic_partitions(name, counts[t])
             if table is not None:
                 if last - first + 1 == n:
-                    if first // cap == last // cap:
-                        tps = list(owned)
-                        if tps == table[first : last + 1]:
-                            t = index[name]
-                            if last < counts[t]:
-                                append((t, first, last, tps))
-                                runs.append((t, first, last))
-                                continue
+                    if first // cap == last // cap and tps == table[first : last + 1]:
+                        t = index[name]
+                        if last < counts[t]:
+                            append((t, first, last, tps))
+                            runs.append((t, first, last))
+                            continue
                 elif last + 1 == first and first % cap == 0:
                     a = 1
                     b = n
                     while a < b:
                         mid = (a + b) // 2
-                        if owned[mid][1] >= first:
+                        if tps[mid][1] >= first:
                             a = mid + 1
                         else:
                             b = mid
                     hi = first + a - 1
                     lo = first - (n - a)
-                    if lo >= 0 and hi < len(table):
-                        tps = list(owned)
-                        if tps == table[first : hi + 1] + table[lo:first]:
-                            t = index[name]
-                            if hi < counts[t]:
-                                append((t, lo, hi, tps))
-                                runs.append((t, lo, hi))
-                                continue
+                    if (
+                        lo >= 0
+                        and hi < len(table)
+                        and tps == table[first : hi + 1] + table[lo:first]
+                    ):
+                        t = index[name]
+                        if hi < counts[t]:
+                            append((t, lo, hi, tps))
+                            runs.append((t, lo, hi))
+                            continue
             rest.append(len(out))
             append([])
         if not rest:

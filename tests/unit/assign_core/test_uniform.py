@@ -574,3 +574,66 @@ def test_current_assignments_read_together_equal_one_by_one(
         t: list(ps) for t, ps in alone._ownership[0].items()
     }
     assert together.double_owned == alone.double_owned
+
+
+# A member's current assignment is one run (``ServerGroup.current`` answers ``(topic, lo,
+# hi, objects)``) only when it lists one dense range of one topic in the iteration order of
+# ``new HashSet<>(it)``: 4 partitions go to a table of 16 bins, so ascending within a block
+# of 16, or from the next multiple of 16 on first. Topic "t" has 40 partitions.
+RUN_CASES = [
+    # 1. ascending within one block: a run
+    ([3, 4, 5, 6], (3, 6)),
+    # 2. wrapped at a block boundary (the set of 14..17 iterates 16, 17, 14, 15): a run
+    ([16, 17, 14, 15], (14, 17)),
+    # 3. wrapped after one partition (the set of 13..16): a run
+    ([16, 13, 14, 15], (13, 16)),
+    # 4. ascending across a block boundary: not the set's order
+    ([14, 15, 16, 17], None),
+    # 5. wrapped shape, turning too late (the bisection's turn at 3, then 18 is missing)
+    ([16, 14, 17, 15], None),
+    # 6. a gap
+    ([3, 4, 6], None),
+    # 7. beyond the topic's 40 partitions
+    ([38, 39, 40], None),
+    # 8. a vanished topic's partitions
+    ([("gone", 3), ("gone", 4)], None),
+    # 9. another topic in the middle
+    ([3, ("u", 4), 5], None),
+    # 10. a single partition: a run
+    ([7], (7, 7)),
+]
+
+
+@pytest.mark.parametrize(("partitions", "run"), RUN_CASES)
+@pytest.mark.parametrize("shared", [True, False], ids=["interned", "own objects"])
+def test_current_assignment_read_as_a_run(
+    partitions: list[int | tuple[str, int]], run: tuple[int, int] | None, shared: bool
+) -> None:
+    """Run or not, by the table above; a run keeps the input's own objects, in input order,
+    whether they are the interned ones (compared by identity) or equal copies."""
+    owned = [["t", p] if isinstance(p, int) else list(p) for p in partitions]
+    group = parse_scenario(
+        {
+            "topics": {"t": 40, "u": 8},
+            "members": [
+                {"member_id": "m", "topics": ["t", "u"], "owned_partitions": owned},
+                {"member_id": "n", "topics": ["t", "u"], "owned_partitions": []},
+            ],
+        }
+    )
+    if not shared:  # equal objects of the member's own, not the parser's interned ones
+        member = group.members[0]
+        copies = tuple(TopicPartition(t, p) for t, p in member.owned_partitions)
+        assert all(c is not o for c, o in zip(copies, member.owned_partitions, strict=True))
+        member = Member(member.member_id, member.topics, owned_partitions=copies)
+        group = GroupSpec(group.topics, (member, group.members[1]), topic_ids=group.topic_ids)
+    given_tps = group.members[0].owned_partitions
+    current = server_common.ServerGroup(group).current
+    if run is None:
+        assert not isinstance(current[0], tuple)
+    else:
+        t, lo, hi, tps = current[0]
+        assert (t, lo, hi) == (0, *run)
+        assert tps == list(given_tps)
+        assert all(a is b for a, b in zip(tps, given_tps, strict=True))
+    assert current[1] == []
