@@ -115,6 +115,9 @@ test: setup test-tools ## run every test tier (unit, oracle, broker, Spark, Prom
 test-unit: setup ## only the fast unit tier
 	$(BIN)/pytest -m unit
 
+test-oracle: setup ## only the differential against Kafka's Java assignors (the oracle tier)
+	$(BIN)/pytest -m oracle
+
 # The chaos test's long version (tests/spark/test_restart.py; make test runs a short one):
 # KILLS SIGKILLs at random points (inside the Delta appends too), SEED to replay a plan.
 KILLS ?= 24
