@@ -22,6 +22,40 @@ def events_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> Data
     return spark.createDataFrame([event_row(r) for r in rows], schema=EVENTS_SCHEMA)
 
 
+def step_events(spark: SparkSession, frame: Any) -> DataFrame:
+    """A pandas frame of the processor's layout (``STEP_SCHEMA``) as the stateful step's
+    rows, through the JVM's :func:`~streaming.spark.stateful.from_step`."""
+    from streaming.spark.stateful import STEP_SCHEMA, from_step
+
+    return from_step(spark.createDataFrame(frame, schema=STEP_SCHEMA))
+
+
+def latest_commits(events: DataFrame) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """The ``offset_commits`` rows ``history="latest"`` keeps of ``events`` (the stateful
+    step's rows or the commit lane's), by group, topic and partition, without the columns
+    the sink derives."""
+    from streaming.sinks.tables import DERIVED_COLUMNS, commit_frame
+
+    return {
+        (r.group_id, r.topic, r.partition): {
+            k: v for k, v in r.asDict().items() if k not in DERIVED_COLUMNS
+        }
+        for r in commit_frame(events, history="latest").collect()
+    }
+
+
+def same_rows(got: DataFrame, want: DataFrame) -> int:
+    """Assert two frames of the stateful step's rows hold the same rows, in any order (by
+    kind and event id), field for field; returns how many."""
+
+    def key(r: Any) -> tuple[str, str]:
+        return (r["kind"], r["event_id"])
+
+    rows = sorted((r.asDict(recursive=True) for r in got.collect()), key=key)
+    assert rows == sorted((r.asDict(recursive=True) for r in want.collect()), key=key)
+    return len(rows)
+
+
 def table_frames_of(
     spark: SparkSession, rows: list[Mapping[str, Any]], batch_id: int = 0
 ) -> dict[str, DataFrame]:

@@ -207,17 +207,15 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from streaming.sinks.tables import commit_frame
     from streaming.spark.decode import decode
     from streaming.spark.stateful import (
-        STEP_SCHEMA,
         events_to_rows,
-        from_step,
         observations_by_group,
         run_commit_frame,
         step_frame,
     )
     from streaming.tracking.events import OffsetCommitRow
+    from tests.delta_rows import latest_commits, step_events
 
     register(spark)
 
@@ -256,12 +254,7 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     ).withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
     records = with_commit(df)
     lane = commit_rows(records, cluster="c/1", timestamp_ms="timestamp_ms")
-    expected = {
-        (r.group_id, r.topic, r.partition): {
-            k: v for k, v in r.asDict().items() if k not in ("event_time", "date")
-        }
-        for r in commit_frame(lane, history="latest").collect()
-    }
+    expected = latest_commits(lane)
     decoded = decode(records.drop("timestamp_ms")).toPandas()
     assert decoded["error"].notna().sum() == 1  # the refused commit: bad_records' business
     decoded = decoded[decoded["error"].isna() & decoded["group_id"].notna()]
@@ -272,12 +265,5 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     assert runs is not None
     assert len(runs) + len(tombstones) < len(rows) - 2  # runs, not a row per commit
     step = pd.concat([step_frame(events_to_rows(tombstones)), runs], ignore_index=True)
-    events = from_step(spark.createDataFrame(step, STEP_SCHEMA))
-    latest = {
-        (r.group_id, r.topic, r.partition): {
-            k: v for k, v in r.asDict().items() if k not in ("event_time", "date")
-        }
-        for r in commit_frame(events, history="latest").collect()
-    }
-    assert latest == expected
+    assert latest_commits(step_events(spark, step)) == expected
     assert expected[("a", "t", 1)]["deleted"] and not expected[("a", "t", 2)]["deleted"]

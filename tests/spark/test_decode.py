@@ -412,10 +412,11 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(
     them, per partition of each group, the row of the micro-batch's last commit
     (:func:`commit_frame`): the same row the commit lane builds of that record."""
     from streaming.codec.model import OffsetCommit
-    from streaming.sinks.tables import COMMIT_RUNS_KIND, commit_frame
+    from streaming.sinks.tables import COMMIT_RUNS_KIND
     from streaming.spark.commits import register
-    from streaming.spark.stateful import STEP_SCHEMA, from_step, run_commit_frame
+    from streaming.spark.stateful import STEP_SCHEMA, run_commit_frame
     from streaming.tracking.events import event_id
+    from tests.delta_rows import latest_commits, step_events
 
     register(spark)
     rows = _golden_records()
@@ -448,11 +449,4 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(
                 "source_partition": partition,
                 "source_offset": offset,
             }
-    events = from_step(spark.createDataFrame(got, STEP_SCHEMA))
-    commits = {
-        (r.group_id, r.topic, r.partition): {
-            k: v for k, v in r.asDict().items() if k not in ("event_time", "date")
-        }
-        for r in commit_frame(events, history="latest").collect()
-    }
-    assert commits == expected
+    assert latest_commits(step_events(spark, got)) == expected

@@ -70,23 +70,16 @@ def _rows() -> list[dict[str, Any]]:
 
 
 def test_the_steps_rows_come_back_in_the_shape_the_sinks_read(spark: SparkSession) -> None:
-    from streaming.spark.stateful import EVENTS_SCHEMA, STEP_SCHEMA, WRAPPED, from_step, step_frame
+    from streaming.spark.stateful import EVENTS_SCHEMA, STEP_SCHEMA, WRAPPED, step_frame
+    from tests.delta_rows import same_rows, step_events
 
     rows = _rows()
     frame = step_frame(rows)
     assert list(frame.columns) == STEP_SCHEMA.fieldNames()
     assert WRAPPED and all(isinstance(v, list) or v is None for c in WRAPPED for v in frame[c])
-    crossed = from_step(spark.createDataFrame(frame, schema=STEP_SCHEMA))
+    crossed = step_events(spark, frame)
     assert crossed.schema.simpleString() == EVENTS_SCHEMA.simpleString()
-    expected = spark.createDataFrame(rows, schema=EVENTS_SCHEMA)
-
-    def key(r: Any) -> tuple[str, str]:
-        return (r["kind"], r["event_id"])
-
-    got = sorted((r.asDict(recursive=True) for r in crossed.collect()), key=key)
-    want = sorted((r.asDict(recursive=True) for r in expected.collect()), key=key)
-    assert len(got) == len(rows)
-    assert got == want
+    assert same_rows(crossed, spark.createDataFrame(rows, schema=EVENTS_SCHEMA)) == len(rows)
 
 
 def _events() -> list[Any]:
@@ -137,22 +130,10 @@ def test_the_tracker_rows_made_column_by_column_equal_their_dicts() -> None:
 def test_the_tracker_rows_cross_to_the_jvm_in_the_sinks_shape(spark: SparkSession) -> None:
     """The frame :func:`tracker_frame` makes, through :func:`from_step`, is the tracker's
     rows in :data:`EVENTS_SCHEMA`, field for field."""
-    from streaming.spark.stateful import (
-        EVENTS_SCHEMA,
-        STEP_SCHEMA,
-        events_to_rows,
-        from_step,
-        tracker_frame,
-    )
+    from streaming.spark.stateful import EVENTS_SCHEMA, events_to_rows, tracker_frame
+    from tests.delta_rows import same_rows, step_events
 
     events = _events()
-    crossed = from_step(spark.createDataFrame(tracker_frame(events), schema=STEP_SCHEMA))
+    crossed = step_events(spark, tracker_frame(events))
     expected = spark.createDataFrame(events_to_rows(events), schema=EVENTS_SCHEMA)
-
-    def key(r: Any) -> tuple[str, str]:
-        return (r["kind"], r["event_id"])
-
-    got = sorted((r.asDict(recursive=True) for r in crossed.collect()), key=key)
-    want = sorted((r.asDict(recursive=True) for r in expected.collect()), key=key)
-    assert len(got) == len(events)
-    assert got == want
+    assert same_rows(crossed, expected) == len(events)
