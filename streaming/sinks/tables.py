@@ -500,23 +500,25 @@ def _run_commits(events: DataFrame) -> DataFrame:
     from streaming.spark.commits import QUOTE_UDF
 
     runs = F.col(COMMIT_RUNS_COLUMN)
-    entries = events.where(F.col("kind") == COMMIT_RUNS_KIND).select(
-        "cluster",
-        "group_id",
-        runs["source_partition"].alias("source_partition"),
-        F.inline(F.arrays_zip(*(runs[name].alias(name) for name in RUN_LIST_FIELDS))),
-    )
-    column = {name: F.col(name) for name in entries.columns}
-    column["event_id"] = F.concat(
+    # the event id's part before the source offset, once per row of runs (not per run)
+    prefix = F.concat(
         F.lit("commit/"),
         F.expr(f"{QUOTE_UDF}(cluster)"),
         F.lit("/"),
         F.expr(f"{QUOTE_UDF}(group_id)"),
         F.lit("/"),
-        F.col("source_partition").cast("string"),
+        runs["source_partition"].cast("string"),
         F.lit("%3A"),  # the tracker's part "<partition>:<offset>", percent-encoded
-        F.col("source_offset").cast("string"),
     )
+    entries = events.where(F.col("kind") == COMMIT_RUNS_KIND).select(
+        "cluster",
+        "group_id",
+        runs["source_partition"].alias("source_partition"),
+        prefix.alias("event_id_prefix"),
+        F.inline(F.arrays_zip(*(runs[name].alias(name) for name in RUN_LIST_FIELDS))),
+    )
+    column = {name: F.col(name) for name in entries.columns}
+    column["event_id"] = F.concat(F.col("event_id_prefix"), F.col("source_offset").cast("string"))
     for name in ("leader_epoch", "expire_ts_ms"):
         column[name] = F.when(F.col(name) >= 0, F.col(name))
     column["deleted"] = F.lit(False)
