@@ -901,6 +901,68 @@ def run_job(bootstrap: str, backlog: Backlog, work: Path, extra: Sequence[str]) 
     )
 
 
+def run_floor(bootstrap: str, backlog: Backlog, work: Path) -> Reader:
+    """``bench/spark_floor.py`` in its own process: the least a Spark job does with this
+    backlog (read, decode commits in the JVM, keep each partition's last offset), timed from
+    its query's start; its result checked against the backlog's last commits."""
+    work.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.spark_floor",
+            bootstrap,
+            "--topic",
+            OFFSETS_TOPIC,
+            "--checkpoint",
+            str(work / "checkpoint"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=(work / "floor.log").open("wb"),
+        text=True,
+    )
+    memory = stream.Memory()
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.5):
+            with contextlib.suppress(OSError, ValueError):
+                memory.sample(proc.pid)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"the Spark floor exited with {proc.returncode} (log {work / 'floor.log'})"
+        )
+    result = json.loads(out.strip().splitlines()[-1])
+    found = result["last"]
+    missing = [
+        (g, tp, offset)
+        for g, parts in backlog.last.items()
+        for tp, offset in parts.items()
+        if found.get(g, {}).get(f"{tp[0]}/{tp[1]}") != offset
+    ]
+    if missing:
+        raise SystemExit(f"the Spark floor lacks {len(missing):,} last commits, e.g. {missing[:3]}")
+    return Reader(
+        "floor",
+        result["seconds"],
+        backlog.records,
+        memory.jvm + memory.driver_python,
+        {
+            "with_startup_s": result["with_startup_s"],
+            "records_read": result["records"],
+            "jvm_peak": memory.jvm,
+            "driver_python_peak": memory.driver_python,
+        },
+    )
+
+
 # -- main -------------------------------------------------------------------------------------
 
 
@@ -943,6 +1005,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-job", action="store_true")
     parser.add_argument("--skip-loop", action="store_true")
     parser.add_argument("--skip-peers", action="store_true")
+    parser.add_argument(
+        "--skip-floor", action="store_true", help="skip the Spark floor (bench/spark_floor.py)"
+    )
     parser.add_argument(
         "--peer-timeout-s", type=float, default=600, help="give up on a peer after this long"
     )
@@ -1013,6 +1078,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.seconds:.1f} s = {r.rate:,.0f} records/s",
                 flush=True,
             )
+        if not args.skip_floor:
+            print("the Spark floor: read, decode in the JVM, last offset each ...", flush=True)
+            r = run_floor(bootstrap, backlog, STATE / "floor")
+            readers.append(r)
+            print(
+                f"  {r.records:,} records in {r.seconds:.1f} s = {r.rate:,.0f} records/s "
+                f"({r.notes['with_startup_s']:.1f} s with Spark's start-up)",
+                flush=True,
+            )
         if not args.skip_job:
             print("the job: rebalance-monitor run --once (its own process) ...", flush=True)
             r = run_job(bootstrap, backlog, STATE / "job", args.job_arg)
@@ -1069,8 +1143,9 @@ def report(
         "loop": "kafka-python read+decode loop",
         "Burrow": "Burrow 1.9.5",
         "KMinion": "KMinion 2.3.5 (offsetsTopic)",
+        "floor": "Spark floor (bench/spark_floor.py)",
     }
-    for name in ("job", "loop", "Burrow", "KMinion"):
+    for name in ("job", "loop", "Burrow", "KMinion", "floor"):
         r = by.get(name)
         if r is None:
             print(f"  {labels[name]:34} {'skipped':>10}")
@@ -1097,6 +1172,7 @@ def report(
             ("Burrow", "target >= 2.0"),
             ("KMinion", "target >= 1.0"),
             ("loop", ""),
+            ("floor", "(the most a Spark job reaches here)"),
         ):
             other = by.get(name)
             if other is not None and other.complete:

@@ -19,6 +19,14 @@ the workers' samples. In local mode those zips are copies of the pip-installed p
 driver runs (the same ``SPARK_HOME``), so :func:`without_spark_zips` drops them when that
 install is on the path, and pyspark loads from it, with its cached bytecode.
 
+Spark also puts the jar that holds its own ``PythonUtils`` (``pyspark/jars/spark-core_*.jar``:
+Java classes, no Python) on the workers' path, for clusters whose pyspark lives inside Spark's
+assembly. Every importer of a zip on the path re-reads its directory when a task's
+``setup_spark_files`` invalidates the import caches: for that 15 MB jar, three importers
+(the jar, ``org``, ``google``) and ~45 ms on an idle machine in each new worker; py-spy put
+~1.1 s of the workers' CPU there in the steady benchmark's one micro-batch (1,000 groups, a
+loaded machine). It goes off the path with the zips, under the same condition.
+
 :mod:`streaming.spark.session` sets ``spark.python.daemon.module`` to this module for local
 masters only: a cluster's executors need not have the ``streaming`` package installed.
 """
@@ -30,10 +38,16 @@ from pathlib import Path
 
 
 def without_spark_zips(path: list[str]) -> list[str]:
-    """``path`` without the zips of ``<install>/pyspark/python/lib``, when an entry of
-    ``path`` holds that same ``pyspark`` installed as a package (else ``path`` unchanged)."""
-    zips = [p for p in path if p.endswith(".zip") and Path(p).parent.parent.name == "python"]
-    installs = {str(Path(z).parents[2]) for z in zips if Path(z).parents[2].name == "pyspark"}
+    """``path`` without the zips of ``<install>/pyspark/python/lib`` and the jars of
+    ``<install>/pyspark/jars``, when an entry of ``path`` holds that same ``pyspark``
+    installed as a package (else ``path`` unchanged)."""
+    zips = [
+        p
+        for p in path
+        if (p.endswith(".zip") and Path(p).parent.parent.name == "python")
+        or (p.endswith(".jar") and Path(p).parent.name == "jars")
+    ]
+    installs = {str(_install_of(z)) for z in zips if _install_of(z).name == "pyspark"}
     on_path = {
         str(Path(p) / "pyspark")
         for p in path
@@ -41,21 +55,27 @@ def without_spark_zips(path: list[str]) -> list[str]:
     }
     if not installs or not installs <= on_path:
         return path
-    ours = {z for z in zips if str(Path(z).parents[2]) in installs}
+    ours = {z for z in zips if str(_install_of(z)) in installs}
     return [p for p in path if p not in ours]
 
 
+def _install_of(entry: str) -> Path:
+    """The ``pyspark`` folder a zip (``python/lib/x.zip``) or jar (``jars/x.jar``) is in."""
+    return Path(entry).parents[2] if entry.endswith(".zip") else Path(entry).parents[1]
+
+
+_dropped = tuple(set(sys.path) - set(without_spark_zips(sys.path)))
 sys.path[:] = without_spark_zips(sys.path)
-for _entry in [k for k in sys.path_importer_cache if k.endswith(".zip")]:
-    if _entry not in sys.path:
-        del sys.path_importer_cache[_entry]
+for _entry in [k for k in sys.path_importer_cache if k.startswith(_dropped)]:
+    del sys.path_importer_cache[_entry]  # the archive's importers, its folders' too
 
 import pandas  # noqa: E402, F401
 import pyarrow  # noqa: E402
 import pyarrow.acero  # noqa: E402  (pyarrow's group_by: the source stats)
 import pyarrow.compute  # noqa: E402, F401
 import pyspark.sql.streaming.proto.StateMessage_pb2  # noqa: E402  (the state API's)
-import pyspark.sql.streaming.stateful_processor_api_client  # noqa: E402, F401
+import pyspark.sql.streaming.stateful_processor_api_client  # noqa: E402
+import pyspark.testing.utils  # noqa: E402, F401  (the state API's first value: have_numpy)
 from pyspark import daemon  # noqa: E402
 
 import assign_core.assignors.registry  # noqa: E402

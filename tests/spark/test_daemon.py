@@ -22,7 +22,7 @@ def _worker_view(_: object) -> list[str]:
 
     import pyspark
 
-    return [pyspark.__file__ or "", *(p for p in sys.path if p.endswith(".zip"))]
+    return [pyspark.__file__ or "", *(p for p in sys.path if p.endswith((".zip", ".jar")))]
 
 
 def test_the_workers_load_the_installed_pyspark(spark: SparkSession) -> None:
@@ -33,6 +33,10 @@ def test_the_workers_load_the_installed_pyspark(spark: SparkSession) -> None:
     for worker_pyspark, *zips in seen:
         assert worker_pyspark == pyspark.__file__  # not .../python/lib/pyspark.zip/...
         assert not [z for z in zips if "pyspark" in Path(z).parts[-4:-1]], zips
+    # Spark puts its spark-core jar on the workers' path too (Java classes only)
+    utils = spark.sparkContext._jvm.org.apache.spark.api.python.PythonUtils
+    driver_jars = [p for p in utils.sparkPythonPath().split(":") if p.endswith(".jar")]
+    assert driver_jars, "Spark no longer puts a jar on the workers' path: drop the rule"
 
 
 def test_the_zips_stay_without_a_matching_install(tmp_path: Path) -> None:
@@ -50,3 +54,14 @@ def test_the_zips_stay_without_a_matching_install(tmp_path: Path) -> None:
         str(tmp_path / "site"),
         "/x/y.zip",
     ]
+
+
+def test_sparks_jar_goes_with_the_zips(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    jar = str(site / "pyspark" / "jars" / "spark-core_2.13-4.2.0.jar")
+    other_jar = str(tmp_path / "jars" / "mine.jar")
+    # no pyspark package on the path: the jar may hold the only pyspark, keep it
+    assert without_spark_zips([jar, str(site)]) == [jar, str(site)]
+    (site / "pyspark").mkdir(parents=True)
+    (site / "pyspark" / "__init__.py").write_text("")
+    assert without_spark_zips(["", jar, str(site), other_jar]) == ["", str(site), other_jar]

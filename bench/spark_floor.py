@@ -1,0 +1,99 @@
+"""The least a Spark job does with a ``__consumer_offsets`` backlog: the steady benchmark's
+floor for any design built on Spark Structured Streaming.
+
+One query, run the way the job runs its own (same session settings and jars,
+``streaming.spark.sources.kafka_stream``, the commit decoded in the JVM by
+``rm_offset_commit``, one micro-batch with ``availableNow``), that does only what every
+design must do with the commits: read them, decode them, keep each partition's last offset
+(a ``groupBy`` with ``max``, collected to the driver). No Python per record, no per-group
+state, no Delta table, no exporter. Its time, from the query's start to its end (Spark's own
+start-up apart, as the job is timed from its ``started:`` line), bounds what the job could
+reach on this machine by changing its own work alone.
+
+Run by ``bench/steady.py`` as its own process; prints one JSON line: ``seconds`` (the
+query), ``with_startup_s``, ``records``, and ``last``: ``{group: {"topic/partition":
+offset}}`` for the bench to check against the backlog.
+
+    python -m bench.spark_floor BOOTSTRAP [--topic __consumer_offsets]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    spawned = time.perf_counter()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bootstrap")
+    parser.add_argument("--topic", default="__consumer_offsets")
+    parser.add_argument("--checkpoint", required=True, help="the query's checkpoint folder")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="tasks reading the batch (default: the job's decode_partitions; 0: the source's)",
+    )
+    args = parser.parse_args(argv)
+
+    from pyspark.sql import functions as F
+
+    from streaming.config import JobConfig
+    from streaming.spark.commits import register, with_commit
+    from streaming.spark.decode import envelope
+    from streaming.spark.session import build_session
+    from streaming.spark.sources import kafka_stream
+
+    partitions = JobConfig().decode_partitions if args.partitions is None else args.partitions
+    spark = build_session("bench-spark-floor")
+    register(spark)
+    kafka = kafka_stream(spark, bootstrap_servers=args.bootstrap, topics=(args.topic,))
+    records = envelope(kafka, args.topic)
+    if partitions:
+        records = records.coalesce(partitions)
+    commits = with_commit(records).where(F.col("commit").isNotNull())
+    counted: dict[str, int] = {}
+    last: dict[str, dict[str, int]] = {}
+
+    def batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        rows = (
+            df.where(F.col("commit.version") >= 0)
+            .groupBy("commit.group_id", "commit.topic", "commit.partition")
+            .agg(F.max("commit.offset").alias("offset"), F.count("*").alias("n"))
+            .collect()
+        )
+        for r in rows:
+            last.setdefault(r["group_id"], {})[f"{r['topic']}/{r['partition']}"] = r["offset"]
+            counted["commits"] = counted.get("commits", 0) + r["n"]
+
+    started = time.perf_counter()
+    query = (
+        commits.writeStream.queryName("bench-spark-floor")
+        .foreachBatch(batch)
+        .option("checkpointLocation", args.checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    ended = time.perf_counter()
+    read = sum(progress.numInputRows for progress in query.recentProgress)
+    spark.stop()
+    json.dump(
+        {
+            "seconds": ended - started,
+            "with_startup_s": ended - spawned,
+            "records": read,
+            "commits": counted.get("commits", 0),
+            "last": last,
+        },
+        sys.stdout,
+    )
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
