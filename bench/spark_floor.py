@@ -14,7 +14,7 @@ Run by ``bench/steady.py`` as its own process; prints one JSON line: ``seconds``
 query), ``with_startup_s``, ``records``, and ``last``: ``{group: {"topic/partition":
 offset}}`` for the bench to check against the backlog.
 
-    python -m bench.spark_floor BOOTSTRAP [--topic __consumer_offsets]
+    python -m bench.spark_floor BOOTSTRAP --checkpoint DIR [--topic T] [--conf K=V ...]
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="tasks reading the batch (default: the job's decode_partitions; 0: the source's)",
     )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting over the job's defaults (repeatable)",
+    )
     args = parser.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -48,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.spark.sources import kafka_stream
 
     partitions = JobConfig().decode_partitions if args.partitions is None else args.partitions
-    spark = build_session("bench-spark-floor")
+    conf = dict(item.split("=", 1) for item in args.conf)
+    spark = build_session("bench-spark-floor", conf=conf)
     register(spark)
     kafka = kafka_stream(spark, bootstrap_servers=args.bootstrap, topics=(args.topic,))
     records = envelope(kafka, args.topic)

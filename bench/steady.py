@@ -901,7 +901,7 @@ def run_job(bootstrap: str, backlog: Backlog, work: Path, extra: Sequence[str]) 
     )
 
 
-def run_floor(bootstrap: str, backlog: Backlog, work: Path) -> Reader:
+def run_floor(bootstrap: str, backlog: Backlog, work: Path, extra: Sequence[str]) -> Reader:
     """``bench/spark_floor.py`` in its own process: the least a Spark job does with this
     backlog (read, decode commits in the JVM, keep each partition's last offset), timed from
     its query's start; its result checked against the backlog's last commits."""
@@ -916,6 +916,7 @@ def run_floor(bootstrap: str, backlog: Backlog, work: Path) -> Reader:
             OFFSETS_TOPIC,
             "--checkpoint",
             str(work / "checkpoint"),
+            *extra,
         ],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -1009,6 +1010,14 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-floor", action="store_true", help="skip the Spark floor (bench/spark_floor.py)"
     )
     parser.add_argument(
+        "--floor-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="an extra argument of bench/spark_floor.py (repeatable), e.g. "
+        "--floor-arg=--conf --floor-arg=spark.eventLog.enabled=true",
+    )
+    parser.add_argument(
         "--peer-timeout-s", type=float, default=600, help="give up on a peer after this long"
     )
     add_run_options(parser, "--job-arg=--max-offsets-per-trigger --job-arg=50000", STATE)
@@ -1080,7 +1089,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if not args.skip_floor:
             print("the Spark floor: read, decode in the JVM, last offset each ...", flush=True)
-            r = run_floor(bootstrap, backlog, STATE / "floor")
+            r = run_floor(bootstrap, backlog, STATE / "floor", args.floor_arg)
             readers.append(r)
             print(
                 f"  {r.records:,} records in {r.seconds:.1f} s = {r.rate:,.0f} records/s "
