@@ -41,7 +41,9 @@ twice per micro-batch, once by each lane (Spark plans a union's branches apart).
 One query, so every record is decoded once: the quarantine and the counters ride through
 the stateful step instead of a second query decoding the same records (``bench/stream.py``
 measured what that cost), and both lanes see the same offsets in each micro-batch. Its checkpoint is
-``<checkpoint_dir>/events``. It writes with ``txnAppId`` = the id kept in
+``<checkpoint_dir>/events``, which also records the stateful step's buckets
+(``rebalance-monitor-layout.json``, :func:`streaming.spark.stateful.checkpoint_buckets`). It
+writes with ``txnAppId`` = the id kept in
 ``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint; a new checkpoint gets a new
 id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
 Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch ends
@@ -110,6 +112,8 @@ __all__ = [
 ]
 
 PROG = "rebalance-monitor run"
+#: The query's name; its checkpoint is ``<checkpoint_dir>/<name>``.
+EVENTS_QUERY = "events"
 #: Where ``rebalance-monitor run`` writes the trace of a failure (``--log-file``).
 DEFAULT_LOG_FILE = DEFAULT_JOB_DIR / "run.log"
 #: The longest ``--duration``: ten years (``inf`` is a mistake, the default runs forever).
@@ -155,7 +159,7 @@ def start(
     from streaming.spark.commits import commit_rows, register, with_commit
     from streaming.spark.decode import decode, envelope
     from streaming.spark.sources import kafka_stream
-    from streaming.spark.stateful import track
+    from streaming.spark.stateful import checkpoint_buckets, track
     from streaming.tracking.config import TrackerConfig
 
     register(spark)
@@ -188,11 +192,14 @@ def start(
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
-    events = track(decoded, cluster=config.cluster, config=tracker, commit_rows=not every)
+    buckets = checkpoint_buckets(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
+    events = track(
+        decoded, cluster=config.cluster, config=tracker, commit_rows=not every, buckets=buckets
+    )
 
     # 4. sinks
     rows = events.unionByName(commits, allowMissingColumns=True) if every else events
-    return [_start_query(rows, "events", handler or sinks.events_batch, config, once=once)]
+    return [_start_query(rows, EVENTS_QUERY, handler or sinks.events_batch, config, once=once)]
 
 
 def _start_query(

@@ -59,6 +59,8 @@ are handed over as Spark delivers them.
 
 from __future__ import annotations
 
+import json
+import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -67,6 +69,7 @@ import msgspec
 
 from assign_core.partition_cache import made_in_bulk
 from streaming.codec.model import OffsetCommitTombstone
+from streaming.errors import RebalanceMonitorError
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.errors import StateFormatError
@@ -84,7 +87,7 @@ from streaming.tracking.state import GroupState
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, TimerValues
     from pyspark.sql.types import StructType
 
@@ -94,12 +97,16 @@ __all__ = [
     "BUCKET_STATE_SCHEMA",
     "EVENTS_SCHEMA",
     "FLAT",
+    "LAYOUT_FILE",
+    "LEGACY_BUCKETS",
     "STEP_SCHEMA",
     "STRUCT_KINDS",
     "WRAPPED",
     "BucketStates",
+    "CheckpointLayoutError",
     "Reducer",
     "bad_record_struct",
+    "checkpoint_buckets",
     "event_row",
     "events_to_rows",
     "from_step",
@@ -254,11 +261,20 @@ BUCKET_STATE_SCHEMA = "groups binary"
 LEGACY_STATE = "groups"
 LEGACY_STATE_SCHEMA = "state string"
 GROUP_KEY_SCHEMA = "group_id string"
-#: Groups per stateful key: each key (a bucket of groups) costs one call of the processor
-#: per micro-batch, with a pandas frame in and out, where a key per group cost ~7-10 ms
-#: of each group's batch (``bench/steady.py``). Fixed for a checkpoint: a group's state
-#: lives under its bucket.
-BUCKETS = 64
+#: Buckets (stateful keys) of a new checkpoint. Each key costs one call of the processor per
+#: micro-batch with a pandas frame in and out: a key per group cost ~7-10 ms of each group's
+#: batch (``bench/steady.py``), and a bucket ~30 ms of a live 10,000-group batch's Python
+#: (its frame's columns read as lists, its output converted to Arrow column by column, its
+#: value read and written): with 8 buckets instead of 64 that batch's step took 4.9 s of CPU
+#: instead of 6.5-6.9 (offline, ``observations_by_group`` to Arrow). A bucket's value is
+#: rewritten whole when one of its groups changes: 1/8 of the states, ~1 MB compressed at
+#: 10,000 groups. Fixed for a checkpoint (a group's state lives under its bucket): the number
+#: is recorded in the checkpoint (:func:`checkpoint_buckets`).
+BUCKETS = 8
+#: Buckets of a checkpoint written before the number was recorded.
+LEGACY_BUCKETS = 64
+#: The file in the query's checkpoint folder that records its buckets.
+LAYOUT_FILE = "rebalance-monitor-layout.json"
 BUCKET_PREFIX = "\x00rebalance-monitor:bucket:"
 #: The grouping column of the stateful step.
 TRACKER_KEY = "tracker_key"
@@ -812,13 +828,76 @@ def _processor_class() -> type:
     return GroupTracker
 
 
-def tracker_key(group_id: Column) -> Column:
-    """The stateful step's grouping key of a group: its bucket, one of :data:`BUCKETS`
+def tracker_key(group_id: Column, buckets: int = BUCKETS) -> Column:
+    """The stateful step's grouping key of a group: its bucket, one of ``buckets``
     (``xxhash64`` of the group id, so the same on every executor and after a restart)."""
     from pyspark.sql import functions as F
 
-    bucket = F.pmod(F.xxhash64(group_id), F.lit(BUCKETS))
+    bucket = F.pmod(F.xxhash64(group_id), F.lit(buckets))
     return F.concat(F.lit(BUCKET_PREFIX), bucket.cast("string"))
+
+
+def checkpoint_buckets(spark: SparkSession, checkpoint: str) -> int:
+    """The buckets of the stateful query whose checkpoint folder is ``checkpoint``, as its
+    :data:`LAYOUT_FILE` records them: a new checkpoint gets :data:`BUCKETS`; one the query
+    wrote before the file existed (it has an ``offsets`` log) keeps :data:`LEGACY_BUCKETS`,
+    under which its states live. A missing file is written (whole: a temporary file renamed),
+    so the number stays with the checkpoint. Through Hadoop's file system API, so any
+    checkpoint location Spark takes (local, HDFS, object stores) works.
+
+    Raises :class:`CheckpointLayoutError` naming the file when it is not a layout."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    fs_path = jvm.org.apache.hadoop.fs.Path
+    folder = fs_path(checkpoint)
+    fs = folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    layout = fs_path(folder, LAYOUT_FILE)
+    if fs.exists(layout):
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            stream = fs.open(layout)
+            try:
+                text = bytes(stream.readAllBytes()).decode("utf-8", errors="replace")
+            finally:
+                stream.close()
+        except Py4JJavaError as e:
+            raise CheckpointLayoutError(
+                str(layout), f"could not be read: {e.java_exception}"
+            ) from None
+        return _layout_buckets(text, str(layout))
+    buckets = LEGACY_BUCKETS if fs.exists(fs_path(folder, "offsets")) else BUCKETS
+    fs.mkdirs(folder)
+    partial = fs_path(folder, f".{LAYOUT_FILE}.{uuid.uuid4()}")
+    out = fs.create(partial, False)
+    try:
+        out.write(bytearray(json.dumps({"buckets": buckets}).encode()))
+    finally:
+        out.close()
+    if not fs.rename(partial, layout):
+        fs.delete(partial, False)
+        if not fs.exists(layout):
+            raise CheckpointLayoutError(str(layout), "could not be written")
+        return checkpoint_buckets(spark, checkpoint)  # another run wrote it meanwhile
+    return buckets
+
+
+class CheckpointLayoutError(RebalanceMonitorError, ValueError):
+    """A checkpoint's :data:`LAYOUT_FILE` that cannot be read or written."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
+def _layout_buckets(text: str, path: str) -> int:
+    try:
+        buckets = json.loads(text)["buckets"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise CheckpointLayoutError(path, f"not a layout ({type(e).__name__}: {e})") from None
+    if type(buckets) is not int or buckets < 1:
+        raise CheckpointLayoutError(path, f"buckets: expected a positive integer, got {buckets!r}")
+    return buckets
 
 
 def track(
@@ -827,6 +906,7 @@ def track(
     cluster: str,
     config: TrackerConfig = DEFAULT_CONFIG,
     commit_rows: bool = False,
+    buckets: int = BUCKETS,
 ) -> DataFrame:
     """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
     (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
@@ -835,6 +915,8 @@ def track(
     (:data:`~streaming.spark.decode.STATS_KEY`) as ``source_stats`` rows, so one query both
     tracks and quarantines and counts. Good rows without a group are dropped here; the
     stats count them.
+
+    ``buckets``: the checkpoint's (:func:`checkpoint_buckets`).
 
     ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
     offset tombstone and an ``offset_commit_runs`` row of each ``CommitRun`` row (its runs'
@@ -847,7 +929,7 @@ def track(
     key = (
         F.when(F.col("error").isNotNull(), F.lit(BAD_KEY))
         .when(group == F.lit(STATS_KEY), group)
-        .otherwise(tracker_key(group))
+        .otherwise(tracker_key(group, buckets))
     )
     routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
     routed = routed.withColumn(TRACKER_KEY, key)

@@ -1,0 +1,120 @@
+"""The stateful step's buckets are recorded with the checkpoint
+(:func:`streaming.spark.stateful.checkpoint_buckets`): a new checkpoint gets the current
+number, one written before the number was recorded keeps the number its states live under,
+and the groups go on from their states across that change of default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from streaming.spark.decode import ENVELOPE_SCHEMA, decode
+from streaming.spark.stateful import (
+    BUCKETS,
+    LAYOUT_FILE,
+    LEGACY_BUCKETS,
+    CheckpointLayoutError,
+    checkpoint_buckets,
+    track,
+)
+from streaming.tracking import GroupState, apply
+from streaming.tracking.events import RebalanceEvent
+from tests.spark.test_bucket_state import CLUSTER, _halves, _observations, _records, _write
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = [pytest.mark.spark]
+
+
+def test_a_new_checkpoint_records_the_buckets_and_keeps_them(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "events"
+    assert BUCKETS != LEGACY_BUCKETS
+    assert checkpoint_buckets(spark, str(checkpoint)) == BUCKETS
+    assert json.loads((checkpoint / LAYOUT_FILE).read_text()) == {"buckets": BUCKETS}
+    # no temporary file left (beside the file, Hadoop's local file system keeps its .crc)
+    assert {p.name for p in checkpoint.iterdir() if p.suffix != ".crc"} == {LAYOUT_FILE}
+    (checkpoint / LAYOUT_FILE).write_text('{"buckets": 16}')
+    with pytest.raises(CheckpointLayoutError, match=r"could not be read: .*Checksum"):
+        checkpoint_buckets(spark, str(checkpoint))  # edited behind Hadoop's checksum
+    (checkpoint / f".{LAYOUT_FILE}.crc").unlink()
+    assert checkpoint_buckets(spark, str(checkpoint)) == 16
+
+
+def test_a_checkpoint_from_before_the_record_keeps_the_old_buckets(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "events"
+    (checkpoint / "offsets").mkdir(parents=True)  # a query ran here
+    assert checkpoint_buckets(spark, f"file://{checkpoint}") == LEGACY_BUCKETS
+    assert json.loads((checkpoint / LAYOUT_FILE).read_text()) == {"buckets": LEGACY_BUCKETS}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("{", "not a layout"), ('{"buckets": 0}', "positive integer"), ("[]", "not a layout")],
+)
+def test_a_broken_layout_is_named(
+    spark: SparkSession, tmp_path: Path, text: str, problem: str
+) -> None:
+    (tmp_path / LAYOUT_FILE).write_text(text)
+    with pytest.raises(CheckpointLayoutError, match=problem) as info:
+        checkpoint_buckets(spark, str(tmp_path))
+    assert info.value.path.endswith(LAYOUT_FILE)
+
+
+def _run(spark: SparkSession, inbox: Path, checkpoint: Path, buckets: int) -> list[Any]:
+    decoded = decode(spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox)))
+    out: list[Any] = []
+
+    def collect(df: DataFrame, _batch_id: int) -> None:
+        out.extend(df.where("kind = 'rebalance'").select("group_id", "rebalance_events").collect())
+
+    query = (
+        track(decoded, cluster=CLUSTER, buckets=buckets)
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    return out
+
+
+def test_the_groups_go_on_from_a_checkpoint_of_the_old_buckets(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A checkpoint the job wrote with 64 buckets and no layout file: the job reads 64 from it
+    (not today's default) and every group goes on from its state."""
+    first, second = _halves(_records())
+    inbox, checkpoint = tmp_path / "inbox", tmp_path / "events"
+    inbox.mkdir()
+    _write(first, inbox, "first")
+    _run(spark, inbox, checkpoint, LEGACY_BUCKETS)  # what the job before the record wrote
+    assert not (checkpoint / LAYOUT_FILE).exists()
+
+    _write(second, inbox, "second")
+    buckets = checkpoint_buckets(spark, str(checkpoint))
+    assert buckets == LEGACY_BUCKETS
+    got = _run(spark, inbox, checkpoint, buckets)
+    before = {
+        group: apply(GroupState.new(CLUSTER, group), obs, max(o.timestamp_ms for o in obs))[0]
+        for group, obs in _observations(first).items()
+    }
+    expected: list[tuple[str, str, str]] = []
+    fresh: list[tuple[str, str, str]] = []
+    for group, obs in _observations(second).items():
+        now = max(o.timestamp_ms for o in obs)
+        for start, into in ((before[group], expected), (GroupState.new(CLUSTER, group), fresh)):
+            _state, events = apply(start, obs, now)
+            into += [(group, e.event_id, e.cause) for e in events if isinstance(e, RebalanceEvent)]
+    assert expected and expected != fresh  # under other buckets the states would be lost
+    assert sorted(
+        (r.group_id, r.rebalance_events.event_id, r.rebalance_events.cause) for r in got
+    ) == sorted(expected)
