@@ -42,7 +42,7 @@ One query, so every record is decoded once: the quarantine and the counters ride
 the stateful step instead of a second query decoding the same records (``bench/stream.py``
 measured what that cost), and both lanes see the same offsets in each micro-batch. Its checkpoint is
 ``<checkpoint_dir>/events``, which also records the stateful step's buckets
-(``rebalance-monitor-layout.json``, :func:`streaming.spark.stateful.checkpoint_buckets`). It
+(``rebalance-monitor-layout.json``, :func:`streaming.spark.stateful.checkpoint_keys`). It
 writes with ``txnAppId`` = the id kept in
 ``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint; a new checkpoint gets a new
 id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
@@ -159,7 +159,7 @@ def start(
     from streaming.spark.commits import commit_rows, register, with_commit
     from streaming.spark.decode import decode, envelope
     from streaming.spark.sources import kafka_stream
-    from streaming.spark.stateful import checkpoint_buckets, track
+    from streaming.spark.stateful import checkpoint_keys, track
     from streaming.tracking.config import TrackerConfig
 
     register(spark)
@@ -192,9 +192,9 @@ def start(
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
-    buckets = checkpoint_buckets(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
+    keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
     events = track(
-        decoded, cluster=config.cluster, config=tracker, commit_rows=not every, buckets=buckets
+        decoded, cluster=config.cluster, config=tracker, commit_rows=not every, keys=keys
     )
 
     # 4. sinks

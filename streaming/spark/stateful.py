@@ -106,7 +106,9 @@ __all__ = [
     "CheckpointLayoutError",
     "Reducer",
     "bad_record_struct",
-    "checkpoint_buckets",
+    "balanced_keys",
+    "bucket_names",
+    "checkpoint_keys",
     "event_row",
     "events_to_rows",
     "from_step",
@@ -262,15 +264,14 @@ LEGACY_STATE = "groups"
 LEGACY_STATE_SCHEMA = "state string"
 GROUP_KEY_SCHEMA = "group_id string"
 #: Buckets (stateful keys) of a new checkpoint. Each key costs one call of the processor per
-#: micro-batch with a pandas frame in and out: a key per group cost ~7-10 ms of each group's
-#: batch (``bench/steady.py``), and a bucket ~30 ms of a live 10,000-group batch's Python
-#: (its frame's columns read as lists, its output converted to Arrow column by column, its
-#: value read and written): with 8 buckets instead of 64 that batch's step took 4.9 s of CPU
-#: instead of 6.5-6.9 (offline, ``observations_by_group`` to Arrow). A bucket's value is
-#: rewritten whole when one of its groups changes: 1/8 of the states, ~1 MB compressed at
-#: 10,000 groups. Fixed for a checkpoint (a group's state lives under its bucket): the number
-#: is recorded in the checkpoint (:func:`checkpoint_buckets`).
-BUCKETS = 8
+#: micro-batch with a pandas frame in and out (its columns read as lists, its output converted
+#: to Arrow column by column, its value read and written): ~30 ms of a live 10,000-group
+#: batch's Python per bucket (offline: 6.5-6.9 s of CPU with 64, 4.9 s with 8); but a bucket's
+#: frame holds all its groups' rows, which in a storm's one micro-batch costs memory (workers'
+#: peak 1.5 GiB with 64, 1.9 with 32, 3.5 with 8). The keys are balanced over the shuffle
+#: partitions (:func:`balanced_keys`). 32, measured (docs/operations.md, session 14). Fixed for
+#: a checkpoint (a group's state lives under its bucket): the keys are recorded in it.
+BUCKETS = 32
 #: Buckets of a checkpoint written before the number was recorded.
 LEGACY_BUCKETS = 64
 #: The file in the query's checkpoint folder that records its buckets.
@@ -828,22 +829,61 @@ def _processor_class() -> type:
     return GroupTracker
 
 
-def tracker_key(group_id: Column, buckets: int = BUCKETS) -> Column:
-    """The stateful step's grouping key of a group: its bucket, one of ``buckets``
-    (``xxhash64`` of the group id, so the same on every executor and after a restart)."""
+def tracker_key(group_id: Column, keys: Sequence[str] | None = None) -> Column:
+    """The stateful step's grouping key of a group: the key of its bucket, ``xxhash64`` of
+    the group id modulo the number of ``keys`` (so the same on every executor and after a
+    restart). ``keys``: the checkpoint's (:func:`checkpoint_keys`); by default the plain
+    names of :data:`BUCKETS` buckets."""
     from pyspark.sql import functions as F
 
-    bucket = F.pmod(F.xxhash64(group_id), F.lit(buckets))
-    return F.concat(F.lit(BUCKET_PREFIX), bucket.cast("string"))
+    names = list(keys) if keys is not None else bucket_names(BUCKETS)
+    bucket = F.pmod(F.xxhash64(group_id), F.lit(len(names)))
+    return F.element_at(F.array(*(F.lit(k) for k in names)), (bucket + 1).cast("int"))
 
 
-def checkpoint_buckets(spark: SparkSession, checkpoint: str) -> int:
-    """The buckets of the stateful query whose checkpoint folder is ``checkpoint``, as its
-    :data:`LAYOUT_FILE` records them: a new checkpoint gets :data:`BUCKETS`; one the query
-    wrote before the file existed (it has an ``offsets`` log) keeps :data:`LEGACY_BUCKETS`,
-    under which its states live. A missing file is written (whole: a temporary file renamed),
-    so the number stays with the checkpoint. Through Hadoop's file system API, so any
-    checkpoint location Spark takes (local, HDFS, object stores) works.
+def bucket_names(buckets: int) -> list[str]:
+    """The plain keys of ``buckets`` buckets (a checkpoint written before keys were
+    recorded uses these)."""
+    return [f"{BUCKET_PREFIX}{b}" for b in range(buckets)]
+
+
+def balanced_keys(spark: SparkSession, buckets: int, partitions: int) -> list[str]:
+    """Keys for ``buckets`` buckets that Spark spreads evenly over ``partitions`` shuffle
+    partitions: bucket ``b`` on partition ``b % partitions``. Spark places a key by
+    ``pmod(hash(key), partitions)`` (Murmur3, SQL's ``hash``), and the plain names are far
+    from even: of 8 names, 6 land on one of 2 partitions (of 64, 39), so one task of the
+    stateful step did most of the work. Each key is the plain name with the smallest salt
+    (``:<n>``) that lands where wanted, found with that same function."""
+    if partitions < 1:
+        raise ValueError(f"partitions: expected at least 1, got {partitions}")
+    salts = 64 * partitions
+    rows = spark.sql(
+        f"""SELECT b, min(s) AS s FROM range({buckets}) AS t(b)
+        CROSS JOIN (SELECT id AS s FROM range({salts})) AS u
+        WHERE pmod(hash(concat({_sql_string(BUCKET_PREFIX)}, cast(b AS string), ':',
+                              cast(s AS string))), {partitions}) = pmod(b, {partitions})
+        GROUP BY b"""
+    ).collect()
+    salt = {int(r["b"]): int(r["s"]) for r in rows}
+    if len(salt) != buckets:
+        raise ValueError(f"no salt below {salts} places every bucket on its partition")
+    return [f"{BUCKET_PREFIX}{b}:{salt[b]}" for b in range(buckets)]
+
+
+def _sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (any character, by its code point)."""
+    return "concat(" + ", ".join(f"char({ord(c)})" for c in text) + ")"
+
+
+def checkpoint_keys(spark: SparkSession, checkpoint: str) -> list[str]:
+    """The bucket keys of the stateful query whose checkpoint folder is ``checkpoint``, as
+    its :data:`LAYOUT_FILE` records them. A new checkpoint gets :data:`BUCKETS` buckets with
+    :func:`balanced_keys` over the session's ``spark.sql.shuffle.partitions`` (fixed with
+    the checkpoint: Spark keeps the number it was created with). One the query wrote before
+    the file existed (it has an ``offsets`` log) keeps the plain names of
+    :data:`LEGACY_BUCKETS` buckets, under which its states live. A missing file is written
+    (whole: a temporary file renamed), so the keys stay with the checkpoint. Through
+    Hadoop's file system API, so any checkpoint location Spark takes works.
 
     Raises :class:`CheckpointLayoutError` naming the file when it is not a layout."""
     jvm = spark.sparkContext._jvm
@@ -865,21 +905,26 @@ def checkpoint_buckets(spark: SparkSession, checkpoint: str) -> int:
             raise CheckpointLayoutError(
                 str(layout), f"could not be read: {e.java_exception}"
             ) from None
-        return _layout_buckets(text, str(layout))
-    buckets = LEGACY_BUCKETS if fs.exists(fs_path(folder, "offsets")) else BUCKETS
+        return _layout_keys(text, str(layout))
+    if fs.exists(fs_path(folder, "offsets")):
+        record: dict[str, Any] = {"buckets": LEGACY_BUCKETS}
+    else:
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
+        keys = balanced_keys(spark, BUCKETS, partitions)
+        record = {"buckets": BUCKETS, "partitions": partitions, "keys": keys}
     fs.mkdirs(folder)
     partial = fs_path(folder, f".{LAYOUT_FILE}.{uuid.uuid4()}")
     out = fs.create(partial, False)
     try:
-        out.write(bytearray(json.dumps({"buckets": buckets}).encode()))
+        out.write(bytearray(json.dumps(record).encode()))
     finally:
         out.close()
     if not fs.rename(partial, layout):
         fs.delete(partial, False)
         if not fs.exists(layout):
             raise CheckpointLayoutError(str(layout), "could not be written")
-        return checkpoint_buckets(spark, checkpoint)  # another run wrote it meanwhile
-    return buckets
+        return checkpoint_keys(spark, checkpoint)  # another run wrote it meanwhile
+    return _layout_keys(json.dumps(record), str(layout))
 
 
 class CheckpointLayoutError(RebalanceMonitorError, ValueError):
@@ -890,14 +935,25 @@ class CheckpointLayoutError(RebalanceMonitorError, ValueError):
         self.path = path
 
 
-def _layout_buckets(text: str, path: str) -> int:
+def _layout_keys(text: str, path: str) -> list[str]:
     try:
-        buckets = json.loads(text)["buckets"]
-    except (ValueError, KeyError, TypeError) as e:
+        record = json.loads(text)
+        buckets = record["buckets"]
+        keys = record.get("keys")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise CheckpointLayoutError(path, f"not a layout ({type(e).__name__}: {e})") from None
     if type(buckets) is not int or buckets < 1:
         raise CheckpointLayoutError(path, f"buckets: expected a positive integer, got {buckets!r}")
-    return buckets
+    if keys is None:
+        return bucket_names(buckets)
+    if (
+        not isinstance(keys, list)
+        or len(keys) != buckets
+        or not all(isinstance(k, str) for k in keys)
+        or len(set(keys)) != buckets
+    ):
+        raise CheckpointLayoutError(path, f"keys: expected {buckets} distinct strings")
+    return keys
 
 
 def track(
@@ -906,7 +962,7 @@ def track(
     cluster: str,
     config: TrackerConfig = DEFAULT_CONFIG,
     commit_rows: bool = False,
-    buckets: int = BUCKETS,
+    keys: Sequence[str] | None = None,
 ) -> DataFrame:
     """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
     (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
@@ -916,7 +972,8 @@ def track(
     tracks and quarantines and counts. Good rows without a group are dropped here; the
     stats count them.
 
-    ``buckets``: the checkpoint's (:func:`checkpoint_buckets`).
+    ``keys``: the checkpoint's bucket keys (:func:`checkpoint_keys`; default: the plain
+    names of :data:`BUCKETS` buckets).
 
     ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
     offset tombstone and an ``offset_commit_runs`` row of each ``CommitRun`` row (its runs'
@@ -929,7 +986,7 @@ def track(
     key = (
         F.when(F.col("error").isNotNull(), F.lit(BAD_KEY))
         .when(group == F.lit(STATS_KEY), group)
-        .otherwise(tracker_key(group, buckets))
+        .otherwise(tracker_key(group, keys))
     )
     routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
     routed = routed.withColumn(TRACKER_KEY, key)
