@@ -4,7 +4,8 @@
 
     good rows (streaming.spark.decode)         source, partition, offset, timestamp_ms, key,
         │  groupBy(tracker_key)                value, group_id (routed rows only); the key:
-        │                                      the group's bucket, 1 of BUCKETS
+        │                                      the key of the group's bucket (the
+        │                                      checkpoint's, checkpoint_keys)
         ▼
     transformWithStateInPandas(GroupTracker)   per bucket: ValueState ``bucket`` = its groups'
         │                                      states (BucketStates: group id -> GroupState
@@ -26,9 +27,12 @@ micro-batch), that was 7-10 ms of Python per group while the tracker's own work 
 A bucket pays that once for all its groups, and so do its state calls: the bucket's groups'
 states are one value (:class:`BucketStates`, one read and one write per micro-batch), where
 a MapState entry per group cost a round trip to the state server per group read and per
-group written. A group's state lives under ``xxhash64(group id) mod BUCKETS``, so
-:data:`BUCKETS` is fixed for a checkpoint (a checkpoint of a version with a key per group
-must be recreated; one with a MapState entry per group is read and moved, :func:`load_bucket`).
+group written. A group's state lives under the key of bucket ``xxhash64(group id) mod
+buckets``, so the keys are fixed for a checkpoint and recorded in it (:func:`checkpoint_keys`:
+a new checkpoint gets :data:`BUCKETS` keys balanced over the shuffle partitions, one from
+before the record its :data:`LEGACY_BUCKETS` plain names). A checkpoint of a version with a
+key per group must be recreated; one with a MapState entry per group is read and moved,
+:func:`load_bucket`.
 
 Why ``transformWithStateInPandas`` and not ``applyInPandasWithState``: it is the
 RocksDB-backed state API v2 (state variables have their own schema and can be changed and
