@@ -131,7 +131,11 @@ def _legacy_processor(states: dict[str, str]) -> Any:
     return Legacy
 
 
-def _run(spark: SparkSession, inbox: Path, checkpoint: Path) -> list[Any]:
+def _run(
+    spark: SparkSession, inbox: Path, checkpoint: Path, keys: list[str] | None = None
+) -> list[Any]:
+    """The stateful step over ``inbox`` once (``availableNow``), bucket ``keys`` given or
+    :func:`track`'s default: its rebalance rows."""
     from streaming.spark.stateful import track
 
     decoded = decode(spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox)))
@@ -140,7 +144,7 @@ def _run(spark: SparkSession, inbox: Path, checkpoint: Path) -> list[Any]:
     def collect(df: DataFrame, _batch_id: int) -> None:
         out.extend(df.where("kind = 'rebalance'").select("group_id", "rebalance_events").collect())
 
-    events = track(decoded, cluster=CLUSTER)
+    events = track(decoded, cluster=CLUSTER, keys=keys)
     query = (
         events.writeStream.foreachBatch(collect)
         .option("checkpointLocation", str(checkpoint))
@@ -180,7 +184,14 @@ def test_a_checkpoint_with_a_state_entry_per_group_is_read_into_the_buckets(
 
     # 2. the job on that checkpoint: every group goes on from its state of the first half
     _write(second, inbox, "second")
-    got = _run(spark, inbox, checkpoint)
+    assert_went_on(_run(spark, inbox, checkpoint), before, second)
+
+
+def assert_went_on(
+    got: list[Any], before: dict[str, GroupState], second: list[dict[str, Any]]
+) -> None:
+    """The rebalance rows ``got`` of the ``second`` half are those of every group going on
+    from its state ``before``, and differ from those of groups starting afresh."""
     expected: list[tuple[str, str, str]] = []
     fresh: list[tuple[str, str, str]] = []
     for group, obs in _observations(second).items():

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from streaming.spark.decode import ENVELOPE_SCHEMA, decode
 from streaming.spark.stateful import (
     BUCKETS,
     LAYOUT_FILE,
@@ -21,14 +20,20 @@ from streaming.spark.stateful import (
     balanced_keys,
     bucket_names,
     checkpoint_keys,
-    track,
 )
 from streaming.tracking import GroupState, apply
-from streaming.tracking.events import RebalanceEvent
-from tests.spark.test_bucket_state import CLUSTER, _halves, _observations, _records, _write
+from tests.spark.test_bucket_state import (
+    CLUSTER,
+    _halves,
+    _observations,
+    _records,
+    _run,
+    _write,
+    assert_went_on,
+)
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark]
 
@@ -112,25 +117,6 @@ def test_a_broken_layout_is_named(
     assert info.value.path.endswith(LAYOUT_FILE)
 
 
-def _run(spark: SparkSession, inbox: Path, checkpoint: Path, keys: list[str]) -> list[Any]:
-    decoded = decode(spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox)))
-    out: list[Any] = []
-
-    def collect(df: DataFrame, _batch_id: int) -> None:
-        out.extend(df.where("kind = 'rebalance'").select("group_id", "rebalance_events").collect())
-
-    query = (
-        track(decoded, cluster=CLUSTER, keys=keys)
-        .writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    assert query.exception() is None
-    return out
-
-
 def test_the_groups_go_on_from_a_checkpoint_of_the_old_buckets(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -151,14 +137,4 @@ def test_the_groups_go_on_from_a_checkpoint_of_the_old_buckets(
         group: apply(GroupState.new(CLUSTER, group), obs, max(o.timestamp_ms for o in obs))[0]
         for group, obs in _observations(first).items()
     }
-    expected: list[tuple[str, str, str]] = []
-    fresh: list[tuple[str, str, str]] = []
-    for group, obs in _observations(second).items():
-        now = max(o.timestamp_ms for o in obs)
-        for start, into in ((before[group], expected), (GroupState.new(CLUSTER, group), fresh)):
-            _state, events = apply(start, obs, now)
-            into += [(group, e.event_id, e.cause) for e in events if isinstance(e, RebalanceEvent)]
-    assert expected and expected != fresh  # under other buckets the states would be lost
-    assert sorted(
-        (r.group_id, r.rebalance_events.event_id, r.rebalance_events.cause) for r in got
-    ) == sorted(expected)
+    assert_went_on(got, before, second)
