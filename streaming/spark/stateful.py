@@ -860,23 +860,24 @@ def balanced_keys(spark: SparkSession, buckets: int, partitions: int) -> list[st
     (``:<n>``) that lands where wanted, found with that same function."""
     if partitions < 1:
         raise ValueError(f"partitions: expected at least 1, got {partitions}")
+    from pyspark.sql import functions as F
+
     salts = 64 * partitions
-    rows = spark.sql(
-        f"""SELECT b, min(s) AS s FROM range({buckets}) AS t(b)
-        CROSS JOIN (SELECT id AS s FROM range({salts})) AS u
-        WHERE pmod(hash(concat({_sql_string(BUCKET_PREFIX)}, cast(b AS string), ':',
-                              cast(s AS string))), {partitions}) = pmod(b, {partitions})
-        GROUP BY b"""
-    ).collect()
+    b, s = F.col("b"), F.col("s")
+    key = F.concat(F.lit(BUCKET_PREFIX), b.cast("string"), F.lit(":"), s.cast("string"))
+    rows = (
+        spark.range(buckets)
+        .toDF("b")
+        .crossJoin(spark.range(salts).toDF("s"))
+        .where(F.pmod(F.hash(key), F.lit(partitions)) == F.pmod(b, F.lit(partitions)))
+        .groupBy("b")
+        .agg(F.min(s).alias("s"))
+        .collect()
+    )
     salt = {int(r["b"]): int(r["s"]) for r in rows}
     if len(salt) != buckets:
         raise ValueError(f"no salt below {salts} places every bucket on its partition")
     return [f"{BUCKET_PREFIX}{b}:{salt[b]}" for b in range(buckets)]
-
-
-def _sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal (any character, by its code point)."""
-    return "concat(" + ", ".join(f"char({ord(c)})" for c in text) + ")"
 
 
 def checkpoint_keys(spark: SparkSession, checkpoint: str) -> list[str]:
@@ -911,6 +912,7 @@ def checkpoint_keys(spark: SparkSession, checkpoint: str) -> list[str]:
             ) from None
         return _layout_keys(text, str(layout))
     if fs.exists(fs_path(folder, "offsets")):
+        keys = bucket_names(LEGACY_BUCKETS)
         record: dict[str, Any] = {"buckets": LEGACY_BUCKETS}
     else:
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
@@ -928,7 +930,7 @@ def checkpoint_keys(spark: SparkSession, checkpoint: str) -> list[str]:
         if not fs.exists(layout):
             raise CheckpointLayoutError(str(layout), "could not be written")
         return checkpoint_keys(spark, checkpoint)  # another run wrote it meanwhile
-    return _layout_keys(json.dumps(record), str(layout))
+    return keys
 
 
 class CheckpointLayoutError(RebalanceMonitorError, ValueError):
