@@ -67,10 +67,15 @@ DEFAULT_CONF: dict[str, str] = {
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
     ),
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # local mode: driver and executors share this heap; a 10,000-group catch-up fits in
-    # 1 GB with 50,000-record batches (docs/operations.md), a backlog in one batch needs
-    # more; RocksDB's memory (off-heap) is capped apart
-    "spark.driver.memory": "2g",
+    # local mode: driver and executors share this heap; a 10,000-group steady backlog of
+    # 6,000,000 commits and the rebalance-storm backlog each fit in one micro-batch
+    # (docs/operations.md: 2g held the heap at its cap, ~0.6 GiB more resident, no faster);
+    # RocksDB's memory (off-heap) is capped apart
+    "spark.driver.memory": "1g",
+    # the micro-batch's rows are cached (Sinks.events_batch) in column batches of this many
+    # rows; at Spark's 10,000 a batch of rebalance rows (~8.5 KB each) took ~85 MB of heap
+    # to build, which ran a 1g heap out of memory in the storm backlog
+    "spark.sql.inMemoryColumnarStorage.batchSize": "1000",
     "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
     "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "256",
     # Python workers and the JVM connect to each other over local sockets; the default 15 s
@@ -84,8 +89,20 @@ DEFAULT_CONF: dict[str, str] = {
     # them, the JVM's CPU per micro-batch went 3.9 -> 2.8 core-s in one A/B pair of
     # bench/live.py runs and 4.4 -> 4.0 in another (docs/operations.md)
     "spark.sql.codegen.cache.maxEntries": "2000",
+    # Spark keeps a Python worker daemon, with its own idle workers, per set of worker
+    # environment variables; the map's runner (the decode) sets SPARK_SIMPLIFIED_TRACEBACK
+    # and the stateful step's does not, so with this on an executor ran two daemons and
+    # twice the workers: 1.26 -> 0.71 GiB of workers at 10,000 groups (docs/operations.md).
+    # Off, a failing UDF's traceback keeps pyspark's own frames.
+    "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
 }
 
+
+#: Local mode: the one JVM (driver and executors) with the serial collector: on a small
+#: machine it keeps less beside the heap than G1 (~0.14 GiB less resident at 10,000 groups,
+#: docs/operations.md), at the same speed. A user's own ``spark.driver.extraJavaOptions``
+#: replaces it.
+LOCAL_JVM_CONF: dict[str, str] = {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}
 
 #: Local mode: the driver, its RPC endpoint and the block manager listen on the loopback
 #: address only (Spark's default is the host's network address, with authentication off).
@@ -130,8 +147,8 @@ def local_fs_conf(
     master: str | None, conf: Mapping[str, str], jars_dir: Path = DEFAULT_JARS_DIR
 ) -> dict[str, str]:
     """What a ``local`` master adds to the user's ``conf`` (nothing for other masters): the
-    :data:`LOCAL_FS_CONF` and :data:`LOCAL_BIND_CONF` settings the user did not set, and the
-    driver's class path with the jar in front of the user's own."""
+    :data:`LOCAL_FS_CONF`, :data:`LOCAL_JVM_CONF` and :data:`LOCAL_BIND_CONF` settings the user
+    did not set, and the driver's class path with the jar in front of the user's own."""
     if not is_local_master(master):
         return {}
     jar = jars_dir.parent / LOCAL_FS_JAR
@@ -139,7 +156,9 @@ def local_fs_conf(
         raise SparkSetupError(f"{jar} not found: run `make setup` to build it")
     extra = conf.get("spark.driver.extraClassPath")
     added = {
-        key: value for key, value in {**LOCAL_FS_CONF, **LOCAL_BIND_CONF}.items() if key not in conf
+        key: value
+        for key, value in {**LOCAL_FS_CONF, **LOCAL_JVM_CONF, **LOCAL_BIND_CONF}.items()
+        if key not in conf
     }
     added["spark.driver.extraClassPath"] = f"{jar}{os.pathsep}{extra}" if extra else str(jar)
     return added

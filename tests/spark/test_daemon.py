@@ -1,18 +1,21 @@
 """The job's worker daemon (``streaming.spark.daemon``) in the shared local session: the
 workers load pyspark from the pip install, not from Spark's zips (bytecode cached, no zip
-directory re-read per task), and the path rule keeps the zips whenever no install matches."""
+directory re-read per task), the path rule keeps the zips whenever no install matches, and
+the decode and the stateful step fork their workers from one daemon."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from streaming.spark.daemon import without_spark_zips
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
 
 pytestmark = [pytest.mark.spark]
 
@@ -65,3 +68,92 @@ def test_sparks_jar_goes_with_the_zips(tmp_path: Path) -> None:
     (site / "pyspark").mkdir(parents=True)
     (site / "pyspark" / "__init__.py").write_text("")
     assert without_spark_zips(["", jar, str(site), other_jar]) == ["", str(site), other_jar]
+
+
+def _daemons_processor() -> Any:
+    """A stateful processor whose one row per key is the daemon of the key's input rows'
+    worker (the map's) and of its own worker (the stateful step's)."""
+    import os
+
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Daemons(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            pass
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
+            seen = {int(d) for frame in rows for d in frame["daemon"]}
+            yield pd.DataFrame(
+                {"k": [key[0]], "map_daemon": [min(seen)], "step_daemon": [os.getppid()]}
+            )
+
+        def close(self) -> None:
+            pass
+
+    return Daemons()
+
+
+def _daemons(spark: SparkSession, inbox: Path, checkpoint: Path) -> list[tuple[int, int]]:
+    """A query shaped like the job's (``mapInArrow``, then ``transformWithStateInPandas``
+    after a shuffle) over ``inbox`` once: each key's (map daemon, step daemon)."""
+    rows: list[tuple[int, int]] = []
+
+    def with_daemon(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Each row gets the pid of the daemon that forked the map's worker."""
+        import os
+
+        import pyarrow as pa
+
+        for batch in batches:
+            daemon = pa.array([os.getppid()] * batch.num_rows, pa.int64())
+            yield batch.append_column("daemon", daemon)
+
+    def collect(df: DataFrame, _batch_id: int) -> None:
+        rows.extend((r["map_daemon"], r["step_daemon"]) for r in df.collect())
+
+    query = (
+        spark.readStream.schema("k string, v long")
+        .parquet(str(inbox))
+        .mapInArrow(with_daemon, "k string, v long, daemon long")
+        .groupBy("k")
+        .transformWithStateInPandas(
+            statefulProcessor=_daemons_processor(),
+            outputStructType="k string, map_daemon long, step_daemon long",
+            outputMode="Append",
+            timeMode="None",
+        )
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    return rows
+
+
+def test_the_decode_and_the_stateful_step_share_one_daemon(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark keeps a worker daemon (and its idle workers) per set of worker environment
+    variables; the map's runner adds ``SPARK_SIMPLIFIED_TRACEBACK`` where the stateful
+    step's does not, so with simplified tracebacks on, a local job ran two daemons and four
+    workers (~0.55 GiB more at 10,000 groups, docs/operations.md). The session's default
+    turns them off: one daemon, and the step's tasks reuse the decode's idle workers."""
+    inbox = tmp_path / "inbox"
+    spark.createDataFrame([(f"k{i}", i) for i in range(8)], "k string, v long").write.parquet(
+        str(inbox)
+    )
+    key = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
+    assert spark.conf.get(key) == "false"
+    shared = _daemons(spark, inbox, tmp_path / "one")
+    assert len(shared) == 8
+    assert {m for m, s in shared} == {s for m, s in shared}, shared
+    spark.conf.set(key, "true")  # the setting is what makes them share
+    try:
+        apart = _daemons(spark, inbox, tmp_path / "two")
+    finally:
+        spark.conf.set(key, "false")
+    assert len(apart) == 8
+    assert not {m for m, s in apart} & {s for m, s in apart}, apart

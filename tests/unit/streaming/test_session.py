@@ -1,4 +1,5 @@
-"""Which sessions get ``jvm/localfs`` (``streaming.spark.session.local_fs_conf``)."""
+"""Which sessions get ``jvm/localfs`` and the serial collector
+(``streaming.spark.session.local_fs_conf``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from streaming.spark.session import (
     LOCAL_BIND_CONF,
     LOCAL_FS_CONF,
     LOCAL_FS_JAR,
+    LOCAL_JVM_CONF,
     SparkSetupError,
     local_fs_conf,
 )
@@ -31,6 +33,7 @@ def test_local_masters_get_the_nio_file_systems(jars_dir: Path, master: str) -> 
     conf = local_fs_conf(master, {}, jars_dir)
     assert conf == {
         **LOCAL_FS_CONF,
+        "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.extraClassPath": str(jars_dir.parent / LOCAL_FS_JAR),
@@ -62,6 +65,12 @@ def test_a_users_bind_address_wins(jars_dir: Path) -> None:
     added = local_fs_conf("local[*]", {"spark.driver.bindAddress": "0.0.0.0"}, jars_dir)
     assert "spark.driver.bindAddress" not in added
     assert added["spark.driver.host"] == LOCAL_BIND_CONF["spark.driver.host"] == "127.0.0.1"
+
+
+def test_a_users_java_options_replace_the_collector(jars_dir: Path) -> None:
+    assert local_fs_conf("local[*]", {}, jars_dir).items() >= LOCAL_JVM_CONF.items()
+    user = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -Xss2m"}
+    assert "spark.driver.extraJavaOptions" not in local_fs_conf("local[*]", user, jars_dir)
 
 
 def test_a_missing_jar_says_how_to_build_it(tmp_path: Path) -> None:
