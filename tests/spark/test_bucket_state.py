@@ -6,7 +6,7 @@ read by the job and moved into the buckets, and the groups go on where they were
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,16 +144,23 @@ def _run(
     def collect(df: DataFrame, _batch_id: int) -> None:
         out.extend(df.where("kind = 'rebalance'").select("group_id", "rebalance_events").collect())
 
-    events = track(decoded, cluster=CLUSTER, keys=keys)
+    run_once(track(decoded, cluster=CLUSTER, keys=keys), checkpoint, collect)
+    return out
+
+
+def run_once(
+    stream: DataFrame, checkpoint: Path, handler: Callable[[DataFrame, int], None]
+) -> None:
+    """``stream`` through ``handler`` (``foreachBatch``) once (``availableNow``), failing the
+    test if the query failed."""
     query = (
-        events.writeStream.foreachBatch(collect)
+        stream.writeStream.foreachBatch(handler)
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
     )
     query.awaitTermination()
     assert query.exception() is None
-    return out
 
 
 def test_a_checkpoint_with_a_state_entry_per_group_is_read_into_the_buckets(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from streaming.spark.daemon import without_spark_zips
+from tests.spark.test_bucket_state import run_once
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -112,7 +113,7 @@ def _daemons(spark: SparkSession, inbox: Path, checkpoint: Path) -> list[tuple[i
     def collect(df: DataFrame, _batch_id: int) -> None:
         rows.extend((r["map_daemon"], r["step_daemon"]) for r in df.collect())
 
-    query = (
+    stream = (
         spark.readStream.schema("k string, v long")
         .parquet(str(inbox))
         .mapInArrow(with_daemon, "k string, v long, daemon long")
@@ -123,13 +124,8 @@ def _daemons(spark: SparkSession, inbox: Path, checkpoint: Path) -> list[tuple[i
             outputMode="Append",
             timeMode="None",
         )
-        .writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
     )
-    query.awaitTermination()
-    assert query.exception() is None
+    run_once(stream, checkpoint, collect)
     return rows
 
 
