@@ -833,16 +833,14 @@ def _processor_class() -> type:
     return GroupTracker
 
 
-def tracker_key(group_id: Column, keys: Sequence[str] | None = None) -> Column:
+def tracker_key(group_id: Column, keys: Sequence[str]) -> Column:
     """The stateful step's grouping key of a group: the key of its bucket, ``xxhash64`` of
     the group id modulo the number of ``keys`` (so the same on every executor and after a
-    restart). ``keys``: the checkpoint's (:func:`checkpoint_keys`); by default the plain
-    names of :data:`BUCKETS` buckets."""
+    restart). ``keys``: the checkpoint's (:func:`checkpoint_keys`)."""
     from pyspark.sql import functions as F
 
-    names = list(keys) if keys is not None else bucket_names(BUCKETS)
-    bucket = F.pmod(F.xxhash64(group_id), F.lit(len(names)))
-    return F.element_at(F.array(*(F.lit(k) for k in names)), (bucket + 1).cast("int"))
+    bucket = F.pmod(F.xxhash64(group_id), F.lit(len(keys)))
+    return F.element_at(F.array(*(F.lit(k) for k in keys)), (bucket + 1).cast("int"))
 
 
 def bucket_names(buckets: int) -> list[str]:
@@ -967,8 +965,8 @@ def track(
     *,
     cluster: str,
     config: TrackerConfig = DEFAULT_CONFIG,
+    keys: Sequence[str],
     commit_rows: bool = False,
-    keys: Sequence[str] | None = None,
 ) -> DataFrame:
     """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
     (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
@@ -978,8 +976,8 @@ def track(
     tracks and quarantines and counts. Good rows without a group are dropped here; the
     stats count them.
 
-    ``keys``: the checkpoint's bucket keys (:func:`checkpoint_keys`; default: the plain
-    names of :data:`BUCKETS` buckets).
+    ``keys``: the checkpoint's bucket keys (:func:`checkpoint_keys`), under which its groups'
+    states live.
 
     ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
     offset tombstone and an ``offset_commit_runs`` row of each ``CommitRun`` row (its runs'

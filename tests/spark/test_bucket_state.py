@@ -135,8 +135,8 @@ def _run(
     spark: SparkSession, inbox: Path, checkpoint: Path, keys: list[str] | None = None
 ) -> list[Any]:
     """The stateful step over ``inbox`` once (``availableNow``), bucket ``keys`` given or
-    :func:`track`'s default: its rebalance rows."""
-    from streaming.spark.stateful import track
+    the plain names of today's number of buckets: its rebalance rows."""
+    from streaming.spark.stateful import BUCKETS, bucket_names, track
 
     decoded = decode(spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox)))
     out: list[Any] = []
@@ -144,6 +144,7 @@ def _run(
     def collect(df: DataFrame, _batch_id: int) -> None:
         out.extend(df.where("kind = 'rebalance'").select("group_id", "rebalance_events").collect())
 
+    keys = bucket_names(BUCKETS) if keys is None else keys
     run_once(track(decoded, cluster=CLUSTER, keys=keys), checkpoint, collect)
     return out
 
