@@ -37,8 +37,8 @@ during the live phase, from its ``[records] batch N: ...`` lines (records per ba
 interval between consecutive lines: a batch's wall time when it exceeds the 1 s trigger);
 the job's input rate against the produce rate and its lag at the end (kept up: it had read
 every record within ``--kept-up-s``, default 10 s, of the produce's end); the
-memory peaks of its processes (:class:`stream.Memory`: JVM, driver Python, workers), and the
-machine's load average before, during (max) and after.
+memory peaks of its processes (:class:`stream.Memory`: JVM, driver Python, workers; all at
+once as PSS), and the machine's load average before, during (max) and after.
 
 Run it::
 
@@ -726,8 +726,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  job memory peaks            JVM {m.jvm / gib:.2f} GiB, driver Python "
-        f"{m.driver_python / gib:.2f} GiB, workers {m.workers / gib:.2f} GiB, total "
-        f"{(m.jvm + m.driver_python + m.workers) / gib:.2f} GiB (target < 2 GiB)"
+        f"{m.driver_python / gib:.2f} GiB, workers {m.workers / gib:.2f} GiB (RSS; summed "
+        f"{(m.jvm + m.driver_python + m.workers) / gib:.2f} GiB); all at once, each page "
+        f"once (PSS) {m.total / gib:.2f} GiB (target < 2 GiB)"
     )
     if args.json:
         doc = {
@@ -758,7 +759,12 @@ def main(argv: list[str] | None = None) -> int:
                 "p50": _p(scraper.scrape_s, 0.5),
                 "max": max(scraper.scrape_s, default=None),
             },
-            "memory": asdict(m),
+            "memory": {
+                "jvm": m.jvm,
+                "driver_python": m.driver_python,
+                "workers": m.workers,
+                "total": m.total,
+            },
             "cpu_s": cpu,
             "records_read": read_live,
             "cores": os.cpu_count(),

@@ -9,10 +9,12 @@ backlog, writes it to the real topic of a broker it starts, and times four reade
   its own process (what an operator runs, with the job's defaults; ``--job-arg`` adds or
   changes arguments), timed from its ``started:`` line to its ``stopped after`` line (and
   apart, from process start: Spark's start-up included), with the memory peaks of its
-  processes. It must have read every record (a few more: Spark's driver consumer joins a
-  group of its own, ``spark-kafka-source-...-driver-0``, whose records the coordinator writes
-  to the same topic while the job runs), and its ``offset_commits`` Delta table must
-  hold every partition's last committed offset (read back with a small Spark job at the
+  processes (:class:`stream.Memory`: each one's RSS, and the whole tree's at once with each
+  page counted once, PSS: the forked workers share their daemon's pages). It must have
+  read every record (a few more: Spark's driver consumer joins a group of its own,
+  ``spark-kafka-source-...-driver-0``, whose records the coordinator writes to the same
+  topic while the job runs), and its ``offset_commits`` Delta table must hold every
+  partition's last committed offset (read back with a small Spark job at the
   end): a rate of a job that dropped commits would be worthless.
 * **the kafka-python loop** of ``bench/stream.py`` (:func:`stream.reference_catch_up`): one
   consumer reading the topic from the beginning and decoding every record with our codec.
@@ -895,6 +897,7 @@ def run_job(bootstrap: str, backlog: Backlog, work: Path, extra: Sequence[str]) 
             "jvm_peak": m.jvm,
             "driver_python_peak": m.driver_python,
             "workers_peak": m.workers,
+            "total_pss_peak": m.total,
             "groups_exported": None if exported is None else int(exported.group(1)),
             "own_group_records": own,
         },
@@ -1175,7 +1178,8 @@ def report(
         print(
             f"  job memory: JVM {n['jvm_peak'] / gib:.2f} GiB, driver Python "
             f"{n['driver_python_peak'] / gib:.2f} GiB, workers {n['workers_peak'] / gib:.2f} GiB "
-            f"(peaks); {n['groups_exported']} groups in the exporter"
+            f"(RSS peaks); all at once, each page once (PSS) {n['total_pss_peak'] / gib:.2f} GiB "
+            f"(target < 2 GiB at 10,000 groups); {n['groups_exported']} groups in the exporter"
         )
         for name, target in (
             ("Burrow", "target >= 2.0"),

@@ -1,5 +1,6 @@
 """The local session's JVM as :mod:`streaming.spark.session` launches it: the serial
-collector (``LOCAL_JVM_CONF``) and the heap of ``spark.driver.memory``."""
+collector, the heap of ``spark.driver.memory`` and its young generation
+(``local_jvm_conf``)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,9 @@ def test_the_local_jvm_runs_the_serial_collector(spark: SparkSession) -> None:
     # the tests' session asks for 2g (tests/conftest.py); the heap's cap is about that
     max_heap = management.getMemoryMXBean().getHeapMemoryUsage().getMax()
     assert 1.8 * 2**30 < max_heap <= 2 * 2**30, max_heap
+    # the young generation: a sixteenth of 2g (eden and both survivor spaces)
+    young = 0
+    for pool in management.getMemoryPoolMXBeans():
+        if pool.getName() in ("Eden Space", "Survivor Space"):
+            young += pool.getUsage().getMax() * (2 if pool.getName() == "Survivor Space" else 1)
+    assert young == 128 * 2**20, young

@@ -12,9 +12,10 @@ from streaming.spark.session import (
     LOCAL_BIND_CONF,
     LOCAL_FS_CONF,
     LOCAL_FS_JAR,
-    LOCAL_JVM_CONF,
+    LOCAL_JVM_OPTIONS,
     SparkSetupError,
     local_fs_conf,
+    local_jvm_conf,
 )
 
 pytestmark = pytest.mark.unit
@@ -33,7 +34,9 @@ def test_local_masters_get_the_nio_file_systems(jars_dir: Path, master: str) -> 
     conf = local_fs_conf(master, {}, jars_dir)
     assert conf == {
         **LOCAL_FS_CONF,
-        "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+        "spark.driver.extraJavaOptions": (
+            "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20 -Xmn64m"
+        ),
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.extraClassPath": str(jars_dir.parent / LOCAL_FS_JAR),
@@ -68,9 +71,35 @@ def test_a_users_bind_address_wins(jars_dir: Path) -> None:
 
 
 def test_a_users_java_options_replace_the_collector(jars_dir: Path) -> None:
-    assert local_fs_conf("local[*]", {}, jars_dir).items() >= LOCAL_JVM_CONF.items()
+    assert local_fs_conf("local[*]", {}, jars_dir).items() >= local_jvm_conf("1g").items()
     user = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC -Xss2m"}
     assert "spark.driver.extraJavaOptions" not in local_fs_conf("local[*]", user, jars_dir)
+
+
+@pytest.mark.parametrize(
+    ("memory", "young"),
+    [
+        ("1g", "-Xmn64m"),
+        ("2g", "-Xmn128m"),
+        ("4G", "-Xmn256m"),
+        ("1536m", "-Xmn96m"),
+        ("768", "-Xmn48m"),
+        ("1gb", "-Xmn64m"),
+        ("200m", "-Xmn16m"),
+    ],
+)
+def test_the_young_generation_is_a_sixteenth_of_the_users_heap(
+    jars_dir: Path, memory: str, young: str
+) -> None:
+    options = local_fs_conf("local[*]", {"spark.driver.memory": memory}, jars_dir)[
+        "spark.driver.extraJavaOptions"
+    ].split()
+    assert options == [*LOCAL_JVM_OPTIONS, young]
+
+
+def test_a_heap_size_that_does_not_parse_leaves_the_young_generation_to_the_jvm() -> None:
+    options = local_jvm_conf("lots")["spark.driver.extraJavaOptions"].split()
+    assert options == list(LOCAL_JVM_OPTIONS)
 
 
 def test_a_missing_jar_says_how_to_build_it(tmp_path: Path) -> None:
