@@ -3,20 +3,17 @@ as RSS, and once in all as the tree's PSS total (what a container's limit charge
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 pytestmark = pytest.mark.unit
 
-REPO = Path(__file__).resolve().parents[3]
 MIB = 1024**2
 
 # a "daemon" touches 200 MiB, then forks two "workers" that keep them (copy-on-write,
@@ -32,16 +29,6 @@ time.sleep(1)
 print("up", flush=True)
 time.sleep(60)
 """
-
-
-@pytest.fixture(scope="module")
-def stream() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_stream", REPO / "bench" / "stream.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_forked_workers_shared_pages_count_once_in_the_total(stream: ModuleType) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import struct
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,16 +16,6 @@ pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
-
-
-@pytest.fixture(scope="module")
-def steady() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_steady", REPO / "bench" / "steady.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def golden_v4() -> list[tuple[bytes, bytes]]:
