@@ -117,8 +117,8 @@ _MIB = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
 def local_jvm_conf(driver_memory: str) -> dict[str, str]:
     """The local JVM's options for a heap of ``driver_memory`` (Spark's spelling: ``1g``,
     ``1024m``, a bare number in MiB): :data:`LOCAL_JVM_OPTIONS` and a young generation of
-    a :data:`YOUNG_GENERATION_SHARE`-th of the heap (none when the size does not parse:
-    Spark itself then says what is wrong with it)."""
+    a :data:`YOUNG_GENERATION_SHARE`-th of the heap, at least 16 MiB (none when the size
+    does not parse: Spark itself then says what is wrong with it)."""
     options = list(LOCAL_JVM_OPTIONS)
     size = _MEMORY.fullmatch(driver_memory.strip())
     if size:
