@@ -70,7 +70,7 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # local mode: driver and executors share this heap; a 10,000-group steady backlog of
     # 6,000,000 commits and the rebalance-storm backlog each fit in one micro-batch
-    # (docs/operations.md: 2g held the heap at its cap, ~0.6 GiB more resident, no faster);
+    # (bench/steady.py: 2g held the heap at its cap, ~0.6 GiB more resident, no faster);
     # RocksDB's memory (off-heap) is capped apart
     "spark.driver.memory": "1g",
     # the micro-batch's rows are cached (Sinks.events_batch) in column batches of this many
@@ -88,12 +88,12 @@ DEFAULT_CONF: dict[str, str] = {
     # generated and compiled its classes again (Janino, then the JIT: ~40 classes loaded a
     # second in a live 1,000-group run, the JIT's threads the JVM's busiest). With room for
     # them, the JVM's CPU per micro-batch went 3.9 -> 2.8 core-s in one A/B pair of
-    # bench/live.py runs and 4.4 -> 4.0 in another (docs/operations.md)
+    # bench/live.py runs and 4.4 -> 4.0 in another
     "spark.sql.codegen.cache.maxEntries": "2000",
     # Spark keeps a Python worker daemon, with its own idle workers, per set of worker
     # environment variables; the map's runner (the decode) sets SPARK_SIMPLIFIED_TRACEBACK
     # and the stateful step's does not, so with this on an executor ran two daemons and
-    # twice the workers: 1.26 -> 0.71 GiB of workers at 10,000 groups (docs/operations.md).
+    # twice the workers: 1.26 -> 0.71 GiB of workers at 10,000 groups (bench/steady.py).
     # Off, a failing UDF's traceback keeps pyspark's own frames.
     "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
 }
@@ -101,11 +101,11 @@ DEFAULT_CONF: dict[str, str] = {
 
 #: Local mode: the one JVM (driver and executors) with the serial collector: on a small
 #: machine it keeps less beside the heap than G1 (~0.14 GiB less resident at 10,000 groups,
-#: docs/operations.md), at the same speed. The heap grows only as far as the live objects
+#: bench/steady.py), at the same speed. The heap grows only as far as the live objects
 #: need (10-20 % free after a full collection, shrunk back to that) and the young
 #: generation is a sixteenth of ``spark.driver.memory`` (:func:`local_jvm_conf`): at 10,000
 #: groups the JVM's peak 1.47-1.56 -> 1.13-1.18 GiB; live traffic as fast, a steady backlog
-#: ~10 % and the storm backlog ~20 % slower (more collections; docs/operations.md). A
+#: ~10 % and the storm backlog ~20 % slower (more collections; docs/operations.md, Tuning). A
 #: user's own ``spark.driver.extraJavaOptions`` replaces all of it.
 LOCAL_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=20")
 YOUNG_GENERATION_SHARE = 16

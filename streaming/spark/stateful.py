@@ -273,8 +273,9 @@ GROUP_KEY_SCHEMA = "group_id string"
 #: batch's Python per bucket (offline: 6.5-6.9 s of CPU with 64, 4.9 s with 8); but a bucket's
 #: frame holds all its groups' rows, which in a storm's one micro-batch costs memory (workers'
 #: peak 1.5 GiB with 64, 1.9 with 32, 3.5 with 8). The keys are balanced over the shuffle
-#: partitions (:func:`balanced_keys`). 32, measured (docs/operations.md, session 14). Fixed for
-#: a checkpoint (a group's state lives under its bucket): the keys are recorded in it.
+#: partitions (:func:`balanced_keys`). 32 has the live gain of fewer buckets without 8's
+#: storm memory (bench/live.py, bench/stream.py). Fixed for a checkpoint (a group's state
+#: lives under its bucket): the keys are recorded in it.
 BUCKETS = 32
 #: Buckets of a checkpoint written before the number was recorded.
 LEGACY_BUCKETS = 64
