@@ -568,6 +568,16 @@ class _Simulation:
                 "--session-timeout-ms", str(spec.session_timeout_ms),
                 "--heartbeat-interval-ms", str(spec.heartbeat_interval_ms),
             ]  # fmt: skip
+        if spec.kind == "librdkafka":
+            if self.connection.options:
+                raise SetupError("librdkafka members run only against a plaintext broker")
+            return [
+                sys.executable, "-m", "streaming.simulate.rdkafka_member", *common,
+                "--group-protocol", spec.group_protocol,
+                "--assignor", spec.assignor,
+                "--session-timeout-ms", str(spec.session_timeout_ms),
+                "--heartbeat-interval-ms", str(spec.heartbeat_interval_ms),
+            ]  # fmt: skip
         assert self.java_classes is not None
         command = [
             _find("java"), *JVM_OPTIONS,
