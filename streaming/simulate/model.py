@@ -86,7 +86,9 @@ class MemberSpec:
             raise ScenarioDefinitionError(
                 f"{where}: kafka-python has no KIP-848 consumer protocol; use kind='java'"
             )
-        allowed = CLASSIC_ASSIGNORS if self.group_protocol == "classic" else SERVER_ASSIGNORS
+        allowed: tuple[str, ...] = (
+            CLASSIC_ASSIGNORS if self.group_protocol == "classic" else SERVER_ASSIGNORS
+        )
         if self.kind == "librdkafka" and self.group_protocol == "classic":
             allowed = RDKAFKA_CLASSIC_ASSIGNORS
         if self.assignor not in allowed:

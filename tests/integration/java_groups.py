@@ -35,8 +35,8 @@ from kafka.errors import KafkaError  # type: ignore[import-untyped]
 
 from streaming.codec import decode_record
 from streaming.collector import Collector, CollectorConfig
-from streaming.simulate.runner import run_scenario
 from streaming.simulate.model import MemberKind
+from streaming.simulate.runner import run_scenario
 from streaming.simulate.scenarios import ScenarioResult, tracker_steps
 from streaming.tracking import (
     GroupState,

@@ -50,10 +50,11 @@ STEP_CAUSES: dict[str, list[str]] = {
     "D joined": ["join+"],
     "Stock grew": ["partition_count_change"],
     "D restarted": ["static_rejoin"],
-    # A leaves while the coordinator waits out D's session; D's removal empties the group
-    # (KIP-848: A's leave bumps the epoch, but nobody heartbeats to get it a target, so the
-    # next target is D's removal's)
-    "emptied": ["crash"],
+    # A leaves while the coordinator waits out D's session; D's removal empties the group.
+    # The leave started the rebalance (the broker: "explicit `LeaveGroup` request for A"),
+    # D's expiry is a factor (KIP-848: A's leave bumps the epoch, but nobody heartbeats to
+    # get it a target, so the next target is D's removal's, A's leave judged with it)
+    "emptied": ["graceful_leave"],
 }
 
 #: What a stage where the machine lagged behind (:func:`jg.lagged_stages`) may show: the
@@ -68,7 +69,8 @@ LAGGED_CAUSES = frozenset(
         "static_rejoin",
         "cooperative_followup",
         "partition_count_change",
-        "unknown",  # rule 12: a member that lagged may rejoin for no reason the log shows
+        "metadata_update",  # rule 12: a lagging member's late rejoin after a count change
+        "unknown",  # rule 13: a member that lagged may rejoin for no reason the log shows
     }
 )
 #: At most this share of all the stages may lag: beyond, the machine is too loaded for the

@@ -199,7 +199,7 @@ def test_scripted_moved_counts(live: Live, backlog: Backlog) -> None:
     ]
     # a member that rejoins for the follow-up before its SyncGroup of the join round answered
     # still claims what it must give up: held back again, one more follow-up round (rule 11,
-    # issue 17); a round the records give no reason for (rule 12) must move nothing
+    # issue 17); a round the records give no reason for (rule 13) must move nothing
     seen = [(r.generation_before, r.generation_after, r.cause_detail) for r in rounds]
     extra = [r for r in rounds if r.cause == "unknown"]
     assert all(
@@ -222,15 +222,15 @@ def _the_round(live: Live, result: ScenarioResult) -> Any:
     """The one rebalance between the scenario's ``before`` and ``after`` groups. The clients
     may add rounds in which nothing visible changed (seen with kafka-python's roundrobin
     after a crash: a rejoin 0.5 s after the crash round, same members, same assignment); the
-    tracker must call those rule 12 and find that they move nothing."""
+    tracker must call those rule 13 and find that they move nothing."""
     before, after = result.stable("before").generation, result.stable("after").generation
     rounds = [r for r in live.events(result.group_id) if before < r.generation_after <= after]
     seen = [(r.generation_before, r.generation_after, r.cause_detail) for r in rounds]
-    idle = [r for r in rounds if r.cause_detail.startswith("rule 12:")]
+    idle = [r for r in rounds if r.cause_detail.startswith("rule 13:")]
     assert all((r.churn.revoked_partitions, r.churn.assigned_partitions) == (0, 0) for r in idle), (
         seen
     )
-    causes = [r for r in rounds if not r.cause_detail.startswith("rule 12:")]
+    causes = [r for r in rounds if not r.cause_detail.startswith("rule 13:")]
     assert len(causes) == 1, seen
     return causes[0]
 
