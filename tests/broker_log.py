@@ -20,11 +20,12 @@ reason starts with / contains                           causes that agree
 ``explicit `LeaveGroup` request``                       ``graceful_leave``, ``leave``
 ``removing member ... on heartbeat expiration``         ``crash``, ``leave``
 ``Removing member ... pending ... expiration``          ``crash``, ``leave``
-``Updating metadata for member`` (a known member        client reason ``metadata``/``partition``
-rejoined while Stable or CompletingRebalance;           changes: ``partition_count_change``,
-``Leader ... re-joining``, ``selectedProtocol will      ``subscription_change``; ``revoke``:
-change`` likewise)                                      ``cooperative_followup``; else those
-                                                        three and ``metadata_update``
+``Updating metadata for member`` (a known member        client reason about changed metadata:
+rejoined while Stable or CompletingRebalance;           ``partition_count_change``,
+``Leader ... re-joining``, ``selectedProtocol will      ``subscription_change``,
+change`` likewise)                                      ``metadata_update``; ``revoke``:
+                                                        ``cooperative_followup``; no client
+                                                        reason (librdkafka): any of the four
 ======================================================  =====================================
 """
 
@@ -48,7 +49,7 @@ _TS = re.compile(r"^\[(?P<ts>[^\]]+)\]")
 JOIN = frozenset({"join"})
 LEAVE = frozenset({"graceful_leave", "leave"})
 EXPIRY = frozenset({"crash", "leave"})
-METADATA = frozenset({"partition_count_change", "subscription_change"})
+METADATA = frozenset({"partition_count_change", "subscription_change", "metadata_update"})
 FOLLOWUP = frozenset({"cooperative_followup"})
 REJOIN = METADATA | FOLLOWUP | {"metadata_update"}
 

@@ -48,12 +48,6 @@ def group_metadata(blob: bytes) -> tuple[str, int]:
     return blob[at:end].decode("utf-8"), generation
 
 
-def _metadata_bytes(consumer: Any) -> bytes:
-    meta = consumer.consumer_group_metadata()
-    raw = getattr(meta, "_cgmd", meta)
-    return bytes(raw)
-
-
 def _partitions(tps: Iterable[Any]) -> list[list[Any]]:
     return [[t, p] for t, p in sorted((tp.topic, tp.partition) for tp in tps)]
 
@@ -127,7 +121,7 @@ class RdMember:
                 consumer.poll(a.poll_ms / 1000)
                 if self.fatal is not None:
                     raise KafkaException(self.fatal)
-                member_id, generation = group_metadata(_metadata_bytes(consumer))
+                member_id, generation = group_metadata(consumer.consumer_group_metadata())
                 if not member_id or generation < 0:
                     continue
                 assigned = tuple(sorted((tp.topic, tp.partition) for tp in consumer.assignment()))

@@ -151,7 +151,8 @@ class CauseFacts:
     """KIP-848: the subscribed-topic metadata hash changed (counts or racks)."""
 
     after_metadata_change: bool = False
-    """The previous rebalance's cause was a partition-count or subscription change."""
+    """The previous rebalance's cause was a partition-count or subscription change (a
+    possible explanation for rule 12, not a fact of this rebalance: never a factor)."""
 
     def kinds(self) -> set[str]:
         return {d.kind for d in self.departures}
@@ -271,7 +272,7 @@ def _factors(f: CauseFacts, cause: Cause) -> tuple[Cause, ...]:
         out.append("static_rejoin")
     if f.followup:
         out.append("cooperative_followup")
-    if f.after_metadata_change or f.metadata_changed:
+    if f.metadata_changed:  # KIP-848: the subscribed topics' metadata hash changed
         out.append("metadata_update")
     return tuple(c for c in out if c != cause)
 

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming.kafka_local import BrokerInfo
+from streaming.kafka_local import BrokerConfig, BrokerInfo
 from streaming.simulate.scenarios import ScenarioResult
 from streaming.tracking import RebalanceEvent
+from tests.broker_log import judge, rebalance_reasons
 from tests.integration import java_groups as jg
 
 pytestmark = [
@@ -176,6 +177,25 @@ def test_each_step_gives_the_rebalances_it_calls_for(
     # a KIP-848 epoch a fenced member never reached is superseded, not completed
     steady = [e for label, rs in staged.items() if label not in lagged[strategy] for e in rs]
     assert all(e.completion == "completed" for e in steady)
+
+
+def test_every_classic_cause_agrees_with_the_broker(
+    played: jg.Play,
+    tracked: dict[str, list[RebalanceEvent]],
+    kafka_broker_config: BrokerConfig,
+) -> None:
+    """Every classic rebalance (not only the scripted steps) against the reason the group
+    coordinator logged when it started it (``tests/broker_log.py``)."""
+    classic = [r for r in played.results.values() if r.group_protocol != "consumer"]
+    groups = {r.group_id for r in classic}
+    verdicts = judge(
+        [e for r in classic for e in tracked[r.group_id]],
+        rebalance_reasons(kafka_broker_config.log_path, groups),
+    )
+    disagree = [v for v in verdicts if not v.agrees]
+    print(f"Java: {len(verdicts) - len(disagree)} of {len(verdicts)} classic causes agree")
+    assert len(verdicts) >= 4 * 8
+    assert disagree == []
 
 
 @pytest.mark.parametrize("strategy", LABELS)

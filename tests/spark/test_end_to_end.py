@@ -22,6 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from streaming.config import load_config
+from tests.broker_log import judge, rebalance_reasons
 from tests.conftest import free_ports
 from tests.spark.backlog import GARBAGE, PLAYS, Backlog, Play
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.job import RunningJob
+    from streaming.kafka_local import BrokerConfig
     from streaming.simulate.scenarios import GroupSnapshot, ScenarioResult
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
@@ -125,6 +127,24 @@ def play(request: pytest.FixtureRequest) -> Play:
 
 
 # -- Delta --------------------------------------------------------------------------------------
+
+
+def test_every_classic_cause_agrees_with_the_broker(
+    live: Live, backlog: Backlog, kafka_broker_config: BrokerConfig
+) -> None:
+    """Every classic rebalance row of the plays (kafka-python and Java members), not only
+    the scripted steps, against the reason the group coordinator logged when it started it
+    (``tests/broker_log.py``)."""
+    groups = {r.group_id for r in backlog.results.values()}
+    rows = [r for r in live.tables["rebalance_events"] if r.group_id in groups]
+    verdicts = judge(
+        [r for r in rows if r.group_protocol == "classic"],
+        rebalance_reasons(kafka_broker_config.log_path, groups),
+    )
+    disagree = [v for v in verdicts if not v.agrees]
+    print(f"{len(verdicts) - len(disagree)} of {len(verdicts)} classic causes agree")
+    assert len(verdicts) >= len(PLAYS)
+    assert disagree == []
 
 
 def test_every_stable_generation_the_clients_saw_is_a_rebalance_row(

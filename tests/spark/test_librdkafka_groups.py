@@ -156,7 +156,9 @@ def test_each_step_gives_the_rebalances_it_calls_for(tracked: Tracked, strategy:
     # factor of the same rebalance
     if "emptied" not in tracked.lagged[strategy]:
         (last,) = staged["emptied"]
-        assert (last.cause, list(last.cause_factors)) == ("graceful_leave", ["crash"])
+        assert last.cause == "graceful_leave" and "crash" in last.cause_factors
+        if strategy in CLASSIC:
+            assert list(last.cause_factors) == ["crash"]
 
 
 @pytest.mark.parametrize("strategy", LABELS)
