@@ -12,11 +12,18 @@ Classic assignors: ``range``, ``roundrobin``, ``cooperative-sticky`` (librdkafka
 The member id and generation of an ``assignment`` line come from the consumer's group
 metadata (``rd_kafka_consumer_group_metadata_write``: magic ``CGMDv2:``, the generation as
 a native int32, then the NUL-terminated group id and member id); KIP-848: the member epoch.
+librdkafka bumps the generation at the JoinGroup response, before SyncGroup hands out the
+new assignment, so a line is printed at each rebalance callback (after SyncGroup: what the
+member holds once the callback's partitions are assigned or revoked) and for what two
+consecutive statistics ticks (``statistics.interval.ms``) saw with the group ``up``, its
+join state ``steady`` and the same rebalance count (a rebalance in between changes one of
+them). A cooperative member that revokes rejoins at once and is never steady in between.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import struct
 import sys
@@ -33,6 +40,7 @@ __all__ = ["RDKAFKA_ASSIGNORS", "group_metadata", "main"]
 RDKAFKA_ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 
 _MAGIC = b"CGMDv2:"
+STATS_INTERVAL_MS = 100
 
 
 def group_metadata(blob: bytes) -> tuple[str, int]:
@@ -61,6 +69,11 @@ class RdMember:
         self.stop = threading.Event()
         self.commits = 0
         self.fatal: str | None = None
+        self.last: tuple[str, int, tuple[tuple[str, int], ...]] | None = None
+        self.ticks = 0
+        """Statistics ticks so far."""
+        self.steady: int | None = None
+        """The rebalance count of the latest tick if the group was up and steady, else None."""
 
     def _config(self) -> dict[str, Any]:
         a = self.args
@@ -73,6 +86,8 @@ class RdMember:
             "allow.auto.create.topics": False,
             "topic.metadata.refresh.interval.ms": a.metadata_max_age_ms,
             "error_cb": self._on_error,
+            "statistics.interval.ms": STATS_INTERVAL_MS,
+            "stats_cb": self._on_stats,
         }
         if a.group_protocol == "consumer":
             conf["group.protocol"] = "consumer"
@@ -85,6 +100,25 @@ class RdMember:
         if a.instance_id:
             conf["group.instance.id"] = a.instance_id
         return conf
+
+    def _report(self, consumer: Any, partitions: set[tuple[str, int]]) -> None:
+        """An ``assignment`` line, if (member id, generation, partitions) changed."""
+        member_id, generation = group_metadata(consumer.consumer_group_metadata())
+        snapshot = (member_id, generation, tuple(sorted(partitions)))
+        if member_id and generation >= 0 and snapshot != self.last:
+            self.last = snapshot
+            self.out.emit(
+                "assignment",
+                member_id=member_id,
+                generation=generation,
+                partitions=[list(tp) for tp in snapshot[2]],
+            )
+
+    def _on_stats(self, text: str) -> None:
+        cgrp = json.loads(text).get("cgrp") or {}
+        self.ticks += 1
+        up = cgrp.get("state") == "up" and cgrp.get("join_state") == "steady"
+        self.steady = int(cgrp.get("rebalance_cnt", 0)) if up else None
 
     def _on_error(self, err: Any) -> None:
         if err.fatal():
@@ -100,13 +134,18 @@ class RdMember:
         consumer = Consumer(self._config())
         out = self.out
 
-        def on_assign(_c: Any, tps: list[Any]) -> None:
+        def held(c: Any) -> set[tuple[str, int]]:
+            return {(tp.topic, tp.partition) for tp in c.assignment()}
+
+        def on_assign(c: Any, tps: list[Any]) -> None:
             if tps:
                 out.emit("assigned", partitions=_partitions(tps))
+            self._report(c, held(c) | {(tp.topic, tp.partition) for tp in tps})
 
-        def on_revoke(_c: Any, tps: list[Any]) -> None:
+        def on_revoke(c: Any, tps: list[Any]) -> None:
             if tps:
                 out.emit("revoked", partitions=_partitions(tps))
+            self._report(c, held(c) - {(tp.topic, tp.partition) for tp in tps})
 
         def on_lost(_c: Any, tps: list[Any]) -> None:
             if tps:
@@ -114,7 +153,8 @@ class RdMember:
 
         topics = [f"^{a.pattern}$"] if a.pattern else a.topics.split(",")
         consumer.subscribe(topics, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-        last: tuple[str, int, tuple[tuple[str, int], ...]] | None = None
+        seen: tuple[object, ...] | None = None  # the previous tick's view, if steady
+        tick = 0
         next_commit = time.monotonic() + a.commit_interval_ms / 1000
         try:
             while not self.stop.is_set():
@@ -122,18 +162,14 @@ class RdMember:
                 if self.fatal is not None:
                     raise KafkaException(self.fatal)
                 member_id, generation = group_metadata(consumer.consumer_group_metadata())
-                if not member_id or generation < 0:
-                    continue
                 assigned = tuple(sorted((tp.topic, tp.partition) for tp in consumer.assignment()))
                 snapshot = (member_id, generation, assigned)
-                if snapshot != last:
-                    last = snapshot
-                    self.out.emit(
-                        "assignment",
-                        member_id=member_id,
-                        generation=generation,
-                        partitions=[list(tp) for tp in assigned],
-                    )
+                if self.ticks != tick:
+                    tick = self.ticks
+                    view = None if self.steady is None else (*snapshot, self.steady)
+                    if view is not None and view == seen:
+                        self._report(consumer, set(assigned))
+                    seen = view
                 if assigned and time.monotonic() >= next_commit:
                     next_commit = time.monotonic() + a.commit_interval_ms / 1000
                     # each partition's position, 0 before its first fetch (the scenarios'

@@ -2,7 +2,8 @@
 
 One OS process per member: ``python -m streaming.simulate.member`` for classic members,
 ``java SimConsumer`` (``java/SimConsumer.java``, compiled on first use into
-``.cache/simulate-classes/<digest>`` against ``.cache/jars/clients``) for KIP-848 members.
+``.cache/simulate-classes/<digest>`` against ``.cache/jars/clients``) for Java members,
+``python -m streaming.simulate.rdkafka_member`` for librdkafka (confluent-kafka) members.
 Each member prints JSON lines (see ``member.py``); a reader thread per process feeds them to
 one queue, and the main thread runs the steps while draining it, so progress is shown as it
 happens and every line ends up in the :class:`ScenarioResult`.
