@@ -151,13 +151,13 @@ def play(
     groups = {r.group_id for r in results.values()}
     offsets, membership = read_back(bootstrap_servers, groups, topic)
     if delete_topics:
-        _delete_topics(
+        drop_topics(
             bootstrap_servers, [topic, *(t for r in results.values() for t in r.topics.values())]
         )
     return Play(prefix, topic, results, offsets, membership, time.monotonic() - t0)
 
 
-def _delete_topics(bootstrap_servers: str, topics: list[str]) -> None:
+def drop_topics(bootstrap_servers: str, topics: list[str]) -> None:
     """Leave the broker as it was (after reading back: deleting a group's topics changes
     its subscription metadata, which a KIP-848 coordinator records)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)

@@ -86,7 +86,6 @@ def tracked(
     p = jg.play(
         kafka_broker.bootstrap_servers,
         log_dir=log_dir,
-        prefix=None,
         strategies=jg.RDKAFKA_STRATEGIES,
         kind="librdkafka",
         delete_topics=False,
@@ -118,11 +117,13 @@ def tracked(
                 rows[groups[row.group_id]].append(row)
     finally:
         job.stop()
+        topics = [t for r in p.results.values() for t in r.topics.values()]
+        jg.drop_topics(kafka_broker.bootstrap_servers, [p.membership_topic, *topics])
     for name in rows:
         rows[name].sort(key=lambda r: (r.generation_after, r.event_ts_ms))
-        for r in rows[name]:
-            print(name, r.generation_before, r.generation_after, r.cause, r.cause_factors,
-                  r.own_strategy_divergent, r.cause_detail)  # fmt: skip
+        for r in rows[name]:  # the rows, for a failure's report (or pytest -s)
+            print(name, r.generation_before, r.generation_after, r.cause, r.cause_factors)
+            print("   ", r.own_strategy_divergent, r.cause_detail)
     lagged = {name: jg.lagged_stages(r, p) for name, r in p.results.items()}
     total = sum(len(jg.stages(r)) for r in p.results.values())
     n = sum(len(v) for v in lagged.values())
