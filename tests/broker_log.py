@@ -21,11 +21,14 @@ reason starts with / contains                           causes that agree
 ``removing member ... on heartbeat expiration``         ``crash``, ``leave``
 ``Removing member ... pending ... expiration``          ``crash``, ``leave``
 ``Updating metadata for member`` (a known member        client reason about changed metadata:
-rejoined while Stable or CompletingRebalance;           ``partition_count_change``,
-``Leader ... re-joining``, ``selectedProtocol will      ``subscription_change``,
-change`` likewise)                                      ``metadata_update``; ``revoke``:
+rejoined with other metadata while Stable;              ``partition_count_change``,
+``selectedProtocol will change`` likewise)              ``subscription_change``,
+                                                        ``metadata_update``; ``revoke``:
                                                         ``cooperative_followup``; no client
                                                         reason (librdkafka): any of the four
+``Leader ... re-joining`` (the leader rejoined; the     as above; without a client reason
+broker rebalances whatever it sends)                    also ``unknown`` (rule 13: a leader's
+                                                        rejoin for what the log does not show)
 ======================================================  =====================================
 """
 
@@ -117,16 +120,17 @@ def causes_for(reason: str) -> frozenset[str]:
         broker.lower().startswith("removing member") and "expiration" in broker
     ):
         return EXPIRY
+    leader = "re-joining" in broker
     if (
-        broker.startswith("Updating metadata for member")
-        or "re-joining" in broker
-        or ("selectedProtocol will change" in broker)
+        leader
+        or broker.startswith("Updating metadata for member")
+        or "selectedProtocol will change" in broker
     ):
         if "revoke" in low_client:
             return FOLLOWUP
         if "metadata" in low_client and "change" in low_client:
             return METADATA
-        return REJOIN
+        return REJOIN | {"unknown"} if leader else REJOIN
     return frozenset()
 
 
