@@ -29,6 +29,7 @@ from streaming.simulate.model import (
     CreateTopics,
     GroupProtocol,
     KillMember,
+    MemberKind,
     MemberSpec,
     Pause,
     Scenario,
@@ -488,8 +489,11 @@ TRACKER_STEPS_STATIC_SESSION_MS = 15_000
 STEPS_TIMEOUT_S = 120.0
 
 
-def tracker_steps(group_protocol: GroupProtocol, assignor: str) -> Scenario:
-    """Every kind of rebalance the tracker judges, with real Java members (kafka-clients).
+def tracker_steps(
+    group_protocol: GroupProtocol, assignor: str, kind: MemberKind = "java"
+) -> Scenario:
+    """Every kind of rebalance the tracker judges, with real members: Java (kafka-clients)
+    or, ``kind="librdkafka"``, confluent-kafka.
 
     Topics Order 7, Stock 5 and Big 12 partitions; members A, B and C (6 s session) and a
     static member D (15 s session; a KIP-848 group has one session timeout for everyone,
@@ -504,7 +508,7 @@ def tracker_steps(group_protocol: GroupProtocol, assignor: str) -> Scenario:
     topics = tuple(t for t, _n in TRACKER_STEPS_TOPICS)
     common: dict[str, Any] = {
         "topics": topics,
-        "kind": "java",
+        "kind": kind,
         "group_protocol": group_protocol,
         "assignor": assignor,
     }
@@ -548,10 +552,11 @@ def tracker_steps(group_protocol: GroupProtocol, assignor: str) -> Scenario:
         CloseMember("A"),
         WaitGroupEmpty("emptied", timeout_s=STEPS_TIMEOUT_S),
     )
-    name = f"steps-{'kip848-' if group_protocol == 'consumer' else ''}{assignor}"
+    client = "" if kind == "java" else f"{kind}-"
+    name = f"steps-{client}{'kip848-' if group_protocol == 'consumer' else ''}{assignor}"
     return Scenario(
         name=name,
-        title=f"every kind of rebalance, Java members, {group_protocol} protocol, {assignor}",
+        title=f"every kind of rebalance, {kind} members, {group_protocol} protocol, {assignor}",
         source=None,
         members=members,
         steps=steps,

@@ -26,7 +26,8 @@ closed         ``commits``: the member closed cleanly (a dynamic member sent Lea
 error          ``message``: a fatal error; the process exits with status 1
 =============  ===============================================================================
 
-The Java members (``java/SimConsumer.java``) print the same lines.
+The Java members (``java/SimConsumer.java``) and the librdkafka members
+(``rdkafka_member.py``) print the same lines.
 
 SIGTERM, SIGINT and end of stdin close the consumer cleanly (``KafkaConsumer.close``, which
 sends LeaveGroup for a dynamic member and nothing for a static one); SIGKILL is a crash. The

@@ -16,11 +16,13 @@ PartitionKey = tuple[str, int]
 Assignment = dict[str, list[int]]
 """Logical topic -> sorted partitions, as shown and as tests compare them."""
 
-MemberKind = Literal["python", "java"]
+MemberKind = Literal["python", "java", "librdkafka"]
 GroupProtocol = Literal["classic", "consumer"]
 
 #: Client-side assignors (classic protocol), by Kafka protocol name.
 CLASSIC_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+#: The classic assignors librdkafka implements (no eager ``sticky``).
+RDKAFKA_CLASSIC_ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 #: Server-side assignors of a KIP-848 (``group.protocol=consumer``) group.
 SERVER_ASSIGNORS = ("uniform", "range")
 
@@ -84,7 +86,11 @@ class MemberSpec:
             raise ScenarioDefinitionError(
                 f"{where}: kafka-python has no KIP-848 consumer protocol; use kind='java'"
             )
-        allowed = CLASSIC_ASSIGNORS if self.group_protocol == "classic" else SERVER_ASSIGNORS
+        allowed: tuple[str, ...] = (
+            CLASSIC_ASSIGNORS if self.group_protocol == "classic" else SERVER_ASSIGNORS
+        )
+        if self.kind == "librdkafka" and self.group_protocol == "classic":
+            allowed = RDKAFKA_CLASSIC_ASSIGNORS
         if self.assignor not in allowed:
             raise ScenarioDefinitionError(
                 f"{where}: assignor {self.assignor!r} is not one of {', '.join(allowed)} "

@@ -2,7 +2,8 @@
 
 One OS process per member: ``python -m streaming.simulate.member`` for classic members,
 ``java SimConsumer`` (``java/SimConsumer.java``, compiled on first use into
-``.cache/simulate-classes/<digest>`` against ``.cache/jars/clients``) for KIP-848 members.
+``.cache/simulate-classes/<digest>`` against ``.cache/jars/clients``) for Java members,
+``python -m streaming.simulate.rdkafka_member`` for librdkafka (confluent-kafka) members.
 Each member prints JSON lines (see ``member.py``); a reader thread per process feeds them to
 one queue, and the main thread runs the steps while draining it, so progress is shown as it
 happens and every line ends up in the :class:`ScenarioResult`.
@@ -564,6 +565,16 @@ class _Simulation:
         if spec.kind == "python":
             return [
                 sys.executable, "-m", "streaming.simulate.member", *common,
+                "--assignor", spec.assignor,
+                "--session-timeout-ms", str(spec.session_timeout_ms),
+                "--heartbeat-interval-ms", str(spec.heartbeat_interval_ms),
+            ]  # fmt: skip
+        if spec.kind == "librdkafka":
+            if self.connection.options:
+                raise SetupError("librdkafka members run only against a plaintext broker")
+            return [
+                sys.executable, "-m", "streaming.simulate.rdkafka_member", *common,
+                "--group-protocol", spec.group_protocol,
                 "--assignor", spec.assignor,
                 "--session-timeout-ms", str(spec.session_timeout_ms),
                 "--heartbeat-interval-ms", str(spec.heartbeat_interval_ms),

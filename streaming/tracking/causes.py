@@ -30,17 +30,30 @@ Cause rules, first match wins:
  2. static_rejoin         same generation, a static member replaced under a new member id
                           (the coordinator wrote the group without a rebalance)
  3. unknown               same generation, anything else
- 4. crash                 a member left by D2
- 5. graceful_leave        a member left by D1
- 6. leave                 a member left, D3
+ 4. crash                 the first member to leave left by D2
+ 5. graceful_leave        the first member to leave left by D1
+ 6. leave                 the first member to leave left by D3
  7. join                  a member joined
  8. subscription_change   a remaining member subscribes other topics (or another regex)
  9. partition_count_change  a subscribed topic's partition count changed
 10. static_rejoin         only static members came back under new member ids
 11. cooperative_followup  the previous cooperative round held partitions back (revoked,
                           not yet reassigned): the revoking members rejoined
-12. unknown               nothing visible changed (a leader rejoin after a metadata change
+12. metadata_update       the previous rebalance was a partition-count or subscription
+                          change and nothing else changed since: a member that saw the same
+                          change after that generation formed rejoined with new metadata
+                          (librdkafka: every member rejoins on a metadata change, not only
+                          the leader; the broker: "Updating metadata for member ... during
+                          Stable")
+13. unknown               nothing visible changed (a leader rejoin after a metadata change
                           the tracker cannot see, ``enforceRebalance``, a poll timeout ...)
+
+*The first member to leave* (rules 4-6): a rebalance's trigger is its first event; members
+whose sessions run out while the coordinator waits for the join phase are removed after
+it. A departure is first when it was gone (``removed_by``) before every other departed
+member was last seen in the group (``removed_after``); when the times do not order them,
+every departure counts and rule 4 comes before 5 before 6. ``cause_factors`` lists the
+causes of every other fact of the rebalance (the other departures among them).
 """
 
 from __future__ import annotations
@@ -137,8 +150,30 @@ class CauseFacts:
     metadata_changed: bool = False
     """KIP-848: the subscribed-topic metadata hash changed (counts or racks)."""
 
+    after_metadata_change: bool = False
+    """The previous rebalance's cause was a partition-count or subscription change (a
+    possible explanation for rule 12, not a fact of this rebalance: never a factor)."""
+
     def kinds(self) -> set[str]:
         return {d.kind for d in self.departures}
+
+    def first_departure(self) -> Departure | None:
+        """The departure removed before every other one was last seen in the group."""
+        for d in self.departures:
+            if d.removed_by_ts_ms is None:
+                continue
+            others = [e for e in self.departures if e is not d]
+            if all(
+                e.removed_after_ts_ms is not None and d.removed_by_ts_ms < e.removed_after_ts_ms
+                for e in others
+            ):
+                return d
+        return None
+
+    def leading_kinds(self) -> set[str]:
+        """The kind of the first departure, else every departure's (rules 4-6)."""
+        first = self.first_departure()
+        return {first.kind} if first is not None else self.kinds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +193,18 @@ RULES: tuple[Rule, ...] = (
         lambda f: f.same_generation and bool(f.static_rejoins),
     ),
     Rule(3, "unknown", "same generation, other change", lambda f: f.same_generation),
-    Rule(4, "crash", "a member left after a session timeout", lambda f: "crash" in f.kinds()),
-    Rule(5, "graceful_leave", "a member left gracefully", lambda f: "graceful" in f.kinds()),
+    Rule(
+        4,
+        "crash",
+        "a member left after a session timeout",
+        lambda f: "crash" in f.leading_kinds(),
+    ),
+    Rule(
+        5,
+        "graceful_leave",
+        "a member left gracefully",
+        lambda f: "graceful" in f.leading_kinds(),
+    ),
     Rule(6, "leave", "a member left (how is undetermined)", lambda f: bool(f.departures)),
     Rule(7, "join", "a member joined", lambda f: bool(f.joined)),
     Rule(
@@ -186,7 +231,13 @@ RULES: tuple[Rule, ...] = (
         "follow-up of a cooperative round that held partitions back",
         lambda f: f.followup,
     ),
-    Rule(12, "unknown", "nothing visible changed", lambda f: True),
+    Rule(
+        12,
+        "metadata_update",
+        "a member rejoined late for the previous generation's metadata change",
+        lambda f: f.after_metadata_change,
+    ),
+    Rule(13, "unknown", "nothing visible changed", lambda f: True),
 )
 
 
@@ -195,36 +246,47 @@ class CauseVerdict:
     cause: Cause
     rule: int
     detail: str
-    factors: tuple[str, ...]
+    factors: tuple[Cause, ...]
 
 
-def _factors(f: CauseFacts) -> tuple[str, ...]:
-    out: list[str] = []
-    if f.first_observation:
-        out.append("first_observation")
+_DEPARTURE_CAUSES: dict[str, Cause] = {
+    "crash": "crash",
+    "graceful": "graceful_leave",
+    "undetermined": "leave",
+}
+
+
+def _factors(f: CauseFacts, cause: Cause) -> tuple[Cause, ...]:
+    """The causes of every fact other than the row's cause, in rule order."""
+    out: list[Cause] = []
     for kind in ("crash", "graceful", "undetermined"):
         if kind in f.kinds():
-            out.append(f"left:{kind}")
+            out.append(_DEPARTURE_CAUSES[kind])
     if f.joined:
-        out.append("joined")
-    if f.static_rejoins:
-        out.append("static_rejoin")
+        out.append("join")
     if f.subscription_changed:
         out.append("subscription_change")
     if f.partition_counts_changed:
         out.append("partition_count_change")
-    if f.metadata_changed:
-        out.append("metadata_changed")
+    if f.static_rejoins:
+        out.append("static_rejoin")
     if f.followup:
         out.append("cooperative_followup")
-    return tuple(out)
+    if f.metadata_changed:  # KIP-848: the subscribed topics' metadata hash changed
+        out.append("metadata_update")
+    return tuple(c for c in out if c != cause)
 
 
 def _detail(rule: Rule, f: CauseFacts) -> str:
     text = f"rule {rule.number}: {rule.when}"
     if rule.number in (4, 5, 6):
         wanted = {4: "crash", 5: "graceful", 6: "undetermined"}[rule.number]
-        names = [d for d in f.departures if d.kind == wanted] or list(f.departures)
+        first = f.first_departure()
+        names = (
+            [first]
+            if first is not None
+            else [d for d in f.departures if d.kind == wanted] or list(f.departures)
+        )
         parts = []
         for d in names:
             desc = d.group_instance_id or d.member_id
@@ -247,5 +309,7 @@ def classify(facts: CauseFacts) -> CauseVerdict:
     """The first rule of :data:`RULES` that matches ``facts``."""
     for rule in RULES:
         if rule.test(facts):
-            return CauseVerdict(rule.cause, rule.number, _detail(rule, facts), _factors(facts))
-    raise AssertionError("rule 12 matches everything")  # pragma: no cover
+            return CauseVerdict(
+                rule.cause, rule.number, _detail(rule, facts), _factors(facts, rule.cause)
+            )
+    raise AssertionError("rule 13 matches everything")  # pragma: no cover

@@ -281,6 +281,9 @@ def _new_generation(
     facts = CauseFacts(
         first_observation=first,
         joined=joined,
+        after_metadata_change=prev is not None
+        and not first
+        and state.last_cause in ("partition_count_change", "subscription_change"),
         departures=departures,
         static_rejoins=_static_rejoins(before, after),
         subscription_changed=sub_changed,

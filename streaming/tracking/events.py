@@ -80,6 +80,7 @@ Cause = Literal[
     "partition_count_change",
     "static_rejoin",
     "cooperative_followup",
+    "metadata_update",
     "unknown",
 ]
 DepartureKind = Literal["graceful", "crash", "undetermined"]
@@ -258,7 +259,7 @@ class RebalanceEvent:
     cause: Cause
     cause_rule: int
     cause_detail: str
-    cause_factors: tuple[str, ...]
+    cause_factors: tuple[Cause, ...]
     started_ts_ms: int | None
     completed_ts_ms: int
     duration_ms: int | None

@@ -35,6 +35,7 @@ from kafka.errors import KafkaError  # type: ignore[import-untyped]
 
 from streaming.codec import decode_record
 from streaming.collector import Collector, CollectorConfig
+from streaming.simulate.model import MemberKind
 from streaming.simulate.runner import run_scenario
 from streaming.simulate.scenarios import ScenarioResult, tracker_steps
 from streaming.tracking import (
@@ -61,6 +62,11 @@ STRATEGIES: tuple[tuple[str, str], ...] = (
     ("classic", "cooperative-sticky"),
     ("consumer", "uniform"),
     ("consumer", "range"),
+)
+
+#: The same for librdkafka members (librdkafka has no eager ``sticky``).
+RDKAFKA_STRATEGIES: tuple[tuple[str, str], ...] = tuple(
+    s for s in STRATEGIES if s != ("classic", "sticky")
 )
 
 Json = dict[str, Any]
@@ -91,8 +97,12 @@ def play(
     prefix: str | None = None,
     strategies: Sequence[tuple[str, str]] = STRATEGIES,
     timeout_s: float = 420.0,
+    kind: MemberKind = "java",
+    delete_topics: bool = True,
 ) -> Play:
-    """Run every strategy's steps side by side with the collector running; read back."""
+    """Run every strategy's steps side by side with the collector running; read back.
+    ``kind``: the members' client (``java`` or ``librdkafka``); ``delete_topics=False``
+    keeps the groups' topics and the membership topic (for a job to read afterwards)."""
     prefix = prefix or f"t17-{secrets.token_hex(3)}"
     topic = f"{prefix}.membership"
     collector = Collector(
@@ -115,7 +125,7 @@ def play(
 
         def run_one(protocol: str, assignor: str) -> None:
             results[label(protocol, assignor)] = run_scenario(
-                tracker_steps(protocol, assignor),  # type: ignore[arg-type]
+                tracker_steps(protocol, assignor, kind),  # type: ignore[arg-type]
                 bootstrap_servers=bootstrap_servers,
                 group_prefix=prefix,
                 log_dir=log_dir,
@@ -140,13 +150,14 @@ def play(
         collecting.join(30)
     groups = {r.group_id for r in results.values()}
     offsets, membership = read_back(bootstrap_servers, groups, topic)
-    _delete_topics(
-        bootstrap_servers, [topic, *(t for r in results.values() for t in r.topics.values())]
-    )
+    if delete_topics:
+        drop_topics(
+            bootstrap_servers, [topic, *(t for r in results.values() for t in r.topics.values())]
+        )
     return Play(prefix, topic, results, offsets, membership, time.monotonic() - t0)
 
 
-def _delete_topics(bootstrap_servers: str, topics: list[str]) -> None:
+def drop_topics(bootstrap_servers: str, topics: list[str]) -> None:
     """Leave the broker as it was (after reading back: deleting a group's topics changes
     its subscription metadata, which a KIP-848 coordinator records)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
@@ -512,6 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--replay", type=Path, help="print the tables of a recording")
     ap.add_argument("--log-dir", type=Path, default=Path(".local/java-groups"))
+    ap.add_argument("--kind", choices=("java", "librdkafka"), default="java")
     args = ap.parse_args(argv)
     if args.replay is not None:
         sys.modules["__main__"].Play = Play  # type: ignore[attr-defined]
@@ -522,7 +534,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.out is None:
         ap.error("--out or --replay")
-    p = play(args.bootstrap_server, log_dir=args.log_dir)
+    strategies = STRATEGIES if args.kind == "java" else RDKAFKA_STRATEGIES
+    p = play(args.bootstrap_server, log_dir=args.log_dir, kind=args.kind, strategies=strategies)
     with contextlib.suppress(OSError):
         dump(p, args.out)
     for name, r in p.results.items():

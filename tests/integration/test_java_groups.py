@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming.kafka_local import BrokerInfo
+from streaming.kafka_local import BrokerConfig, BrokerInfo
 from streaming.simulate.scenarios import ScenarioResult
 from streaming.tracking import RebalanceEvent
+from tests.broker_log import judge, rebalance_reasons
 from tests.integration import java_groups as jg
 
 pytestmark = [
@@ -50,10 +51,11 @@ STEP_CAUSES: dict[str, list[str]] = {
     "D joined": ["join+"],
     "Stock grew": ["partition_count_change"],
     "D restarted": ["static_rejoin"],
-    # A leaves while the coordinator waits out D's session; D's removal empties the group
-    # (KIP-848: A's leave bumps the epoch, but nobody heartbeats to get it a target, so the
-    # next target is D's removal's)
-    "emptied": ["crash"],
+    # A leaves while the coordinator waits out D's session; D's removal empties the group.
+    # The leave started the rebalance (the broker: "explicit `LeaveGroup` request for A"),
+    # D's expiry is a factor (KIP-848: A's leave bumps the epoch, but nobody heartbeats to
+    # get it a target, so the next target is D's removal's, A's leave judged with it)
+    "emptied": ["graceful_leave"],
 }
 
 #: What a stage where the machine lagged behind (:func:`jg.lagged_stages`) may show: the
@@ -68,7 +70,8 @@ LAGGED_CAUSES = frozenset(
         "static_rejoin",
         "cooperative_followup",
         "partition_count_change",
-        "unknown",  # rule 12: a member that lagged may rejoin for no reason the log shows
+        "metadata_update",  # rule 12: a lagging member's late rejoin after a count change
+        "unknown",  # rule 13: a member that lagged may rejoin for no reason the log shows
     }
 )
 #: At most this share of all the stages may lag: beyond, the machine is too loaded for the
@@ -174,6 +177,25 @@ def test_each_step_gives_the_rebalances_it_calls_for(
     # a KIP-848 epoch a fenced member never reached is superseded, not completed
     steady = [e for label, rs in staged.items() if label not in lagged[strategy] for e in rs]
     assert all(e.completion == "completed" for e in steady)
+
+
+def test_every_classic_cause_agrees_with_the_broker(
+    played: jg.Play,
+    tracked: dict[str, list[RebalanceEvent]],
+    kafka_broker_config: BrokerConfig,
+) -> None:
+    """Every classic rebalance (not only the scripted steps) against the reason the group
+    coordinator logged when it started it (``tests/broker_log.py``)."""
+    classic = [r for r in played.results.values() if r.group_protocol != "consumer"]
+    groups = {r.group_id for r in classic}
+    verdicts = judge(
+        [e for r in classic for e in tracked[r.group_id]],
+        rebalance_reasons(kafka_broker_config.log_path, groups),
+    )
+    disagree = [v for v in verdicts if not v.agrees]
+    print(f"Java: {len(verdicts) - len(disagree)} of {len(verdicts)} classic causes agree")
+    assert len(verdicts) >= 4 * 8
+    assert disagree == []
 
 
 @pytest.mark.parametrize("strategy", LABELS)

@@ -22,6 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from streaming.config import load_config
+from tests.broker_log import judge, rebalance_reasons
 from tests.conftest import free_ports
 from tests.spark.backlog import GARBAGE, PLAYS, Backlog, Play
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.job import RunningJob
+    from streaming.kafka_local import BrokerConfig
     from streaming.simulate.scenarios import GroupSnapshot, ScenarioResult
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
@@ -127,6 +129,24 @@ def play(request: pytest.FixtureRequest) -> Play:
 # -- Delta --------------------------------------------------------------------------------------
 
 
+def test_every_classic_cause_agrees_with_the_broker(
+    live: Live, backlog: Backlog, kafka_broker_config: BrokerConfig
+) -> None:
+    """Every classic rebalance row of the plays (kafka-python and Java members), not only
+    the scripted steps, against the reason the group coordinator logged when it started it
+    (``tests/broker_log.py``)."""
+    groups = {r.group_id for r in backlog.results.values()}
+    rows = [r for r in live.tables["rebalance_events"] if r.group_id in groups]
+    verdicts = judge(
+        [r for r in rows if r.group_protocol == "classic"],
+        rebalance_reasons(kafka_broker_config.log_path, groups),
+    )
+    disagree = [v for v in verdicts if not v.agrees]
+    print(f"{len(verdicts) - len(disagree)} of {len(verdicts)} classic causes agree")
+    assert len(verdicts) >= len(PLAYS)
+    assert disagree == []
+
+
 def test_every_stable_generation_the_clients_saw_is_a_rebalance_row(
     live: Live, backlog: Backlog, play: Play
 ) -> None:
@@ -199,7 +219,7 @@ def test_scripted_moved_counts(live: Live, backlog: Backlog) -> None:
     ]
     # a member that rejoins for the follow-up before its SyncGroup of the join round answered
     # still claims what it must give up: held back again, one more follow-up round (rule 11,
-    # issue 17); a round the records give no reason for (rule 12) must move nothing
+    # issue 17); a round the records give no reason for (rule 13) must move nothing
     seen = [(r.generation_before, r.generation_after, r.cause_detail) for r in rounds]
     extra = [r for r in rounds if r.cause == "unknown"]
     assert all(
@@ -222,15 +242,15 @@ def _the_round(live: Live, result: ScenarioResult) -> Any:
     """The one rebalance between the scenario's ``before`` and ``after`` groups. The clients
     may add rounds in which nothing visible changed (seen with kafka-python's roundrobin
     after a crash: a rejoin 0.5 s after the crash round, same members, same assignment); the
-    tracker must call those rule 12 and find that they move nothing."""
+    tracker must call those rule 13 and find that they move nothing."""
     before, after = result.stable("before").generation, result.stable("after").generation
     rounds = [r for r in live.events(result.group_id) if before < r.generation_after <= after]
     seen = [(r.generation_before, r.generation_after, r.cause_detail) for r in rounds]
-    idle = [r for r in rounds if r.cause_detail.startswith("rule 12:")]
+    idle = [r for r in rounds if r.cause_detail.startswith("rule 13:")]
     assert all((r.churn.revoked_partitions, r.churn.assigned_partitions) == (0, 0) for r in idle), (
         seen
     )
-    causes = [r for r in rounds if not r.cause_detail.startswith("rule 12:")]
+    causes = [r for r in rounds if not r.cause_detail.startswith("rule 13:")]
     assert len(causes) == 1, seen
     return causes[0]
 

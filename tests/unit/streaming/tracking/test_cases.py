@@ -57,6 +57,7 @@ class Expect:
     """member id -> (kind, rule)"""
     completion: str | None = None
     joined: tuple[str, ...] | None = None
+    factors: tuple[str, ...] | None = None
 
 
 # -- KIP-848 ----------------------------------------------------------------------------------
@@ -387,10 +388,12 @@ TABLE = [
         "4 LeaveGroup while a static member's session runs out",
         "D1 D2",
         leave_while_a_static_session_runs_out,
+        # the broker: "explicit `LeaveGroup` request for A"; D's expiry came during the join
         Expect(
-            cause="crash",
-            rule=4,
+            cause="graceful_leave",
+            rule=5,
             departures={"A": ("graceful", "D1"), "D-1": ("crash", "D2")},
+            factors=("crash",),
         ),
     ),
     Case(
@@ -444,6 +447,8 @@ def test_case_table(row: Case) -> None:
         assert e.completion == x.completion
     if x.joined is not None:
         assert e.joined == x.joined
+    if x.factors is not None:
+        assert e.cause_factors == x.factors
     if x.departures:
         assert {d.member_id: (d.kind, d.rule) for d in e.departures} == dict(x.departures)
     # churn always by names on both sides, as the members' sets say

@@ -1,4 +1,4 @@
-"""The cause rules (1-12) and departure rules (D1-D3) of ``causes.py``: correctness tables.
+"""The cause rules (1-13) and departure rules (D1-D3) of ``causes.py``: correctness tables.
 
 Every row names the rule it proves. ``f`` = 2/3 (the default crash fraction), session 45 s,
 so the threshold is 30 s.
@@ -93,7 +93,16 @@ def dep(kind: str, member: str = "m") -> Departure:
     return Departure(member, None, kind, "D?", 0, None, 0, 0, 45 * S, None)  # type: ignore[arg-type]
 
 
+def timed(kind: str, member: str, removed_after: int | None, removed_by: int) -> Departure:
+    """A departure whose removal lies between ``removed_after`` (last listed in the group)
+    and ``removed_by`` (gone)."""
+    return Departure(member, None, kind, "D?", 0, removed_after, removed_by, 0, 45 * S, None)  # type: ignore[arg-type]
+
+
 R = StaticRejoin("s1", "s1-old", "s1-new")
+#: A sent LeaveGroup (gone by 101 s) while the closed static D was still listed (until 114 s)
+#: and removed by its session's end (by 116 s): the leave came first.
+LEAVE_FIRST = (timed("crash", "D", 114 * S, 116 * S), timed("graceful", "A", None, 101 * S))
 
 CAUSE_TABLE = [
     # rule, facts, cause
@@ -105,6 +114,31 @@ CAUSE_TABLE = [
     (3, CauseFacts(same_generation=True, joined=("x",)), "unknown"),
     # 4 a crash wins over every other change
     (4, CauseFacts(departures=(dep("graceful"), dep("crash")), joined=("b",)), "crash"),
+    # 4 the crashed member was gone (by 110 s) before the leaver was last listed (112 s)
+    (
+        4,
+        CauseFacts(
+            departures=(
+                timed("graceful", "A", 112 * S, 113 * S),
+                timed("crash", "B", None, 110 * S),
+            )
+        ),
+        "crash",
+    ),
+    # 4 removal windows that overlap do not order the departures: the crash counts
+    (
+        4,
+        CauseFacts(
+            departures=(
+                timed("graceful", "A", 100 * S, 110 * S),
+                timed("crash", "B", 105 * S, 115 * S),
+            )
+        ),
+        "crash",
+    ),
+    # 5 the leaver was gone before the static member whose session ran out during the join
+    #   phase was last listed: the leave triggered the rebalance, the expiry is a factor
+    (5, CauseFacts(departures=LEAVE_FIRST), "graceful_leave"),
     # 5 graceful leave (with a join in the same generation)
     (5, CauseFacts(departures=(dep("graceful"),), joined=("b",)), "graceful_leave"),
     # 6 a member left, how is undetermined
@@ -123,9 +157,17 @@ CAUSE_TABLE = [
     (10, CauseFacts(static_rejoins=(R,)), "static_rejoin"),
     # 11 cooperative follow-up round
     (11, CauseFacts(followup=True), "cooperative_followup"),
-    # 12 nothing visible changed
-    (12, CauseFacts(), "unknown"),
-    (12, CauseFacts(metadata_changed=True), "unknown"),
+    # 12 nothing changed since the previous rebalance, a partition-count change: a member
+    #    that saw the new count late rejoined with new metadata
+    (12, CauseFacts(after_metadata_change=True), "metadata_update"),
+    # 11 before 12: the follow-up of a cooperative round is the reason itself
+    (11, CauseFacts(after_metadata_change=True, followup=True), "cooperative_followup"),
+    # 7 before 12: a join after the count change is the join
+    (7, CauseFacts(after_metadata_change=True, joined=("b",)), "join"),
+    # 13 nothing visible changed
+    (13, CauseFacts(), "unknown"),
+    # 13 KIP-848: the subscribed-topic metadata hash changed, no count did
+    (13, CauseFacts(metadata_changed=True), "unknown"),
 ]
 
 
@@ -142,7 +184,7 @@ def test_rules_are_numbered_in_order_and_all_covered() -> None:
     assert {row[0] for row in DEPARTURE_TABLE} == {"D1", "D2", "D3"}
 
 
-def test_factors_list_every_fact() -> None:
+def test_factors_are_the_causes_of_every_other_fact() -> None:
     v = classify(
         CauseFacts(
             departures=(dep("crash"), dep("undetermined")),
@@ -154,13 +196,26 @@ def test_factors_list_every_fact() -> None:
             metadata_changed=True,
         )
     )
+    assert v.cause == "crash"
     assert v.factors == (
-        "left:crash",
-        "left:undetermined",
-        "joined",
-        "static_rejoin",
+        "leave",
+        "join",
         "subscription_change",
         "partition_count_change",
-        "metadata_changed",
+        "static_rejoin",
         "cooperative_followup",
+        "metadata_update",
     )
+
+
+def test_a_departure_inside_the_rebalance_is_a_factor() -> None:
+    v = classify(CauseFacts(departures=LEAVE_FIRST))
+    assert (v.cause, v.rule, v.factors) == ("graceful_leave", 5, ("crash",))
+    assert v.detail.startswith("rule 5: a member left gracefully: A (")
+
+
+def test_first_departure_needs_every_other_one_seen_after_it() -> None:
+    a, b = timed("graceful", "A", None, 101 * S), timed("crash", "B", None, 116 * S)
+    assert CauseFacts(departures=(a, b)).first_departure() is None  # B's last sighting unknown
+    assert CauseFacts(departures=LEAVE_FIRST).first_departure() == LEAVE_FIRST[1]
+    assert CauseFacts(departures=(a,)).first_departure() == a

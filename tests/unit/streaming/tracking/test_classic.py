@@ -250,6 +250,27 @@ def test_partition_increase(snapshot_first: bool) -> None:
     assert event.own_strategy_divergent is False
 
 
+def test_late_rejoin_after_a_partition_increase() -> None:
+    """Rule 12: every librdkafka member rejoins when it sees a new partition count; one that
+    saw it after the count change's generation formed rejoins with new metadata while the
+    group is Stable (the broker: "Updating metadata for member B during Stable") and nothing
+    else changes. Once another rebalance came between, nothing visible is rule 13."""
+    log, t = Log(), Tracker()
+    members = [("A", ["Order"]), ("B", ["Order"])]
+    counts = {"Order": 7}
+    for gen, ts in ((4, 10), (5, 30), (6, 31), (7, 60)):
+        if gen == 5:
+            counts = {"Order": 9}
+        actual = assign("range", members, counts)
+        log.gm(gen, [member(m, ["Order"], actual[m]) for m, _ in members], ts=ts * S)
+    t.feed(log.take())
+    grew, late, later = rebalances(t)[-3:]
+    assert (grew.cause, grew.cause_rule) == ("partition_count_change", 9)
+    assert (late.cause, late.cause_rule, late.cause_factors) == ("metadata_update", 12, ())
+    assert late.cause_detail.startswith("rule 12: a member rejoined late")
+    assert (later.cause, later.cause_rule) == ("unknown", 13)
+
+
 def test_custom_strategy_counts_come_from_the_collector() -> None:
     """An assignor the tracker does not know may leave partitions out: the count is the
     collector's (as of the rebalance), raised by what the assignment proves."""
