@@ -248,7 +248,7 @@ def session_for(config: JobConfig, *, log_file: Path | None = None) -> SparkSess
         return active
     if under_spark_submit() or config.spark_master is None:
         builder = SparkSession.builder.appName("rebalance-monitor")
-        loaded = _submitted_conf()
+        loaded = _submitted_conf() if under_spark_submit() else set()
         defaults = {k: v for k, v in DEFAULT_CONF.items() if k not in loaded}
         for key, value in {**defaults, **config.spark_conf, **REQUIRED_CONF}.items():
             builder = builder.config(key, value)
@@ -257,12 +257,12 @@ def session_for(config: JobConfig, *, log_file: Path | None = None) -> SparkSess
 
 
 def _submitted_conf() -> set[str]:
-    """The Spark settings the driver's JVM was started with: ``spark-submit --conf`` and
-    ``--properties-file``, ``spark-defaults.conf`` (they win over :data:`DEFAULT_CONF`;
-    the job's own ``--conf`` and :data:`REQUIRED_CONF` win over them)."""
+    """Under ``spark-submit``: the Spark settings its driver JVM was started with
+    (``--conf``, ``--properties-file``, ``spark-defaults.conf``). They win over
+    :data:`DEFAULT_CONF`; the job's own ``--conf`` and :data:`REQUIRED_CONF` win over them."""
     from pyspark import SparkConf, SparkContext
 
-    SparkContext._ensure_initialized()  # the JVM spark-submit started, or a new one
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM
     return {key for key, _ in SparkConf().getAll()}
 
 
