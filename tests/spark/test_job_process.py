@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "probe-s3cret"
-COMMITS = 2400
+COMMITS = 6000
 PER_BATCH = 300
 #: SIGTERM to exit: the batch in flight (at most STOP_BATCH_WAIT_S), then Spark's stop
 STOP_BOUND_S = STOP_BATCH_WAIT_S + 30
