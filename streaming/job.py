@@ -48,6 +48,9 @@ writes with ``txnAppId`` = the id kept in
 id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
 Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch ends
 the query as stopped, and a batch's failure is reported even when Spark loses its record.
+A stop (SIGTERM as Ctrl-C under ``rebalance-monitor run``, the end of ``--duration``) first
+lets the micro-batch in flight finish, for at most :data:`STOP_BATCH_WAIT_S`. While the job
+runs its exporter answers ``/-/ready`` with :meth:`RunningJob.not_ready`.
 
 Offset gaps: ``__consumer_offsets`` is compacted and cleaned, so the job reads it with
 ``failOnDataLoss=false`` and counts the offsets it never saw (per source partition: holes
