@@ -64,6 +64,7 @@ sys.path.insert(0, str(REPO))
 from assign_core.placement import coordinator_partition  # noqa: E402
 from streaming import kafka_local  # noqa: E402
 from streaming.codec.decode import decode_record  # noqa: E402
+from streaming.job_log import message_of  # noqa: E402
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
 STATE = REPO / ".local" / "bench-stream"
@@ -436,7 +437,7 @@ class JobProcess:
         with self.log.open("w") as log:
             for line in self.proc.stdout:
                 log.write(line)
-                self.lines.append((time.perf_counter(), line.rstrip("\n")))
+                self.lines.append((time.perf_counter(), message_of(line)))
 
     def _sample(self) -> None:
         while self.proc.poll() is None:

@@ -11,6 +11,7 @@
     rebalance-monitor collect [--once] ...                     membership snapshots -> topic
     rebalance-monitor decode --key-hex K [--value-hex V]       one __consumer_offsets record
     rebalance-monitor simulate SCENARIO | --list               scripted groups, real consumers
+    rebalance-monitor --version                                what runs (and on which runtimes)
 
 Each subcommand is a pair of functions here: ``_add_<name>`` declares its arguments (argparse
 only, so ``--help`` imports nothing else) and ``_run_<name>`` imports what it needs when it
@@ -36,6 +37,7 @@ from streaming.errors import (
     RebalanceMonitorError,
     cli_command,
 )
+from streaming.version import version_line
 
 PROG = "rebalance-monitor"
 
@@ -314,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
             "skew and churn."
         ),
     )
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=ArgumentParser
     )

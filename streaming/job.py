@@ -48,6 +48,9 @@ writes with ``txnAppId`` = the id kept in
 id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
 Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch ends
 the query as stopped, and a batch's failure is reported even when Spark loses its record.
+A stop (SIGTERM as Ctrl-C under ``rebalance-monitor run``, the end of ``--duration``) first
+lets the micro-batch in flight finish, for at most :data:`STOP_BATCH_WAIT_S`. While the job
+runs its exporter answers ``/-/ready`` with :meth:`RunningJob.not_ready`.
 
 Offset gaps: ``__consumer_offsets`` is compacted and cleaned, so the job reads it with
 ``failOnDataLoss=false`` and counts the offsets it never saw (per source partition: holes
@@ -69,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -87,8 +91,10 @@ from streaming.config import (
     load_config,
     parse_key_value,
 )
+from streaming.job_log import DEFAULT_LOG_FORMAT, LOG_FORMATS, JobLog
 from streaming.sinks.micro_batch import EventsListener, JobStats, Progress, Sinks
 from streaming.spark.stopping import BatchGuard
+from streaming.version import version_line
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -118,6 +124,13 @@ EVENTS_QUERY = "events"
 DEFAULT_LOG_FILE = DEFAULT_JOB_DIR / "run.log"
 #: The longest ``--duration``: ten years (``inf`` is a mistake, the default runs forever).
 MAX_DURATION_S = 10 * 365 * 86_400.0
+#: A stop (SIGTERM, Ctrl-C, the end of ``--duration``) lets the micro-batch in flight finish
+#: for this long before it stops the query, which then interrupts the batch (still a clean
+#: stop: the next start replays it, and Delta skips the tables it committed).
+STOP_BATCH_WAIT_S = 30.0
+#: ``/-/ready``: the last micro-batch is at most this old, or at least three trigger
+#: intervals when that is longer (:meth:`RunningJob.not_ready`).
+READY_BATCH_AGE_S = 60.0
 
 
 class QueryFailedError(RebalanceMonitorError, RuntimeError):
@@ -238,17 +251,32 @@ def session_for(config: JobConfig, *, log_file: Path | None = None) -> SparkSess
         return active
     if under_spark_submit() or config.spark_master is None:
         builder = SparkSession.builder.appName("rebalance-monitor")
-        for key, value in {**DEFAULT_CONF, **config.spark_conf, **REQUIRED_CONF}.items():
+        loaded = _submitted_conf() if under_spark_submit() else set()
+        defaults = {k: v for k, v in DEFAULT_CONF.items() if k not in loaded}
+        for key, value in {**defaults, **config.spark_conf, **REQUIRED_CONF}.items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
     return build_session(master=config.spark_master, conf=config.spark_conf, log_file=log_file)
 
 
+def _submitted_conf() -> set[str]:
+    """Under ``spark-submit``: the Spark settings its driver JVM was started with
+    (``--conf``, ``--properties-file``, ``spark-defaults.conf``). They win over
+    :data:`DEFAULT_CONF`; the job's own ``--conf`` and :data:`REQUIRED_CONF` win over them."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM
+    return {key for key, _ in SparkConf().getAll()}
+
+
 def _runtime_conf(spark: SparkSession, config: JobConfig) -> None:
-    """The job's SQL settings on a session it did not build (those that can change)."""
+    """The job's SQL settings on a session it did not build (those that can change);
+    :data:`JOB_CONF` only where the session has no value of its own (``spark-submit
+    --conf``, say)."""
     from streaming.spark.session import REQUIRED_CONF
 
-    for key, value in {**JOB_CONF, **config.spark_conf, **REQUIRED_CONF}.items():
+    defaults = {k: v for k, v in JOB_CONF.items() if spark.conf.get(k, None) is None}
+    for key, value in {**defaults, **config.spark_conf, **REQUIRED_CONF}.items():
         if spark.conf.get(key, None) == value:
             continue
         try:
@@ -276,6 +304,8 @@ class RunningJob:
         self.queries = queries
         self.watch = watch
         self.guard = guard
+        #: Unix time the queries started (``/-/ready`` before the first micro-batch)
+        self.started_s = time.time()
 
     @property
     def stats(self) -> JobStats:
@@ -302,15 +332,45 @@ class RunningJob:
             else:
                 query.awaitTermination(max(1, round(max(0.0, deadline - time.monotonic()))))
 
+    def not_ready(self, now_s: float | None = None) -> list[str]:
+        """Why the job is not ready (``/-/ready``); empty when it is: every query active,
+        its last micro-batch younger than :data:`READY_BATCH_AGE_S` (or three trigger
+        intervals) unless the query is caught up and waiting for data, and the cluster
+        reachable at the watch's last check (when the job watches it)."""
+        now_s = time.time() if now_s is None else now_s
+        reasons: list[str] = []
+        bound = max(READY_BATCH_AGE_S, 3 * self.config.trigger_interval_s)
+        exporter = self.sinks.prometheus
+        last = None if exporter is None else exporter.last_batch_ts_s
+        age = now_s - (self.started_s if last is None else last)
+        for query in self.queries:
+            try:
+                if not query.isActive:
+                    reasons.append(f"query {query.name} is not active")
+                    continue
+                status = query.status
+            except Exception as e:  # the JVM is going away
+                reasons.append(f"query {query.name}: no status ({type(e).__name__})")
+                continue
+            waiting = not status["isDataAvailable"] and not status["isTriggerActive"]
+            if age > bound and not waiting:
+                what = "no micro-batch yet" if last is None else "last micro-batch"
+                reasons.append(f"{what} after {age:.0f} s (bound {bound:g} s)")
+        if self.watch is not None and self.watch.up is not True:
+            reasons.append("kafka: " + ("not checked yet" if self.watch.up is None else "down"))
+        return reasons
+
     def stop(self) -> None:
         """Stop the queries, the Kafka watch and the exporter; raise :class:`QueryFailedError`
         when a query failed (also when Spark lost its record of the failure:
-        :class:`streaming.spark.stopping.BatchGuard`)."""
+        :class:`streaming.spark.stopping.BatchGuard`). A micro-batch in flight may finish
+        first (:data:`STOP_BATCH_WAIT_S`)."""
         try:
             if self.watch is not None:
                 self.watch.stop()
             if self.guard is not None:
                 self.guard.stop()  # a batch the stop interrupts is no failure
+            self._let_batches_finish(STOP_BATCH_WAIT_S)
             for query in self.queries:
                 if query.isActive:
                     query.stop()
@@ -324,6 +384,27 @@ class RunningJob:
             name = self.queries[0].name if self.queries else "events"
             raise QueryFailedError(f"query {name} failed: {self.guard.failure}")
 
+    def _let_batches_finish(self, timeout_s: float) -> None:
+        """Until no query is inside a trigger that was already running (its batch
+        committed: the query's last progress moved on), at most ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        for query in self.queries:
+            try:
+                first = _batch_id(query.lastProgress)
+                while (
+                    time.monotonic() < deadline
+                    and query.isActive
+                    and query.status["isTriggerActive"]
+                    and _batch_id(query.lastProgress) == first
+                ):
+                    time.sleep(0.1)
+            except Exception:  # the JVM is going away: nothing left to wait for
+                return
+
+
+def _batch_id(progress: Mapping[str, Any] | None) -> int | None:
+    return None if progress is None else int(progress["batchId"])
+
 
 def launch(
     config: JobConfig,
@@ -332,9 +413,11 @@ def launch(
     spark: SparkSession | None = None,
     progress: Progress = print,
     on_events: EventsListener | None = None,
+    warn: Progress | None = None,
 ) -> RunningJob:
     """Open the sinks (tables created when absent, the exporter started) and start the
-    queries; the caller stops the returned job. ``on_events`` sees each batch's rows."""
+    queries; the caller stops the returned job. ``on_events`` sees each batch's rows;
+    ``warn`` takes the warnings (default ``progress``)."""
     spark = spark or session_for(config)
     _runtime_conf(spark, config)
     sinks = Sinks.open(spark, config, progress=progress, on_events=on_events)
@@ -349,7 +432,11 @@ def launch(
         f"checkpoint={config.checkpoint_dir} delta={config.delta_path}"
         + (" (available now)" if once else "")
     )
-    return RunningJob(config, sinks, queries, _watch_kafka(config, sinks, progress), guard)
+    watch = _watch_kafka(config, sinks, progress, warn or progress)
+    job = RunningJob(config, sinks, queries, watch, guard)
+    if sinks.prometheus is not None:
+        sinks.prometheus.readiness = job.not_ready
+    return job
 
 
 def check_kafka(config: JobConfig, progress: Progress = print) -> None:
@@ -375,7 +462,9 @@ def check_kafka(config: JobConfig, progress: Progress = print) -> None:
     )
 
 
-def _watch_kafka(config: JobConfig, sinks: Sinks, progress: Progress) -> BrokerWatch | None:
+def _watch_kafka(
+    config: JobConfig, sinks: Sinks, progress: Progress, warn: Progress
+) -> BrokerWatch | None:
     """While the job runs: a line when the cluster goes down or comes back, and
     ``rebalance_monitor_kafka_up`` / ``..._last_batch_age_seconds`` after every check."""
     from streaming.kafka_check import BrokerWatch, kafka_python_options
@@ -392,7 +481,7 @@ def _watch_kafka(config: JobConfig, sinks: Sinks, progress: Progress) -> BrokerW
     def on_change(up: bool, cause: str | None) -> None:
         if not up:
             down_since[:] = [time.monotonic()]
-            progress(f"kafka: DOWN: {cause} (the job keeps trying)")
+            warn(f"kafka: DOWN: {cause} (the job keeps trying)")
         elif down_since:
             progress(f"kafka: up again after {time.monotonic() - down_since[0]:.0f} s")
             down_since.clear()
@@ -415,15 +504,20 @@ def run(
     duration_s: float | None = None,
     spark: SparkSession | None = None,
     progress: Progress = print,
+    warn: Progress | None = None,
 ) -> JobStats:
     """Start the job and wait: until the backlog is processed (``once``), ``duration_s``
-    passes, a query fails (re-raised) or Ctrl-C."""
-    job = launch(config, once=once, spark=spark, progress=progress)
+    passes, a query fails (re-raised) or Ctrl-C (SIGINT; SIGTERM too under
+    :func:`cli_run`)."""
+    job = launch(config, once=once, spark=spark, progress=progress, warn=warn)
     started = time.monotonic()
     try:
         job.wait(duration_s)
     except KeyboardInterrupt:
-        progress("interrupted: stopping")
+        progress(
+            f"interrupted: stopping (the micro-batch in flight may finish, at most "
+            f"{STOP_BATCH_WAIT_S:g} s)"
+        )
     finally:
         job.stop()
     stats = job.stats
@@ -505,6 +599,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="check the cluster this often while running (default 5; 0: never)",
     )
+    p.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=DEFAULT_LOG_FORMAT,
+        help="the job's lines: 'text' (time, level, message; the default) or 'json' (one "
+        "object per line)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
     p.add_argument(
@@ -563,6 +664,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _add_arguments(parser)
+    parser.add_argument("--version", action="version", version=version_line())
     return parser
 
 
@@ -587,16 +689,38 @@ def cli_run(argv: Sequence[str] | None = None) -> int:
             load_web_config(config.metrics_web_config_file)
         except WebConfigError as e:
             raise JobConfigError(f"metrics_web_config_file: {e}") from None
-    check_kafka(config, progress=_print)  # BrokerCheckError: exit 2 with its cause
+    log = JobLog(args.log_format)
+    check_kafka(config, progress=log.warning)  # BrokerCheckError: exit 2 with its cause
     log_file: Path = args.log_file or DEFAULT_LOG_FILE
+    _stop_on_sigterm()
+    log.info(f"{PROG}: {version_line()}")
     try:
         spark = session_for(config, log_file=log_file)  # Spark's own lines: to the log file
-        run(config, once=args.once, duration_s=args.duration, spark=spark, progress=_print)
+        run(
+            config,
+            once=args.once,
+            duration_s=args.duration,
+            spark=spark,
+            progress=log.info,
+            warn=log.warning,
+        )
     except Exception as e:
         where = _log_failure(log_file, e)
         print(f"{PROG}: failed: {_first_line(e)}{where}", file=sys.stderr, flush=True)
         return 1
     return 0
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (Kubernetes, compose, systemd) stops the job as Ctrl-C does: a
+    ``KeyboardInterrupt`` in the main thread (:func:`run`); a second one while the job
+    stops is ignored (the supervisor's SIGKILL ends a stop that hangs)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _first_line(error: BaseException) -> str:
@@ -618,10 +742,6 @@ def _log_failure(path: Path, error: BaseException) -> str:
     except OSError:
         return ""
     return f" (trace in {path})"
-
-
-def _print(line: str) -> None:
-    print(line, flush=True)
 
 
 def main() -> None:

@@ -12,8 +12,10 @@ watched while the job runs.
         ▼                          (describe_cluster: a request after the login)
     BrokerCheckError (the one-line cause), or the cluster's broker count
 
-    BrokerWatch                                   while the job runs: the same check every
-                                                  ``interval_s``; ``on_change(up, cause)``
+    BrokerWatch                                   while the job runs: DescribeCluster on one
+                                                  kept admin connection every ``interval_s``
+                                                  (the check above names a failure's cause);
+                                                  ``on_change(up, cause)``
                                                   on every change (the job prints a line,
                                                   sets ``rebalance_monitor_kafka_up``)
 
@@ -35,13 +37,14 @@ Exceptions::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,37 +238,58 @@ class _Captured(logging.Handler):
             self.messages.append(str(record.msg))
 
 
-def _describe(server: str, options: Mapping[str, Any], *, timeout_s: float) -> int:
-    from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError
-
+@contextlib.contextmanager
+def _kafka_log_captured() -> Iterator[_Captured]:
+    """kafka-python's ``kafka`` logger into a :class:`_Captured` while the block runs (not
+    to the terminal: a failed check has one line of its own)."""
     kafka_log = logging.getLogger("kafka")
     captured = _Captured()
     level, propagate = kafka_log.level, kafka_log.propagate
     kafka_log.addHandler(captured)
     kafka_log.setLevel(logging.WARNING)
     kafka_log.propagate = False
-    timeout_ms = max(1000, int(timeout_s * 1000))
-    admin = None
     try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=[server],
-            client_id="rebalance-monitor-check",
-            request_timeout_ms=timeout_ms,
-            bootstrap_timeout_ms=timeout_ms,
-            reconnect_backoff_max_ms=1000,
-            **options,
-        )
-        cluster = admin.describe_cluster()
-        return len(cluster.get("brokers", []))
-    except (KafkaError, OSError, ValueError, AssertionError) as e:
-        raise BrokerCheckError(_login_cause(server, e, captured.messages, options)) from None
+        yield captured
     finally:
-        if admin is not None:
-            admin.close()
         kafka_log.removeHandler(captured)
         kafka_log.setLevel(level)
         kafka_log.propagate = propagate
+
+
+def _admin(servers: Sequence[str], options: Mapping[str, Any], *, timeout_s: float) -> Any:
+    """A kafka-python admin client (connected and logged in: it bootstraps)."""
+    from kafka import KafkaAdminClient
+
+    timeout_ms = max(1000, int(timeout_s * 1000))
+    return KafkaAdminClient(
+        bootstrap_servers=list(servers),
+        client_id="rebalance-monitor-check",
+        request_timeout_ms=timeout_ms,
+        bootstrap_timeout_ms=timeout_ms,
+        reconnect_backoff_max_ms=1000,
+        **options,
+    )
+
+
+def _admin_errors() -> tuple[type[BaseException], ...]:
+    """What a failed admin call raises (kafka-python's own errors and the socket's)."""
+    from kafka.errors import KafkaError
+
+    return (KafkaError, OSError, ValueError, AssertionError)
+
+
+def _describe(server: str, options: Mapping[str, Any], *, timeout_s: float) -> int:
+    admin = None
+    with _kafka_log_captured() as captured:
+        try:
+            admin = _admin([server], options, timeout_s=timeout_s)
+            cluster = admin.describe_cluster()
+            return len(cluster.get("brokers", []))
+        except _admin_errors() as e:
+            raise BrokerCheckError(_login_cause(server, e, captured.messages, options)) from None
+        finally:
+            if admin is not None:
+                admin.close()
 
 
 def _login_cause(
@@ -313,7 +337,13 @@ def _one_line(text: str) -> str:
 class BrokerWatch:
     """Checks the cluster every ``interval_s`` in a daemon thread and calls
     ``on_change(up, cause)`` when it goes down (``cause``: the one-line reason) or comes back
-    (``cause``: None), the first result included; ``on_check(up)`` after every check."""
+    (``cause``: None), the first result included; ``on_check(up)`` after every check.
+
+    One admin client is kept open between checks: a check is a DescribeCluster request on
+    its connection, not a new connection and login (with SASL, a new admin client every 5 s
+    was ~17,000 logins a day). When that request fails, the client is closed and
+    :func:`check_broker` names the cause; the next check opens a new one. With
+    ``tcp_only`` every check is a TCP connection (no login to keep)."""
 
     def __init__(
         self,
@@ -331,6 +361,7 @@ class BrokerWatch:
         self._interval_s, self._timeout_s, self._tcp_only = interval_s, timeout_s, tcp_only
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="broker-watch", daemon=True)
+        self._kept: Any = None  # the admin client kept between checks (class docstring)
         self.up: bool | None = None
 
     def start(self) -> BrokerWatch:
@@ -342,20 +373,40 @@ class BrokerWatch:
         self._thread.join(timeout=self._timeout_s + 5)
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                check_broker(
-                    self._servers,
-                    self._options,
-                    timeout_s=self._timeout_s,
-                    tcp_only=self._tcp_only,
-                )
-                up, cause = True, None
-            except BrokerCheckError as e:
-                up, cause = False, str(e)
-            if self._on_check is not None:
-                self._on_check(up)
-            if up != self.up:
-                self.up = up
-                self._on_change(up, cause)
-            self._stop.wait(self._interval_s)
+        try:
+            while not self._stop.is_set():
+                up, cause = self._check()
+                if self._on_check is not None:
+                    self._on_check(up)
+                if up != self.up:
+                    self.up = up
+                    self._on_change(up, cause)
+                self._stop.wait(self._interval_s)
+        finally:
+            self._close()
+
+    def _check(self) -> tuple[bool, str | None]:
+        """One check: over the kept admin client when there is one (class docstring)."""
+        if not self._tcp_only:
+            with _kafka_log_captured():
+                try:
+                    if self._kept is None:
+                        servers = [s.strip() for s in self._servers.split(",")]
+                        self._kept = _admin(servers, self._options, timeout_s=self._timeout_s)
+                    self._kept.describe_cluster()
+                    return True, None
+                except _admin_errors():
+                    self._close()
+        try:
+            check_broker(
+                self._servers, self._options, timeout_s=self._timeout_s, tcp_only=self._tcp_only
+            )
+        except BrokerCheckError as e:
+            return False, str(e)
+        return True, None
+
+    def _close(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            with contextlib.suppress(Exception), _kafka_log_captured():
+                kept.close()

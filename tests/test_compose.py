@@ -314,7 +314,8 @@ def test_monitor_command_builds_a_job_config(services: Mapping[str, Any]) -> Non
         assert any(PurePosixPath(v) in PurePosixPath(path).parents for v in volumes), (
             f"{path} is not on a named volume of the monitor"
         )
-    assert monitor.get("stop_signal") == "SIGINT", "SIGINT lets the job stop its queries"
+    # compose's SIGTERM stops the job's queries as Ctrl-C does (tests/spark/test_job_process.py)
+    assert monitor.get("stop_signal", "SIGTERM") in ("SIGTERM", "SIGINT")
 
 
 def test_collector_command_builds_a_collector_config(services: Mapping[str, Any]) -> None:
@@ -389,7 +390,12 @@ def test_healthchecks(services: Mapping[str, Any]) -> None:
                 assert _DURATION.fullmatch(str(check[key])), f"{name}.{key}: {check[key]!r}"
         assert int(check.get("retries", 3)) >= 1
     monitor_check = " ".join(services["monitor"]["healthcheck"]["test"])
-    assert f":{PUBLISHED['monitor']}/metrics" in monitor_check
+    assert f"http://127.0.0.1:{PUBLISHED['monitor']}/-/ready'" in monitor_check
+    # the job's stop (the micro-batch in flight, then the query's) fits the grace period
+    from streaming.job import STOP_BATCH_WAIT_S
+
+    grace = str(services["monitor"]["stop_grace_period"])
+    assert grace.endswith("s") and float(grace[:-1]) >= STOP_BATCH_WAIT_S + 20, grace
 
 
 # -- 7: the broker ---------------------------------------------------------------------------

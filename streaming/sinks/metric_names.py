@@ -45,6 +45,7 @@ __all__ = [
     "BATCHES",
     "BATCH_DURATION_SECONDS",
     "BATCH_INPUT_ROWS",
+    "BUILD_INFO",
     "GENERATION",
     "GROUP_LABELS",
     "GROUP_LAG_STATUS",
@@ -310,6 +311,13 @@ LAST_BATCH_AGE_SECONDS = MetricSpec(
     "Seconds since the last micro-batch completed, as of the last Kafka check.",
     (),
 )
+BUILD_INFO = MetricSpec(
+    "rebalance_monitor_build_info",
+    "gauge",
+    "Always 1; the labels say what runs: rebalance-monitor's version and those of Python, "
+    "PySpark and Delta Lake.",
+    ("version", "python_version", "pyspark_version", "delta_version"),
+)
 
 #: Every metric, in exposition order.
 ALL_METRICS: tuple[MetricSpec, ...] = (
@@ -342,4 +350,5 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     LAST_BATCH_TIMESTAMP_SECONDS,
     LAST_BATCH_AGE_SECONDS,
     KAFKA_UP,
+    BUILD_INFO,
 )

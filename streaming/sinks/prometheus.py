@@ -2,7 +2,9 @@
 
 :class:`PrometheusSink` owns its own :class:`~prometheus_client.CollectorRegistry` (never the
 global one) and serves it with ``prometheus_client``'s WSGI app, by default on
-``127.0.0.1:9108``. The streaming job calls :meth:`PrometheusSink.update` with each
+``127.0.0.1:9108``, with ``/-/healthy`` (the process answers) and ``/-/ready`` (the job's
+:meth:`~streaming.job.RunningJob.not_ready`) beside it, answered without the exposition;
+other paths are 404. The streaming job calls :meth:`PrometheusSink.update` with each
 micro-batch's tracker events and :meth:`PrometheusSink.record_batch` with the batch's health
 figures. Names, help texts, labels and buckets come from :mod:`streaming.sinks.metric_names`.
 
@@ -80,6 +82,7 @@ from streaming.tracking.events import (
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
 from streaming.tracking.lag_status import STATUS_CODES
+from streaming.version import build_info
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PrometheusSink"]
 
@@ -116,6 +119,8 @@ class _Store:
         self.series: dict[str, dict[_GroupKey | None, dict[_Labels, Any]]] = {
             spec.name: {} for spec in mn.ALL_METRICS
         }
+        #: the job's own metrics: their series belong to no group, whatever their labels
+        self._job = frozenset(s.name for s in mn.ALL_METRICS if not s.name.startswith("kafka_"))
         self.versions: dict[str, int] = dict.fromkeys(self.series, 0)
         #: Bumped by every change: a scrape of an unchanged store is served from its last
         #: exposition (:class:`_CachedExposition`).
@@ -128,7 +133,7 @@ class _Store:
 
     def _of(self, name: str, labels: _Labels) -> dict[_Labels, Any]:
         by_group = self.series[name]
-        group = self._group_of(labels)
+        group = None if name in self._job else self._group_of(labels)
         values = by_group.get(group)
         if values is None:
             values = by_group[group] = {}
@@ -163,7 +168,7 @@ class _Store:
 
     def remove(self, spec: MetricSpec, labels: _Labels) -> None:
         by_group = self.series[spec.name]
-        group = self._group_of(labels)
+        group = None if spec.name in self._job else self._group_of(labels)
         values = by_group.get(group)
         if values is not None and values.pop(labels, None) is not None:
             if not values:  # the group's last series of the metric: no empty dict left
@@ -358,6 +363,42 @@ class _CachedExposition:
         return environ.get("REQUEST_METHOD") == "GET" and environ.get("PATH_INFO") != "/favicon.ico"
 
 
+#: Why the job is not ready (:attr:`PrometheusSink.readiness`); empty: ready.
+Readiness = Callable[[], list[str]]
+
+_TEXT = [("Content-Type", "text/plain; charset=utf-8")]
+
+
+class _Endpoints:
+    """The exporter's paths: ``/metrics`` (the exposition, :class:`_CachedExposition`),
+    ``/-/healthy`` and ``/-/ready`` (answered without touching the exposition), ``/`` (a
+    line naming them); any other path is 404. Behind the same TLS and basic auth
+    (:func:`streaming.sinks.web_config.serve` wraps this app)."""
+
+    def __init__(self, exposition: _CachedExposition, sink: PrometheusSink) -> None:
+        self._exposition = exposition
+        self._sink = sink
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        path = environ.get("PATH_INFO") or "/"
+        if path == "/metrics":
+            return self._exposition(environ, start_response)
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            status, body = "405 Method Not Allowed", b"GET or HEAD\n"
+        elif path == "/-/healthy":
+            status, body = "200 OK", b"OK\n"
+        elif path == "/-/ready":
+            reasons = self._sink.not_ready()
+            status = "503 Service Unavailable" if reasons else "200 OK"
+            body = ("not ready: " + "; ".join(reasons) if reasons else "OK").encode() + b"\n"
+        elif path == "/":
+            status, body = "200 OK", b"rebalance-monitor: /metrics /-/healthy /-/ready\n"
+        else:
+            status, body = "404 Not Found", b"not found: /metrics /-/healthy /-/ready\n"
+        start_response(status, [*_TEXT, ("Content-Length", str(len(body)))])
+        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
+
+
 class PrometheusSink:
     """Tracker events -> Prometheus series in a registry of its own (module docstring)."""
 
@@ -384,6 +425,11 @@ class PrometheusSink:
         self._last_batch_ts_s: float | None = None
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
+        #: What ``/-/ready`` asks (the running job's :meth:`streaming.job.RunningJob.
+        #: not_ready`); None: not ready, the job is starting.
+        self.readiness: Readiness | None = None
+        info = build_info()
+        self._store.set(mn.BUILD_INFO, tuple(info[k] for k in mn.BUILD_INFO.labels), 1)
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -394,15 +440,16 @@ class PrometheusSink:
         *,
         web_config: WebConfig | None = None,
     ) -> int:
-        """Serve ``/metrics`` on ``host:port`` in a daemon thread; returns the bound port
+        """Serve ``/metrics``, ``/-/healthy`` and ``/-/ready`` (:class:`_Endpoints`) on
+        ``host:port`` in a daemon thread; returns the bound port
         (``port=0`` binds any free port). ``web_config``: TLS and basic auth
         (:mod:`streaming.sinks.web_config`)."""
         if self._server is not None:
             raise RuntimeError("the Prometheus exporter is already started")
         from streaming.sinks.web_config import serve
 
-        app = _CachedExposition(make_wsgi_app(self.registry), self._store, self._families)
-        server, thread = serve(app, host, port, web_config)
+        exposition = _CachedExposition(make_wsgi_app(self.registry), self._store, self._families)
+        server, thread = serve(_Endpoints(exposition, self), host, port, web_config)
         self._server, self._thread = server, thread
         return int(server.server_port)
 
@@ -410,6 +457,22 @@ class PrometheusSink:
     def port(self) -> int | None:
         """The port ``/metrics`` is served on, ``None`` when not serving."""
         return None if self._server is None else int(self._server.server_port)
+
+    def not_ready(self) -> list[str]:
+        """Why ``/-/ready`` says no (:attr:`readiness`); empty: ready."""
+        readiness = self.readiness
+        if readiness is None:
+            return ["starting"]
+        try:
+            return readiness()
+        except Exception as e:  # a probe must get an answer
+            return [f"readiness check failed: {type(e).__name__}: {e}"]
+
+    @property
+    def last_batch_ts_s(self) -> float | None:
+        """Unix time the last micro-batch completed (:meth:`record_batch`), None before."""
+        with self._lock:
+            return self._last_batch_ts_s
 
     @property
     def groups(self) -> int:

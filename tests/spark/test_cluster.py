@@ -3,8 +3,10 @@ and two workers started from the pyspark package on 127.0.0.1 (one core, 1 GiB e
 
 ``spark-submit --master spark://... --jars <the Spark jar set> streaming/job.py --once``
 is what an operator runs on a cluster (``docs/operations.md``). The test asserts the run
-ends cleanly, its tables hold the backlog's rebalances, and both workers ran decode and
-tracker tasks (their executor logs): the job ran distributed.
+ends cleanly, its tables hold the backlog's rebalances, both workers ran decode and
+tracker tasks (their executor logs): the job ran distributed; and a ``spark-submit --conf``
+of a key the job has a default for (``spark.sql.shuffle.partitions``) is what the query
+ran with (the checkpoint's offset log, its state partitions).
 """
 
 from __future__ import annotations
@@ -131,6 +133,8 @@ def test_spark_submit_runs_the_job_on_a_standalone_cluster(
         "--conf", "spark.executor.cores=1",
         "--conf", "spark.cores.max=2",
         "--conf", "spark.driver.memory=1g",
+        # spark-submit's settings win over the job's defaults (DEFAULT_CONF: 2)
+        "--conf", "spark.sql.shuffle.partitions=3",
         str(REPO / "streaming" / "job.py"),
         "--once",
         "--bootstrap-server", backlog.bootstrap_servers,
@@ -138,13 +142,19 @@ def test_spark_submit_runs_the_job_on_a_standalone_cluster(
         "--checkpoint-dir", str(tmp_path / "checkpoint"),
         "--delta-path", str(tmp_path / "delta"),
         "--metrics-port", "0",
-        "--conf", "spark.sql.shuffle.partitions=4",
     ]  # fmt: skip
     done = subprocess.run(
         command, capture_output=True, text=True, env=cluster.env, timeout=900, check=False
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-6000:]
     assert "[events] batch 0:" in done.stdout
+    # the query ran with spark-submit's settings: the checkpoint's offset log records them
+    _version, metadata, *_offsets = (
+        (tmp_path / "checkpoint" / "events" / "offsets" / "0").read_text().splitlines()
+    )
+    assert json.loads(metadata)["conf"]["spark.sql.shuffle.partitions"] == "3"
+    state = tmp_path / "checkpoint" / "events" / "state" / "0"
+    assert sorted(p.name for p in state.iterdir() if p.name.isdigit()) == ["0", "1", "2"]
 
     # the rebalances of the backlog's groups are in Delta
     rows = (

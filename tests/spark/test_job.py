@@ -210,3 +210,33 @@ def test_offset_commits_latest_keeps_the_last_of_every_commit_per_partition(
     for r in every:  # nothing later of a partition, within what the latest run read
         if r["source_offset"] <= read_up_to.get(r["source_partition"], -1):
             assert r["source_offset"] <= last[(r["group_id"], r["topic"], r["partition"])]
+
+
+def test_the_sessions_own_settings_win_over_the_jobs_defaults(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``JOB_CONF`` fills only what the session does not set (``spark-submit --conf`` puts
+    it there); the job's ``spark_conf`` and ``REQUIRED_CONF`` are applied over it."""
+    from streaming.job import JOB_CONF, _runtime_conf
+
+    key, other = (
+        "spark.databricks.delta.snapshotPartitions",
+        "spark.sql.execution.arrow.maxBytesPerBatch",
+    )
+    config = load_config(environ={}, overrides={"checkpoint_dir": str(tmp_path)})
+    before = {k: spark.conf.get(k, None) for k in (key, other)}
+    try:
+        spark.conf.set(key, "7")
+        spark.conf.unset(other)
+        _runtime_conf(spark, config)
+        assert spark.conf.get(key) == "7"  # the session's value stays
+        assert spark.conf.get(other) == JOB_CONF[other]  # the default fills the gap
+        mine = load_config(environ={}, overrides={"spark_conf": {key: "5"}})
+        _runtime_conf(spark, mine)
+        assert spark.conf.get(key) == "5"  # the job's own --conf wins over both
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

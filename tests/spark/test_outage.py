@@ -1,11 +1,12 @@
 """A broker outage while the job runs (issue 15): the job keeps running, the first failed
-check is a ``kafka: DOWN`` line naming the cause and ``rebalance_monitor_kafka_up`` goes to 0;
-when the broker is back, ``kafka: up again`` and 1. A real broker of its own, stopped and
-started again; the job in this process on the shared session."""
+check is a ``kafka: DOWN`` line naming the cause, ``rebalance_monitor_kafka_up`` goes to 0 and
+``/-/ready`` to 503; when the broker is back, ``kafka: up again``, 1 and 200. A real broker
+of its own, stopped and started again; the job in this process on the shared session."""
 
 from __future__ import annotations
 
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,14 @@ def _kafka_up(port: int) -> float | None:
     return None
 
 
+def _ready(port: int) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
 def test_an_outage_is_a_line_and_a_metric_and_the_recovery_is_logged(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -62,6 +71,8 @@ def test_an_outage_is_a_line_and_a_metric_and_the_recovery_is_logged(
     job = launch(config, spark=spark, progress=lines.append)
     try:
         _wait(lambda: _kafka_up(metrics_port) == 1.0, "kafka_up 1")
+        # idle (no records after "latest"): ready, the query waits for data
+        _wait(lambda: _ready(metrics_port) == (200, "OK\n"), "/-/ready 200")
         kafka_local.stop(broker)
         _wait(lambda: any(x.startswith("kafka: DOWN: ") for x in lines), "the DOWN line")
         down = next(x for x in lines if x.startswith("kafka: DOWN: "))
@@ -69,10 +80,12 @@ def test_an_outage_is_a_line_and_a_metric_and_the_recovery_is_logged(
             f"kafka: DOWN: {broker.bootstrap_servers}: connection refused (the job keeps trying)"
         )
         assert _kafka_up(metrics_port) == 0.0
+        assert _ready(metrics_port) == (503, "not ready: kafka: down\n")
         assert all(q.isActive for q in job.queries)  # the outage did not stop the job
         kafka_local.start(broker)
         _wait(lambda: any(x.startswith("kafka: up again after ") for x in lines), "recovery")
         _wait(lambda: _kafka_up(metrics_port) == 1.0, "kafka_up 1 again")
+        assert _ready(metrics_port) == (200, "OK\n")
         assert all(q.isActive for q in job.queries)
     finally:
         try:

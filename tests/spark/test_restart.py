@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 from streaming.config import load_config
+from streaming.job_log import message_of
 from streaming.sinks.pause import MARKER_ENV, PAUSE_ENV
 from streaming.sinks.tables import TABLE_NAMES
 from tests.delta_rows import rows_diff, table_rows
@@ -111,7 +112,7 @@ class Run:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            self.lines.append((time.monotonic() - self.started, line.rstrip()))
+            self.lines.append((time.monotonic() - self.started, message_of(line).rstrip()))
 
     def batches(self) -> list[int]:
         """The ids of the micro-batches this run finished (``[events] batch N:`` lines)."""

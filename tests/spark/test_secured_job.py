@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from streaming.job_log import message_of
 from streaming.kafka_check import kafka_python_options
 from streaming.kafka_local import BrokerInfo
 from tests.conftest import free_ports
@@ -115,7 +116,7 @@ def test_the_job_reads_the_secured_broker_and_keeps_the_password_to_itself(
     try:
         # the first micro-batch (the group's commits) is in the tables: the UI has its plans
         deadline = time.monotonic() + 600
-        while not any(line.startswith("[events] batch 0:") for line in stdout):
+        while not any(message_of(line).startswith("[events] batch 0:") for line in stdout):
             assert proc.poll() is None, "".join(stdout + stderr)[-3000:]
             assert time.monotonic() < deadline, "".join(stdout + stderr)[-3000:]
             time.sleep(0.5)
