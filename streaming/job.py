@@ -44,8 +44,8 @@ measured what that cost), and both lanes see the same offsets in each micro-batc
 ``<checkpoint_dir>/events``, which also records the stateful step's buckets
 (``rebalance-monitor-layout.json``, :func:`streaming.spark.stateful.checkpoint_keys`). It
 writes with ``txnAppId`` = the id kept in
-``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint; a new checkpoint gets a new
-id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
+``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint on any file system; a new
+checkpoint gets a new id, :mod:`streaming.spark.checkpoint`) and ``txnVersion`` = the batch id.
 Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch ends
 the query as stopped, and a batch's failure is reported even when Spark loses its record.
 

@@ -64,7 +64,6 @@ are handed over as Spark delivers them.
 from __future__ import annotations
 
 import json
-import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -73,7 +72,7 @@ import msgspec
 
 from assign_core.partition_cache import made_in_bulk
 from streaming.codec.model import OffsetCommitTombstone
-from streaming.errors import RebalanceMonitorError
+from streaming.spark.checkpoint import CheckpointFileError
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.errors import StateFormatError
@@ -889,54 +888,27 @@ def checkpoint_keys(spark: SparkSession, checkpoint: str) -> list[str]:
     Hadoop's file system API, so any checkpoint location Spark takes works.
 
     Raises :class:`CheckpointLayoutError` naming the file when it is not a layout."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    fs_path = jvm.org.apache.hadoop.fs.Path
-    folder = fs_path(checkpoint)
-    fs = folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    layout = fs_path(folder, LAYOUT_FILE)
-    if fs.exists(layout):
-        from py4j.protocol import Py4JJavaError
+    from streaming.spark.checkpoint import has_run, read_file, write_once
 
-        try:
-            stream = fs.open(layout)
-            try:
-                text = bytes(stream.readAllBytes()).decode("utf-8", errors="replace")
-            finally:
-                stream.close()
-        except Py4JJavaError as e:
-            raise CheckpointLayoutError(
-                str(layout), f"could not be read: {e.java_exception}"
-            ) from None
-        return _layout_keys(text, str(layout))
-    if fs.exists(fs_path(folder, "offsets")):
+    text = read_file(spark, checkpoint, LAYOUT_FILE, error=CheckpointLayoutError)
+    if text is not None:
+        return _layout_keys(text, f"{checkpoint.rstrip('/')}/{LAYOUT_FILE}")
+    if has_run(spark, checkpoint):
         keys = bucket_names(LEGACY_BUCKETS)
         record: dict[str, Any] = {"buckets": LEGACY_BUCKETS}
     else:
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
         keys = balanced_keys(spark, BUCKETS, partitions)
         record = {"buckets": BUCKETS, "partitions": partitions, "keys": keys}
-    fs.mkdirs(folder)
-    partial = fs_path(folder, f".{LAYOUT_FILE}.{uuid.uuid4()}")
-    out = fs.create(partial, False)
-    try:
-        out.write(bytearray(json.dumps(record).encode()))
-    finally:
-        out.close()
-    if not fs.rename(partial, layout):
-        fs.delete(partial, False)
-        if not fs.exists(layout):
-            raise CheckpointLayoutError(str(layout), "could not be written")
-        return checkpoint_keys(spark, checkpoint)  # another run wrote it meanwhile
+    text = json.dumps(record)
+    there = write_once(spark, checkpoint, LAYOUT_FILE, text, error=CheckpointLayoutError)
+    if there != text:  # another run wrote it meanwhile
+        return _layout_keys(there, f"{checkpoint.rstrip('/')}/{LAYOUT_FILE}")
     return keys
 
 
-class CheckpointLayoutError(RebalanceMonitorError, ValueError):
+class CheckpointLayoutError(CheckpointFileError):
     """A checkpoint's :data:`LAYOUT_FILE` that cannot be read or written."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
 
 
 def _layout_keys(text: str, path: str) -> list[str]:
