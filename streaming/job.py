@@ -190,11 +190,17 @@ def start(
     tracker = TrackerConfig(
         consumer_session_timeout_ms=config.consumer_session_timeout_ms,
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
+        group_idle_ms=round(config.group_retention_s * 1000),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
     keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
     events = track(
-        decoded, cluster=config.cluster, config=tracker, commit_rows=not every, keys=keys
+        decoded,
+        cluster=config.cluster,
+        config=tracker,
+        commit_rows=not every,
+        keys=keys,
+        group_filter=config.group_filter,
     )
 
     # 4. sinks
@@ -505,6 +511,20 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="check the cluster this often while running (default 5; 0: never)",
     )
+    p.add_argument(
+        "--group-filter",
+        metavar="REGEX",
+        help="only groups whose whole id matches this regular expression (default: all; as "
+        "the collector's --group-filter)",
+    )
+    p.add_argument(
+        "--group-retention",
+        dest="group_retention_s",
+        type=float,
+        metavar="SECONDS",
+        help="forget a group after this long without a record or a collector snapshot "
+        "listing it, in record time (default 604800, a week; 0: never)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
     p.add_argument(
@@ -542,6 +562,8 @@ def config_from_args(
             "broker_check_timeout_s",
             "broker_watch_interval_s",
             "metrics_web_config_file",
+            "group_filter",
+            "group_retention_s",
         )
     }
     if args.conf:

@@ -310,6 +310,14 @@ LAST_BATCH_AGE_SECONDS = MetricSpec(
     "Seconds since the last micro-batch completed, as of the last Kafka check.",
     (),
 )
+TRACKED_GROUPS = MetricSpec(
+    "rebalance_monitor_tracked_groups",
+    "gauge",
+    "Groups the job keeps a state of (each bucket of the stateful step as of its last "
+    "micro-batch with rows); a group is forgotten after its tombstone or a week without "
+    "records or a collector snapshot listing it.",
+    (),
+)
 
 #: Every metric, in exposition order.
 ALL_METRICS: tuple[MetricSpec, ...] = (
@@ -342,4 +350,5 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     LAST_BATCH_TIMESTAMP_SECONDS,
     LAST_BATCH_AGE_SECONDS,
     KAFKA_UP,
+    TRACKED_GROUPS,
 )

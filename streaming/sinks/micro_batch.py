@@ -50,7 +50,14 @@ EventsListener = Callable[[list[dict[str, Any]]], None]
 #: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
 #: (commits, per-member assignments) goes from the executors to Delta only.
 DRIVER_KINDS = frozenset(
-    {"rebalance", "group_metrics", "group_status", "partition_lag", "group_deleted"}
+    {
+        "rebalance",
+        "group_metrics",
+        "group_status",
+        "partition_lag",
+        "group_deleted",
+        "tracked_groups",
+    }
 )
 
 #: The struct column the driver reads of each of its kinds: the table's for group metrics
@@ -66,6 +73,8 @@ _TOMBSTONE = "tombstone"
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
 SOURCE_STATS, BAD_RECORD = "source_stats", BAD_RECORD_KIND
+#: A bucket's count of tracked groups (:class:`~streaming.tracking.events.TrackedGroups`).
+TRACKED_GROUPS = "tracked_groups"
 #: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
 DRIVER_CHUNK = 5_000
 #: Driver rows per task result at most, roughly: a bigger batch's are split by group first.
@@ -295,7 +304,8 @@ class Sinks:
         finally:
             df.unpersist()
         self._count_records(stats, batch_id, started, kinds.get(BAD_RECORD, 0))
-        events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
+        not_events = (SOURCE_STATS, BAD_RECORD, TRACKED_GROUPS)
+        events = {k: n for k, n in kinds.items() if k not in not_events}
         with self._lock:
             for kind, n in events.items():
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
