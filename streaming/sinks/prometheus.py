@@ -379,7 +379,9 @@ class PrometheusSink:
         # the group's assignor_info labels (None: no strategy) and whether a rebalance set them
         self._assignor: dict[_GroupKey, tuple[_Labels | None, bool]] = {}
         self._lag_ts_ms: dict[tuple[str, str, str, int], int] = {}
-        self._deleted_ts_ms: dict[_GroupKey, int] = {}
+        # deleted groups, newest last, as many as events remembered (forgotten groups come
+        # and go for as long as the job runs)
+        self._deleted_ts_ms: OrderedDict[_GroupKey, int] = OrderedDict()
         self._tracked: dict[_GroupKey, tuple[int, int]] = {}  # bucket -> (ts, groups)
         self._dormant: set[_GroupKey] = set()
         self._last_batch_id: int | None = None
@@ -660,7 +662,11 @@ class PrometheusSink:
         for lag_key in [k for k in self._lag_ts_ms if k[:2] == group]:
             del self._lag_ts_ms[lag_key]
         self._deleted_ts_ms[group] = max(self._deleted_ts_ms.get(group, 0), ev.event_ts_ms)
+        self._deleted_ts_ms.move_to_end(group)
         self._dormant.add(group)
+        while len(self._deleted_ts_ms) > self._max_remembered:
+            oldest, _ts = self._deleted_ts_ms.popitem(last=False)
+            self._dormant.discard(oldest)
 
     def _set_assignor(
         self, group: _GroupKey, labels: _Labels | None, *, from_rebalance: bool

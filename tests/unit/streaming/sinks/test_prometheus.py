@@ -739,6 +739,14 @@ def test_a_forgotten_group_loses_every_series(sink: PrometheusSink) -> None:
     assert names_with(scrape(sink), group=GROUP) == set()
 
 
+def test_the_deleted_groups_remembered_are_bounded() -> None:
+    small = PrometheusSink(max_remembered_events=2)
+    for i in range(5):
+        small.update([rebalance(1, [member("m", 0)], group=f"g{i}"), deleted(T0 + i, f"g{i}")])
+    assert list(small._deleted_ts_ms) == [(CLUSTER, "g3"), (CLUSTER, "g4")]
+    assert small._dormant == {(CLUSTER, "g3"), (CLUSTER, "g4")}
+
+
 def test_group_deleted_removes_every_series_of_the_group(sink: PrometheusSink) -> None:
     other = rebalance(1, [member("x", 0)], group="other")
     sink.update(
