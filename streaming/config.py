@@ -92,6 +92,8 @@ __all__ = [
     "JobConfig",
     "JobConfigError",
     "KafkaConnection",
+    "group_matches",
+    "group_pattern",
     "is_host_port",
     "job_kafka_options_from_env",
     "kafka_options_from_env",
@@ -137,6 +139,8 @@ OFFSET_COMMITS_HISTORY = ("latest", "every")
 MAX_CONFIG_BYTES = 1024 * 1024
 #: The longest duration a job setting takes, in seconds (a day): ``inf`` or 1e300 are mistakes.
 _MAX_S = 86_400.0
+#: ``group_retention_s`` at most: a year.
+_MAX_RETENTION_S = 366 * 86_400.0
 #: The collector's intervals and ``--duration``: ten years at most (not inf).
 MAX_COLLECT_S = 10 * 365 * 86_400.0
 
@@ -223,6 +227,21 @@ def kafka_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str
     return out
 
 
+def group_pattern(text: object, error: type[ConfigError]) -> re.Pattern[str]:
+    """A ``group_filter`` setting compiled: a regular expression the whole group id must
+    match (:func:`group_matches`); raises ``error`` naming the setting when it is not one."""
+    try:
+        return re.compile(text)  # type: ignore[call-overload, no-any-return]
+    except (re.error, TypeError) as exc:
+        raise error(f"group_filter: invalid regular expression: {exc}") from exc
+
+
+def group_matches(pattern: re.Pattern[str], group_id: str) -> bool:
+    """Whether a group passes a ``group_filter`` (the collector's and the job's): the whole
+    id matches."""
+    return pattern.fullmatch(group_id) is not None
+
+
 def parse_key_value(text: str, setting: str) -> tuple[str, str]:
     """``"KEY=VALUE"`` -> ``(key, value)``; the value may contain ``=``."""
     key, sep, value = text.partition("=")
@@ -275,6 +294,13 @@ class JobConfig:
       (``rebalance_monitor_kafka_up``, a line when it goes down or comes back); 0: never.
     * ``lag_status_window_s``: the lag status's sliding window, in record time (Burrow's
       evaluation, ``docs/tracking.md`` "Lag status"), 600 s by default.
+    * ``group_filter``: only groups whose whole id matches this regular expression are
+      tracked and written (the collector's ``group_filter``, the same matching); not with
+      ``offset_commits_history=every``, whose commit lane never leaves the JVM.
+    * ``group_retention_s``: a group without a record in ``__consumer_offsets`` and without
+      a collector snapshot listing it for this long, in record time, is forgotten: its
+      state dropped, its series removed (:mod:`streaming.tracking.forget`). A week by
+      default; 0: never. A deleted group (its tombstone) is forgotten at once.
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
@@ -298,6 +324,8 @@ class JobConfig:
     broker_check_timeout_s: float = 30.0
     broker_watch_interval_s: float = 5.0
     lag_status_window_s: float = 600.0
+    group_filter: str = ".*"
+    group_retention_s: float = 7 * 24 * 3600.0
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -338,6 +366,18 @@ class JobConfig:
         if not _is_number(window) or not 0.001 <= window <= 86_400 * 30:
             raise JobConfigError(
                 f"lag_status_window_s: expected seconds in [0.001, 2592000], got {window!r}"
+            )
+        group_pattern(self.group_filter, JobConfigError)
+        if self.group_filter != ".*" and self.offset_commits_history == "every":
+            raise JobConfigError(
+                "group_filter: not with offset_commits_history=every (its commit lane writes "
+                "every commit from the JVM, unfiltered); use latest"
+            )
+        retention = self.group_retention_s
+        if not _is_number(retention) or not 0 <= retention <= _MAX_RETENTION_S:
+            raise JobConfigError(
+                f"group_retention_s: expected seconds in [0, {_MAX_RETENTION_S:g}] (0: never), "
+                f"got {retention!r}"
             )
         if not isinstance(self.metrics_host, str) or not self.metrics_host:
             raise JobConfigError("metrics_host: must not be empty")
@@ -389,6 +429,11 @@ class JobConfig:
                 )
             options[bare] = value
         object.__setattr__(self, "kafka_options", MappingProxyType(options))
+
+    @property
+    def group_pattern(self) -> re.Pattern[str]:
+        """``group_filter`` compiled (:func:`group_matches`)."""
+        return group_pattern(self.group_filter, JobConfigError)
 
     @property
     def kafka(self) -> KafkaConnection:
@@ -450,10 +495,7 @@ class CollectorConfig:
             )
         if not isinstance(self.cluster, str) or not self.cluster.strip():
             raise CollectorConfigError("cluster: the cluster label must not be empty")
-        try:
-            re.compile(self.group_filter)
-        except (re.error, TypeError) as exc:
-            raise CollectorConfigError(f"group_filter: invalid regular expression: {exc}") from exc
+        group_pattern(self.group_filter, CollectorConfigError)
         for name in ("topic_partitions", "topic_replication_factor"):
             value = getattr(self, name)
             if value is not None and (not _is_int(value) or value < 1):
@@ -477,7 +519,7 @@ class CollectorConfig:
 
     @property
     def group_pattern(self) -> re.Pattern[str]:
-        return re.compile(self.group_filter)
+        return group_pattern(self.group_filter, CollectorConfigError)
 
     def admin_configs(self) -> dict[str, Any]:
         """Keyword arguments for ``KafkaAdminClient``."""

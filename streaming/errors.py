@@ -26,6 +26,10 @@ callers (or the standard library) catch a built-in class, it stays a second base
     ├── audit.AuditError                       BadTimeError (ValueError), MissingTableError,
     │                                          TimeTravelError, QueryError
     ├── spark.session.SparkSetupError (RuntimeError)     a jar is missing  [1]
+    ├── spark.checkpoint.CheckpointFileError  (ValueError)  a job file in the checkpoint
+    │   └── spark.stateful.CheckpointLayoutError            its bucket layout
+    ├── spark.checkpoint.CheckpointMismatchError         the checkpoint's app id and the
+    │                                          tables' Delta transactions disagree
     ├── job.QueryFailedError          (RuntimeError)     the streaming query failed  [1]
     └── spark.stopping.BatchInterrupted                  a stop ended a micro-batch (raised
                                                into Spark, never to a command line)  [1]

@@ -44,8 +44,8 @@ measured what that cost), and both lanes see the same offsets in each micro-batc
 ``<checkpoint_dir>/events``, which also records the stateful step's buckets
 (``rebalance-monitor-layout.json``, :func:`streaming.spark.stateful.checkpoint_keys`). It
 writes with ``txnAppId`` = the id kept in
-``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint; a new checkpoint gets a new
-id, see :mod:`streaming.sinks.delta`) and ``txnVersion`` = the batch id.
+``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint on any file system; a new
+checkpoint gets a new id, :mod:`streaming.spark.checkpoint`) and ``txnVersion`` = the batch id.
 Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch ends
 the query as stopped, and a batch's failure is reported even when Spark loses its record.
 A stop (SIGTERM as Ctrl-C under ``rebalance-monitor run``, the end of ``--duration``) first
@@ -203,11 +203,17 @@ def start(
     tracker = TrackerConfig(
         consumer_session_timeout_ms=config.consumer_session_timeout_ms,
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
+        group_idle_ms=round(config.group_retention_s * 1000),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
     keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
     events = track(
-        decoded, cluster=config.cluster, config=tracker, commit_rows=not every, keys=keys
+        decoded,
+        cluster=config.cluster,
+        config=tracker,
+        commit_rows=not every,
+        keys=keys,
+        group_filter=config.group_filter,
     )
 
     # 4. sinks
@@ -606,6 +612,20 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="the job's lines: 'text' (time, level, message; the default) or 'json' (one "
         "object per line)",
     )
+    p.add_argument(
+        "--group-filter",
+        metavar="REGEX",
+        help="only groups whose whole id matches this regular expression (default: all; as "
+        "the collector's --group-filter)",
+    )
+    p.add_argument(
+        "--group-retention",
+        dest="group_retention_s",
+        type=float,
+        metavar="SECONDS",
+        help="forget a group after this long without a record or a collector snapshot "
+        "listing it, in record time (default 604800, a week; 0: never)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
     p.add_argument(
@@ -643,6 +663,8 @@ def config_from_args(
             "broker_check_timeout_s",
             "broker_watch_interval_s",
             "metrics_web_config_file",
+            "group_filter",
+            "group_retention_s",
         )
     }
     if args.conf:

@@ -28,6 +28,7 @@ from streaming.collector.events import (
 )
 from streaming.config import (
     CollectorConfig,
+    group_matches,
 )
 from streaming.membership_event import Issue, Stage
 
@@ -76,7 +77,7 @@ def gather_answers(
     listed: dict[str, Mapping[str, Any]] = {}
     for entry in admin.list_groups():
         group_id = str(entry["group_id"])
-        if pattern.fullmatch(group_id):
+        if group_matches(pattern, group_id):
             listed.setdefault(group_id, entry)
     groups = [listed[g] for g in sorted(listed)]
 

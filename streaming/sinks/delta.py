@@ -18,9 +18,9 @@ A test can hold the sink before or after a table's append, or after the whole ba
 exactly there.
 
 **A new checkpoint needs a new app id.** Batch ids restart at 0 with a fresh checkpoint; with
-the old app id, Delta would silently skip every batch up to the old last version. Derive
-the app id from the checkpoint (e.g. ``rebalance-monitor:<checkpoint path>`` or a UUID kept
-next to it) and change it whenever the checkpoint is deleted or moved.
+the old app id, Delta would silently skip every batch up to the old last version. The job's
+app id is a UUID kept in the checkpoint (:func:`streaming.spark.checkpoint.app_id`), checked
+against the tables' transactions before the query starts.
 """
 
 from __future__ import annotations

@@ -318,6 +318,14 @@ BUILD_INFO = MetricSpec(
     "PySpark and Delta Lake.",
     ("version", "python_version", "pyspark_version", "delta_version"),
 )
+TRACKED_GROUPS = MetricSpec(
+    "rebalance_monitor_tracked_groups",
+    "gauge",
+    "Groups the job keeps a state of (each bucket of the stateful step as of its last "
+    "micro-batch with rows); a group is forgotten after its tombstone or a week without "
+    "records or a collector snapshot listing it.",
+    (),
+)
 
 #: Every metric, in exposition order.
 ALL_METRICS: tuple[MetricSpec, ...] = (
@@ -351,4 +359,5 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     LAST_BATCH_AGE_SECONDS,
     KAFKA_UP,
     BUILD_INFO,
+    TRACKED_GROUPS,
 )

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streaming.sinks.tables import BAD_RECORD_KIND, DRIVER_STRUCTS, GROUP_METRICS, PARTITION_LAG
@@ -39,7 +37,6 @@ __all__ = [
     "JobStats",
     "Progress",
     "Sinks",
-    "app_id",
     "driver_row",
     "table_frames",
 ]
@@ -53,7 +50,14 @@ EventsListener = Callable[[list[dict[str, Any]]], None]
 #: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
 #: (commits, per-member assignments) goes from the executors to Delta only.
 DRIVER_KINDS = frozenset(
-    {"rebalance", "group_metrics", "group_status", "partition_lag", "group_deleted"}
+    {
+        "rebalance",
+        "group_metrics",
+        "group_status",
+        "partition_lag",
+        "group_deleted",
+        "tracked_groups",
+    }
 )
 
 #: The struct column the driver reads of each of its kinds: the table's for group metrics
@@ -69,6 +73,8 @@ _TOMBSTONE = "tombstone"
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
 SOURCE_STATS, BAD_RECORD = "source_stats", BAD_RECORD_KIND
+#: A bucket's count of tracked groups (:class:`~streaming.tracking.events.TrackedGroups`).
+TRACKED_GROUPS = "tracked_groups"
 #: Exporter rows parsed and applied at a time (of a batch collected as Arrow).
 DRIVER_CHUNK = 5_000
 #: Driver rows per task result at most, roughly: a bigger batch's are split by group first.
@@ -123,11 +129,23 @@ class Sinks:
         progress: Progress = print,
         on_events: EventsListener | None = None,
     ) -> Sinks:
+        from streaming.job import EVENTS_QUERY
         from streaming.sinks.delta import DeltaSink
         from streaming.sinks.prometheus import PrometheusSink
+        from streaming.sinks.tables import TABLE_NAMES
+        from streaming.spark import checkpoint as ckpt
 
-        delta = DeltaSink(spark, config.delta_path, app_id(config.checkpoint_dir))
+        # the Delta app id of the checkpoint, checked against the tables' transactions
+        events = f"{config.checkpoint_dir.rstrip('/')}/{EVENTS_QUERY}"
+        app = ckpt.app_id(spark, config.checkpoint_dir, events)
+        delta = DeltaSink(spark, config.delta_path, app)
         delta.ensure_tables()
+        ckpt.check_transactions(
+            ckpt.table_transactions(spark, [(t, delta.path(t)) for t in TABLE_NAMES]),
+            app,
+            ckpt.last_batch_id(spark, events),
+            lambda line: progress(f"[checkpoint] {line}"),
+        )
         prometheus = None
         if config.metrics_port:
             from streaming.sinks.web_config import load_web_config
@@ -286,7 +304,8 @@ class Sinks:
         finally:
             df.unpersist()
         self._count_records(stats, batch_id, started, kinds.get(BAD_RECORD, 0))
-        events = {k: n for k, n in kinds.items() if k not in (SOURCE_STATS, BAD_RECORD)}
+        not_events = (SOURCE_STATS, BAD_RECORD, TRACKED_GROUPS)
+        events = {k: n for k, n in kinds.items() if k not in not_events}
         with self._lock:
             for kind, n in events.items():
                 self.stats.events[kind] = self.stats.events.get(kind, 0) + n
@@ -372,18 +391,3 @@ def table_frames(
     if BAD_RECORD in kinds:
         frames[t.BAD_RECORDS] = t.bad_records_frame(events, batch_id)
     return frames
-
-
-def app_id(checkpoint_dir: str) -> str:
-    """The Delta ``txnAppId`` base of this checkpoint: a UUID created with it (local paths),
-    else derived from the checkpoint URI."""
-    if "://" in checkpoint_dir and not checkpoint_dir.startswith("file:"):
-        return f"rebalance-monitor:{checkpoint_dir}"
-    folder = Path(checkpoint_dir.removeprefix("file://").removeprefix("file:"))
-    folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / "app-id"
-    if not marker.exists():  # written whole or not at all: a kill here leaves no empty id
-        partial = folder / f".app-id.{uuid.uuid4()}"
-        partial.write_text(f"rebalance-monitor:{uuid.uuid4()}\n", encoding="utf-8")
-        partial.replace(marker)
-    return marker.read_text(encoding="utf-8").strip()

@@ -26,7 +26,7 @@ status can never bring back a strategy a newer rebalance replaced.
 
 Series removal:
 
-* ``GroupDeleted`` (deleted, expired, converted or recreated group) removes every series
+* ``GroupDeleted`` (deleted, expired, converted, recreated or forgotten group) removes every series
   of the group, counters included (a recreated group starts again from zero, which
   Prometheus treats as a counter reset). Afterwards the group is dormant: events older than
   the tombstone and ``GroupStatus`` snapshots (the tracker closes the tombstone's batch with
@@ -78,6 +78,7 @@ from streaming.tracking.events import (
     PartitionLagRow,
     RebalanceEvent,
     RebalanceSummary,
+    TrackedGroups,
     from_row,
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
@@ -95,7 +96,7 @@ _Labels = tuple[str, ...]
 
 #: Job series without a default 0: absent until set (``kafka_up`` 0 would say "down" before
 #: the first check, or forever in a job that does not watch the cluster).
-_SET_FIRST = frozenset({mn.KAFKA_UP.name})
+_SET_FIRST = frozenset({mn.KAFKA_UP.name, mn.TRACKED_GROUPS.name})
 
 
 class _Store:
@@ -419,7 +420,10 @@ class PrometheusSink:
         # the group's assignor_info labels (None: no strategy) and whether a rebalance set them
         self._assignor: dict[_GroupKey, tuple[_Labels | None, bool]] = {}
         self._lag_ts_ms: dict[tuple[str, str, str, int], int] = {}
-        self._deleted_ts_ms: dict[_GroupKey, int] = {}
+        # deleted groups, newest last, as many as events remembered (forgotten groups come
+        # and go for as long as the job runs)
+        self._deleted_ts_ms: OrderedDict[_GroupKey, int] = OrderedDict()
+        self._tracked: dict[_GroupKey, tuple[int, int]] = {}  # bucket -> (ts, groups)
         self._dormant: set[_GroupKey] = set()
         self._last_batch_id: int | None = None
         self._last_batch_ts_s: float | None = None
@@ -541,6 +545,9 @@ class PrometheusSink:
             for raw in events:
                 event = self._as_event(raw)
                 if event is None:
+                    continue
+                if isinstance(event, TrackedGroups):
+                    self._tracked_groups(event)
                     continue
                 key = self._dedupe_key(event)
                 if key in self._applied:
@@ -701,6 +708,14 @@ class PrometheusSink:
         else:
             self._remove(mn.PARTITION_LAG_STATUS, labels)
 
+    def _tracked_groups(self, ev: TrackedGroups) -> None:
+        """A bucket's count of tracked groups (the newest per bucket); the gauge is their sum
+        over the buckets seen since the exporter started."""
+        bucket = (ev.cluster, ev.group_id)
+        if ev.event_ts_ms >= self._tracked.get(bucket, (ev.event_ts_ms, 0))[0]:
+            self._tracked[bucket] = (ev.event_ts_ms, ev.groups)
+            self._set(mn.TRACKED_GROUPS, (), sum(n for _ts, n in self._tracked.values()))
+
     def _delete_group(self, ev: GroupDeleted, group: _GroupKey) -> None:
         self._store.drop_group(group)
         self._members.pop(group, None)
@@ -710,7 +725,11 @@ class PrometheusSink:
         for lag_key in [k for k in self._lag_ts_ms if k[:2] == group]:
             del self._lag_ts_ms[lag_key]
         self._deleted_ts_ms[group] = max(self._deleted_ts_ms.get(group, 0), ev.event_ts_ms)
+        self._deleted_ts_ms.move_to_end(group)
         self._dormant.add(group)
+        while len(self._deleted_ts_ms) > self._max_remembered:
+            oldest, _ts = self._deleted_ts_ms.popitem(last=False)
+            self._dormant.discard(oldest)
 
     def _set_assignor(
         self, group: _GroupKey, labels: _Labels | None, *, from_rebalance: bool

@@ -625,13 +625,19 @@ def _spark_type(tp: Any) -> DataType:
 
 
 def _driver_structs() -> dict[str, StructType]:
-    from streaming.tracking.events import GroupDeleted, GroupStatus, RebalanceSummary
+    from streaming.tracking.events import (
+        GroupDeleted,
+        GroupStatus,
+        RebalanceSummary,
+        TrackedGroups,
+    )
 
-    return {c.kind: dataclass_struct(c) for c in (RebalanceSummary, GroupStatus, GroupDeleted)}
+    kinds = (RebalanceSummary, GroupStatus, GroupDeleted, TrackedGroups)
+    return {c.kind: dataclass_struct(c) for c in kinds}
 
 
 #: The rows the driver reads that no table keeps, each a typed struct column of the stateful
 #: step's rows named after its kind: a rebalance's
 #: :class:`~streaming.tracking.events.RebalanceSummary` (``rebalance_summary``), and
-#: ``group_status`` and ``group_deleted`` (the exporter's only).
+#: ``group_status``, ``group_deleted`` and ``tracked_groups`` (the exporter's only).
 DRIVER_STRUCTS: dict[str, StructType] = _driver_structs()

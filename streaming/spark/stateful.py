@@ -64,7 +64,6 @@ are handed over as Spark delivers them.
 from __future__ import annotations
 
 import json
-import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -73,19 +72,22 @@ import msgspec
 
 from assign_core.partition_cache import made_in_bulk
 from streaming.codec.model import OffsetCommitTombstone
-from streaming.errors import RebalanceMonitorError
+from streaming.spark.checkpoint import CheckpointFileError
 from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, STATS_KEY, observation_of
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.errors import StateFormatError
 from streaming.tracking.events import (
     EVENT_TYPES,
+    GroupDeleted,
     OffsetCommitRow,
     RebalanceEvent,
     RebalanceSummary,
+    TrackedGroups,
     event_id,
     from_row,
     to_row,
 )
+from streaming.tracking.forget import forgotten, is_idle, last_activity_ms
 from streaming.tracking.model import CommitRun, Observation
 from streaming.tracking.state import GroupState
 
@@ -282,6 +284,9 @@ LEGACY_BUCKETS = 64
 #: The file in the query's checkpoint folder that records its buckets.
 LAYOUT_FILE = "rebalance-monitor-layout.json"
 BUCKET_PREFIX = "\x00rebalance-monitor:bucket:"
+#: The entry of a bucket's map that holds its groups' last sightings (no Kafka group is
+#: named so): :class:`BucketStates`.
+SEEN_KEY = "\x00rebalance-monitor:seen"
 #: The grouping column of the stateful step.
 TRACKER_KEY = "tracker_key"
 #: The key of the bad rows in the stateful step (no Kafka group is named so).
@@ -682,12 +687,18 @@ class BucketStates:
     checkpoints every changed value. The 10,000 states of a live micro-batch are 32.1 MB of
     msgpack, 7.9 MB compressed, for 0.17 s to compress and 0.08 s to decompress. A bucket
     written before (plain msgpack) is read as well: a zlib stream starts with ``0x78``, which
-    no msgpack map does."""
+    no msgpack map does.
 
-    __slots__ = ("changed", "states")
+    Each group's last sighting (:func:`~streaming.tracking.forget.last_activity_ms`) is kept
+    beside the states, under a key no Kafka group has (:data:`SEEN_KEY`), so that the idle
+    groups are found without parsing a state (:meth:`forget_idle`). A bucket written before
+    the index starts its groups' clocks at the first micro-batch that reads it."""
 
-    def __init__(self, states: dict[str, bytes]) -> None:
+    __slots__ = ("changed", "seen", "states")
+
+    def __init__(self, states: dict[str, bytes], seen: dict[str, int] | None = None) -> None:
         self.states = states
+        self.seen = {} if seen is None else seen
         self.changed = False
 
     @classmethod
@@ -696,12 +707,17 @@ class BucketStates:
             if blob[:1] == b"\x78":
                 blob = zlib.decompress(blob)
             states = _BUCKET_DECODE(blob)
+            seen_blob = states.pop(SEEN_KEY, None)
+            seen = None if seen_blob is None else _SEEN_DECODE(seen_blob)
         except (msgspec.DecodeError, zlib.error) as e:
             raise StateFormatError("$bucket", f"not a bucket of group states: {e}") from None
-        return cls(states)
+        return cls(states, seen)
 
     def encode(self) -> bytes:
-        return zlib.compress(_BUCKET_ENCODE(self.states), 1)
+        entries = self.states
+        if self.seen:
+            entries = {**entries, SEEN_KEY: _SEEN_ENCODE(self.seen)}
+        return zlib.compress(_BUCKET_ENCODE(entries), 1)
 
     def step(
         self, group_id: str, observations: Sequence[Observation], cluster: str, apply: Reducer
@@ -716,9 +732,32 @@ class BucketStates:
             if blob != stored:
                 self.states[group_id] = blob
                 self.changed = True
+            seen = last_activity_ms(state)
+            if seen is not None and self.seen.get(group_id) != seen:
+                self.seen[group_id] = seen
+                self.changed = True
         elif stored is not None:
             del self.states[group_id]
+            self.seen.pop(group_id, None)
             self.changed = True
+        return events
+
+    def forget_idle(self, now_ms: int, idle_ms: int) -> list[GroupDeleted]:
+        """Drop the groups last seen ``idle_ms`` or more before ``now_ms`` (record time; rule
+        F3 of :mod:`streaming.tracking.forget`); a ``GroupDeleted`` (``forgotten``) each."""
+        events: list[GroupDeleted] = []
+        for group_id in [g for g in self.states if g not in self.seen]:
+            self.seen[group_id] = now_ms  # a bucket from before the index: the clock starts
+            self.changed = True
+        if idle_ms <= 0:
+            return events
+        for group_id, seen in list(self.seen.items()):
+            if is_idle(seen, now_ms, idle_ms):
+                stored = self.states.pop(group_id, None)
+                del self.seen[group_id]
+                self.changed = True
+                if stored is not None:
+                    events.append(forgotten(GroupState.decode(stored), now_ms))
         return events
 
 
@@ -751,6 +790,8 @@ def store_bucket(value: Any, bucket: BucketStates) -> None:
 
 _BUCKET_ENCODE = msgspec.msgpack.Encoder().encode
 _BUCKET_DECODE = msgspec.msgpack.Decoder(dict[str, bytes]).decode
+_SEEN_ENCODE = msgspec.msgpack.Encoder().encode
+_SEEN_DECODE = msgspec.msgpack.Decoder(dict[str, int]).decode
 
 
 # -- the processor ---------------------------------------------------------------------------
@@ -763,10 +804,13 @@ def _processor_class() -> type:
         """The trackers of one bucket of groups: the groups' states in the bucket's
         ValueState (:class:`BucketStates`), time from the group's records."""
 
-        def __init__(self, cluster: str, config: TrackerConfig, commit_rows: bool) -> None:
+        def __init__(
+            self, cluster: str, config: TrackerConfig, commit_rows: bool, group_filter: str
+        ) -> None:
             self._cluster = cluster
             self._config = config
             self._commit_rows = commit_rows
+            self._group_filter = group_filter
 
         def init(self, handle: StatefulProcessorHandle) -> None:
             self._handle = handle
@@ -774,6 +818,7 @@ def _processor_class() -> type:
             # the layout before buckets kept one entry per group: read once, then moved
             self._legacy = handle.getMapState(LEGACY_STATE, GROUP_KEY_SCHEMA, LEGACY_STATE_SCHEMA)
             self._apply = load_reducer(self._config)
+            self._keep = _group_keeper(self._group_filter)
 
         def handleInputRows(
             self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -794,17 +839,33 @@ def _processor_class() -> type:
                 # a bucket's step makes ~10 objects per commit run, none part of a cycle: the
                 # cyclic collector paused meanwhile (it scanned the worker's heap over and
                 # over: ~20 % of the step's Python at 10,000 groups)
-                yield from made_in_bulk(lambda: self._track(frames))
+                yield from made_in_bulk(lambda: self._track(str(key[0]), frames))
 
-        def _track(self, frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+        def _track(self, bucket_key: str, frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
             import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+            if self._keep is not None:
+                frames = [_kept(frame, self._keep) for frame in frames]
             commits: list[OffsetCommitRow] | None = [] if self._commit_rows else None
             by_group, failed = observations_by_group(frames, commits=commits, cluster=self._cluster)
             events: list[Any] = list(commits or ())
             bucket = load_bucket(self._bucket, self._legacy)
             for group_id, observations in by_group.items():
                 events.extend(bucket.step(group_id, observations, self._cluster, self._apply))
+            now_ms = max(
+                (o.logical_ts_ms for observed in by_group.values() for o in observed), default=None
+            )
+            if now_ms is not None:
+                events.extend(bucket.forget_idle(now_ms, self._config.group_idle_ms))
+                events.append(
+                    TrackedGroups(
+                        event_id=event_id("tracked", self._cluster, bucket_key, now_ms),
+                        cluster=self._cluster,
+                        group_id=bucket_key,
+                        event_ts_ms=now_ms,
+                        groups=len(bucket.states),
+                    )
+                )
             store_bucket(self._bucket, bucket)
             out = [tracker_frame(events)]
             if failed:
@@ -832,6 +893,24 @@ def _processor_class() -> type:
             pass
 
     return GroupTracker
+
+
+def _group_keeper(group_filter: str) -> Callable[[str], bool] | None:
+    """Whether a group id passes ``group_filter`` (:func:`streaming.config.group_matches`,
+    the collector's matching); None when every group passes."""
+    if group_filter == ".*":
+        return None
+    from streaming.config import JobConfigError, group_matches, group_pattern
+
+    pattern = group_pattern(group_filter, JobConfigError)
+    return lambda group_id: group_matches(pattern, group_id)
+
+
+def _kept(frame: pd.DataFrame, keep: Callable[[str], bool]) -> pd.DataFrame:
+    """A bucket's rows of the groups that pass the filter (``keep``, once per group id)."""
+    ids = frame["group_id"]
+    passing = {g: keep(g) for g in ids.unique()}
+    return frame[ids.map(passing).astype(bool)]
 
 
 def tracker_key(group_id: Column, keys: Sequence[str]) -> Column:
@@ -890,54 +969,27 @@ def checkpoint_keys(spark: SparkSession, checkpoint: str) -> list[str]:
     Hadoop's file system API, so any checkpoint location Spark takes works.
 
     Raises :class:`CheckpointLayoutError` naming the file when it is not a layout."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    fs_path = jvm.org.apache.hadoop.fs.Path
-    folder = fs_path(checkpoint)
-    fs = folder.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    layout = fs_path(folder, LAYOUT_FILE)
-    if fs.exists(layout):
-        from py4j.protocol import Py4JJavaError
+    from streaming.spark.checkpoint import has_run, read_file, write_once
 
-        try:
-            stream = fs.open(layout)
-            try:
-                text = bytes(stream.readAllBytes()).decode("utf-8", errors="replace")
-            finally:
-                stream.close()
-        except Py4JJavaError as e:
-            raise CheckpointLayoutError(
-                str(layout), f"could not be read: {e.java_exception}"
-            ) from None
-        return _layout_keys(text, str(layout))
-    if fs.exists(fs_path(folder, "offsets")):
+    text = read_file(spark, checkpoint, LAYOUT_FILE, error=CheckpointLayoutError)
+    if text is not None:
+        return _layout_keys(text, f"{checkpoint.rstrip('/')}/{LAYOUT_FILE}")
+    if has_run(spark, checkpoint):
         keys = bucket_names(LEGACY_BUCKETS)
         record: dict[str, Any] = {"buckets": LEGACY_BUCKETS}
     else:
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
         keys = balanced_keys(spark, BUCKETS, partitions)
         record = {"buckets": BUCKETS, "partitions": partitions, "keys": keys}
-    fs.mkdirs(folder)
-    partial = fs_path(folder, f".{LAYOUT_FILE}.{uuid.uuid4()}")
-    out = fs.create(partial, False)
-    try:
-        out.write(bytearray(json.dumps(record).encode()))
-    finally:
-        out.close()
-    if not fs.rename(partial, layout):
-        fs.delete(partial, False)
-        if not fs.exists(layout):
-            raise CheckpointLayoutError(str(layout), "could not be written")
-        return checkpoint_keys(spark, checkpoint)  # another run wrote it meanwhile
+    text = json.dumps(record)
+    there = write_once(spark, checkpoint, LAYOUT_FILE, text, error=CheckpointLayoutError)
+    if there != text:  # another run wrote it meanwhile
+        return _layout_keys(there, f"{checkpoint.rstrip('/')}/{LAYOUT_FILE}")
     return keys
 
 
-class CheckpointLayoutError(RebalanceMonitorError, ValueError):
+class CheckpointLayoutError(CheckpointFileError):
     """A checkpoint's :data:`LAYOUT_FILE` that cannot be read or written."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
 
 
 def _layout_keys(text: str, path: str) -> list[str]:
@@ -968,6 +1020,7 @@ def track(
     config: TrackerConfig = DEFAULT_CONFIG,
     keys: Sequence[str],
     commit_rows: bool = False,
+    group_filter: str = ".*",
 ) -> DataFrame:
     """Decoded rows (:func:`streaming.spark.decode.decode`) -> tracker events
     (:data:`EVENTS_SCHEMA`), state per group id in its bucket (:func:`tracker_key`). Two
@@ -984,7 +1037,13 @@ def track(
     offset tombstone and an ``offset_commit_runs`` row of each ``CommitRun`` row (its runs'
     last commits as lists), of which :func:`streaming.sinks.tables.commit_frame` makes what
     ``offset_commits`` keeps with ``history="latest"``: the commit lane's rows without its
-    second read of the source (:func:`streaming.job.start`)."""
+    second read of the source (:func:`streaming.job.start`).
+
+    ``group_filter``: only the groups whose whole id matches it are tracked; the others' rows
+    are dropped in the step (the collector's ``--group-filter`` matching,
+    :func:`streaming.config.group_matches`). Every bucket that had rows also gives a
+    ``tracked_groups`` row (its count of states) and forgets its idle groups
+    (``config.group_idle_ms``, :mod:`streaming.tracking.forget`)."""
     from pyspark.sql import functions as F
 
     group = F.col("group_id")
@@ -995,7 +1054,7 @@ def track(
     )
     routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
     routed = routed.withColumn(TRACKER_KEY, key)
-    processor = _processor_class()(cluster, config, commit_rows)
+    processor = _processor_class()(cluster, config, commit_rows, group_filter)
     step = routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=STEP_SCHEMA,

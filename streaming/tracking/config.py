@@ -43,6 +43,10 @@ class TrackerConfig:
       time; at most ``commit_history`` commits of it are kept. 10 minutes by default.
     * ``lag_status_allowed_records``: lag (records) still counted as caught up (Burrow's
       ``allowed-lag``), 0 by default.
+    * ``group_idle_ms``: a group without a ``__consumer_offsets`` record and without a
+      collector snapshot listing it for this long (record time) is forgotten (rule F3 of
+      :mod:`~streaming.tracking.forget`); a week by default, as Kafka's default offset
+      retention (``offsets.retention.minutes``); 0: never.
     * ``max_expected_members`` / ``max_expected_partitions``: bigger groups skip the
       expected assignments (an error text says so), bounding the time one rebalance costs.
     """
@@ -62,6 +66,7 @@ class TrackerConfig:
     lag_status_allowed_records: int = 0
     max_expected_members: int = 5_000
     max_expected_partitions: int = 100_000
+    group_idle_ms: int = 7 * 24 * 3600 * 1000
 
     def __post_init__(self) -> None:
         for name, strategies, allowed in (
@@ -95,6 +100,11 @@ class TrackerConfig:
         if isinstance(allowed_lag, bool) or not isinstance(allowed_lag, int) or allowed_lag < 0:
             raise TrackerConfigError(
                 f"lag_status_allowed_records: expected a non-negative integer, got {allowed_lag!r}"
+            )
+        idle = self.group_idle_ms
+        if isinstance(idle, bool) or not isinstance(idle, int) or idle < 0:
+            raise TrackerConfigError(
+                f"group_idle_ms: expected a non-negative integer (0: never), got {idle!r}"
             )
         for name, low in (
             ("commit_history", 2),

@@ -14,6 +14,8 @@ GroupDeleted           group tombstone (so metric series of the group can be rem
 GroupStatus            ``apply`` call that changed the group: a snapshot for gauges
 RebalanceSummary       RebalanceEvent, what the driver reads of it (built by the job on the
                        executors; not a table's row)
+TrackedGroups          bucket of the stateful step x micro-batch: the groups it keeps a state
+                       of (the exporter's count; not a table's row)
 =====================  ====================================================================
 
 Every row has ``event_id``: a stable key built from the group and the log position (or
@@ -63,6 +65,7 @@ __all__ = [
     "SkewFigures",
     "StaticRejoin",
     "SummaryMember",
+    "TrackedGroups",
     "TrackerEvent",
     "WithheldPartition",
     "event_id",
@@ -468,7 +471,9 @@ class PartitionLagRow:
 class GroupDeleted:
     """The group's tombstone: remove its series. ``reason``: ``deleted`` (DeleteGroups or
     expiry), ``converted`` (classic <-> consumer conversion: the group continues under the
-    other protocol), or ``recreated`` (a new group restarted the generations)."""
+    other protocol), ``recreated`` (a new group restarted the generations), or ``forgotten``
+    (no record and no collector snapshot listing it for ``TrackerConfig.group_idle_ms``;
+    ``source_partition`` and ``source_offset`` -1, :mod:`~streaming.tracking.forget`)."""
 
     kind: ClassVar[str] = "group_deleted"
     event_id: str
@@ -513,6 +518,20 @@ class GroupStatus:
     lag_status: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TrackedGroups:
+    """How many groups one bucket of the stateful step keeps a state of after a micro-batch
+    that had rows of it (``group_id``: the bucket's key; ``event_ts_ms``: the batch's newest
+    record time in the bucket)."""
+
+    kind: ClassVar[str] = "tracked_groups"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    groups: int
+
+
 TrackerEvent = (
     RebalanceEvent
     | MemberAssignmentRow
@@ -534,6 +553,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
         PartitionLagRow,
         GroupDeleted,
         GroupStatus,
+        TrackedGroups,
     )
 }
 

@@ -28,6 +28,9 @@ TopicsSnapshot (collector)          partition counts, racks, topic ids and end o
 share / streams records, Unknown    skipped, counted
 ==================================  ========================================================
 
+A tombstone that deletes the group empties its state there (rule F1 of
+:mod:`~streaming.tracking.forget`): the adapter drops a state left empty.
+
 After the observations, a KIP-848 rebalance that has waited for reconciliation longer than
 ``reconcile_timeout_ms`` (measured against ``now_ms``) is emitted as ``timed_out``, and if
 anything changed a :class:`~streaming.tracking.events.GroupStatus` closes the event list.
@@ -67,6 +70,7 @@ from streaming.tracking.events import (
     TrackerEvent,
     event_id,
 )
+from streaming.tracking.forget import forgets
 from streaming.tracking.lag import add_point, lag_records, lag_seconds
 from streaming.tracking.lag_status import Verdict, evaluate_partition, group_status
 from streaming.tracking.model import (
@@ -162,11 +166,22 @@ def apply(
             ctx.skip("duplicate")
             continue
         work.positions[key] = obs.offset
+        emitted = len(ctx.events)
         _dispatch(ctx, obs)
+        if any(forgets(e) for e in ctx.events[emitted:]):
+            work = ctx.state = _after_tombstone(work)
     flush_timeout(ctx)
     if ctx.changed:
         ctx.emit(_status(work, now_ms, config))
     return work, ctx.events
+
+
+def _after_tombstone(state: GroupState) -> GroupState:
+    """Rule F1 (:mod:`~streaming.tracking.forget`): a deleted group's state starts again
+    empty; only the source positions stay (what follows is still read in offset order)."""
+    fresh = GroupState.new(state.cluster, state.group_id)
+    fresh.positions = state.positions
+    return fresh
 
 
 def _dispatch(ctx: Context, obs: Observation) -> None:

@@ -33,6 +33,7 @@ from streaming.sinks.micro_batch import driver_row
 from streaming.sinks.prometheus import PrometheusSink
 from streaming.spark.stateful import events_to_rows, logical_now_ms
 from streaming.tracking import GroupState, RebalanceEvent, apply
+from streaming.tracking.events import TrackedGroups, event_id
 from streaming.tracking.reducer import ordered
 from tests.dashboards import promql
 from tests.dashboards.promql import PrometheusServer, Query
@@ -62,9 +63,20 @@ def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, in
     for start in range(0, len(obs), BATCH_RECORDS):
         chunk = obs[start : start + BATCH_RECORDS]
         # the job's "now": the batch's latest record time (a status per batch, in order)
-        state, events = apply(state, chunk, logical_now_ms(state, chunk))
+        now_ms = logical_now_ms(state, chunk)
+        state, events = apply(state, chunk, now_ms)
         if any(isinstance(e, RebalanceEvent) and not e.members_after for e in events):
             return  # the last member leaves: keep the group as it was while it ran
+        # the stateful step's count of its bucket's states (here a bucket per group)
+        bucket = f"bucket:{fixture['group_id']}"
+        count = TrackedGroups(
+            event_id=event_id("tracked", CLUSTER, bucket, now_ms),
+            cluster=CLUSTER,
+            group_id=bucket,
+            event_ts_ms=now_ms,
+            groups=0 if state.is_empty() else 1,
+        )
+        events = [*events, count]
         started = time.monotonic()
         rows = [  # what the driver reads of the job's rows (a rebalance: its summary)
             driver for driver in map(driver_row, events_to_rows(events)) if driver is not None

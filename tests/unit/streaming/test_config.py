@@ -137,6 +137,10 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"consumer_session_timeout_ms": 0}, "consumer_session_timeout_ms"),
     ({"lag_status_window_s": 0}, "lag_status_window_s"),
     ({"lag_status_window_s": "10m"}, "lag_status_window_s"),
+    ({"group_filter": "orders-("}, "group_filter"),
+    ({"group_filter": "orders-.*", "offset_commits_history": "every"}, "group_filter"),
+    ({"group_retention_s": -1}, "group_retention_s"),
+    ({"group_retention_s": "a week"}, "group_retention_s"),
     ({"spark_conf": {"shuffle": "1"}}, "spark_conf"),
     ({"kafka_options": {"auto.offset.reset": "latest"}}, "kafka_options"),
     ({"kafka_options": {"kafka.bootstrap.servers": "x:1"}}, "kafka_options"),
@@ -365,3 +369,22 @@ def test_a_member_maps_its_client_config(tmp_path: Path) -> None:
         {"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.location": "/c"},
     )
     assert security_options("h:1", path) == {"security_protocol": "SSL", "ssl_cafile": "/c"}
+
+
+def test_run_takes_the_group_filter_and_retention_as_flags_and_settings() -> None:
+    from streaming.job import build_parser, config_from_args
+
+    default = load_config(environ={})
+    assert (default.group_filter, default.group_retention_s) == (".*", 7 * 86_400.0)
+    args = build_parser().parse_args(["--group-filter", "orders-.*", "--group-retention", "3600"])
+    config = config_from_args(args, environ={})
+    assert (config.group_filter, config.group_retention_s) == ("orders-.*", 3600.0)
+    # the collector's matching: the whole id
+    assert config.group_pattern.fullmatch("orders-1")
+    from streaming.config import group_matches
+
+    assert group_matches(config.group_pattern, "orders-1")
+    assert not group_matches(config.group_pattern, "my-orders-1")
+    env = {"REBALANCE_MONITOR_GROUP_FILTER": "billing", "REBALANCE_MONITOR_GROUP_RETENTION_S": "0"}
+    from_env = load_config(environ=env)
+    assert (from_env.group_filter, from_env.group_retention_s) == ("billing", 0)

@@ -29,6 +29,7 @@ from streaming.tracking.events import (
     PartitionLagRow,
     RebalanceEvent,
     SkewFigures,
+    TrackedGroups,
     event_id,
     to_row,
 )
@@ -707,6 +708,45 @@ def test_a_group_whose_last_series_is_removed_keeps_no_entry(sink: PrometheusSin
     assert not sink._store.has_group((CLUSTER, GROUP))
 
 
+def tracked(bucket: str, groups: int, *, at_ms: int) -> TrackedGroups:
+    return TrackedGroups(
+        event_id=event_id("tracked", CLUSTER, bucket, at_ms),
+        cluster=CLUSTER,
+        group_id=bucket,
+        event_ts_ms=at_ms,
+        groups=groups,
+    )
+
+
+def test_tracked_groups_is_the_sum_of_each_buckets_newest_count(sink: PrometheusSink) -> None:
+    assert value(scrape(sink), "rebalance_monitor_tracked_groups") is None  # none seen yet
+    sink.update([tracked("b0", 3, at_ms=T0), tracked("b1", 5, at_ms=T0)])
+    assert value(scrape(sink), "rebalance_monitor_tracked_groups") == 8
+    sink.update([to_row(tracked("b0", 1, at_ms=T0 + 10))])  # a bucket forgot two (as a dict)
+    assert value(scrape(sink), "rebalance_monitor_tracked_groups") == 6
+    sink.update([tracked("b1", 9, at_ms=T0 - 10)])  # older than the bucket's count: ignored
+    assert value(scrape(sink), "rebalance_monitor_tracked_groups") == 6
+    assert names_with(scrape(sink), group="b0") == set()  # a bucket is not a group
+
+
+def test_a_forgotten_group_loses_every_series(sink: PrometheusSink) -> None:
+    sink.update([rebalance(1, [member("m-a", 0)]), status(T0 + 2000), lag(0, 5, 1.0, at_ms=T0)])
+    assert names_with(scrape(sink), group=GROUP)
+    gone = dataclasses.replace(
+        deleted(T0 + 9000), reason="forgotten", source_partition=-1, source_offset=-1
+    )
+    sink.update([gone])
+    assert names_with(scrape(sink), group=GROUP) == set()
+
+
+def test_the_deleted_groups_remembered_are_bounded() -> None:
+    small = PrometheusSink(max_remembered_events=2)
+    for i in range(5):
+        small.update([rebalance(1, [member("m", 0)], group=f"g{i}"), deleted(T0 + i, f"g{i}")])
+    assert list(small._deleted_ts_ms) == [(CLUSTER, "g3"), (CLUSTER, "g4")]
+    assert small._dormant == {(CLUSTER, "g3"), (CLUSTER, "g4")}
+
+
 def test_group_deleted_removes_every_series_of_the_group(sink: PrometheusSink) -> None:
     other = rebalance(1, [member("x", 0)], group="other")
     sink.update(
@@ -989,6 +1029,7 @@ def test_metric_names_are_unique_and_all_exposed(sink: PrometheusSink) -> None:
             metrics_row(1, "range"),
             status(T0 + 2000, lag_status="WARN"),
             lag(0, 5, 1.0, at_ms=T0 + 2000, status="WARN"),
+            tracked("bucket-0", 3, at_ms=T0),
         ]
     )
     exposed = {name for name, _ in scrape(sink)}
