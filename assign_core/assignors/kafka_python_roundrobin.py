@@ -4,7 +4,11 @@ Java's deal (all partitions sorted by topic and partition, dealt in a circle, a 
 subscribed to the topic losing its turn) over kafka-python's member order
 (:mod:`assign_core.assignors._kafka_python_common`): when static and dynamic members
 alternate in JoinGroup order, only the last run of each kind is in the circle and the others
-get nothing. Lists are sorted by topic, then partition, as Java's come out.
+get nothing. Lists are sorted by topic, then partition, as Java's come out. When the member
+whose turn it is does not subscribe to the partition's topic, kafka-python fails (its skip
+loop looks the next member up by the wrong key: ``KeyError``), so groups with different
+subscriptions get no assignment from a kafka-python leader; this raises
+:class:`~assign_core.errors.AssignmentError` there.
 
 The canonical example: the static ``S1``, the dynamic ``D1`` and the static ``S2`` join in
 that order and read Order (5 partitions)::
@@ -44,12 +48,13 @@ class KafkaPythonRoundRobinAssignor:
         circle = member_order(members)
         turn = 0
         for topic in sorted(t for t in subscribed if t in spec.topics):
-            if not any(topic in m.topics for m in circle):
-                # kafka-python would deal forever; a member left out holds the only claim
-                raise AssignmentError(f"no member in kafka-python's circle subscribes {topic!r}")
             for p in range(spec.topics[topic]):
-                while topic not in circle[turn % len(circle)].topics:
-                    turn += 1
-                lists[circle[turn % len(circle)].member_id].append(TopicPartition(topic, p))
+                member = circle[turn % len(circle)]
+                if topic not in member.topics:
+                    raise AssignmentError(
+                        f"kafka-python's roundrobin fails (KeyError): {member.member_id!r} "
+                        f"has the turn for {topic}-{p} but does not subscribe to {topic!r}"
+                    )
+                lists[member.member_id].append(TopicPartition(topic, p))
                 turn += 1
         return AssignmentResult(strategy=self.name, assignment=lists)
