@@ -151,9 +151,7 @@ def _assign_co_partitioned(bucket: Sequence[_TopicState], give: _Give) -> None:
     for p in range(first.count):
         for member in first.consumers:
             rack = consumer_rack(member)
-            if rack is not None and all(
-                rack in s.racks[p] and s.room(member) > 0 for s in bucket
-            ):
+            if rack is not None and all(rack in s.racks[p] and s.room(member) > 0 for s in bucket):
                 for s in bucket:
                     give(member, s, p)
                 break

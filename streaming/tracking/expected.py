@@ -55,9 +55,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from assign_core.assignors.registry import SERVER_STRATEGIES, STRATEGIES, get_assignor
+from assign_core.assignors.registry import (
+    DEFAULT_IMPLEMENTATION,
+    IMPLEMENTATIONS,
+    SERVER_STRATEGIES,
+    STRATEGIES,
+    UNMODELLED,
+    get_assignor,
+)
 from assign_core.metrics.churn import churn
 from assign_core.metrics.skew import skew
 from assign_core.model import GroupSpec, Member, TopicPartition
@@ -88,6 +95,7 @@ __all__ = [
     "consumer_spec",
     "failures",
     "flatten",
+    "leader_implementation",
     "owned_for_strategy",
     "run_strategies",
     "skew_figures",
@@ -125,6 +133,38 @@ def owned_for_strategy(
             return owned, data.generation
         return owned, -1
     return (), None
+
+
+def leader_implementation(strategy: str | None, subscription: Subscription | None) -> str | None:
+    """The client implementation that wrote the leader's subscription, where its shape tells
+    (``docs/tracking.md``, "Client implementations"); None when it does not.
+
+    * ``kafka-python``: version 0 with empty (not null) user data, ``sticky`` at version 0
+      with user data that starts with kafka-python's int16 version 1 (Java's struct starts
+      with an int32 topic count), or
+      ``cooperative-sticky`` at version 1 with empty user data;
+    * ``librdkafka``: version 3 or later with empty user data (``range``, ``roundrobin``), or
+      ``sticky``/``cooperative-sticky`` user data longer than Java's (librdkafka sends its
+      previous assignment there);
+    * ``java``: null user data at version 1 or later (``range``, ``roundrobin``), or
+      ``cooperative-sticky`` user data of exactly Java's int32 generation.
+    """
+    if subscription is None or strategy not in IMPLEMENTATIONS:
+        return None
+    data, version = subscription.user_data, subscription.version
+    if data == b"":
+        if version == 0 or (strategy == "cooperative-sticky" and version == 1):
+            return "kafka-python"
+        if version >= 3 and strategy in ("range", "roundrobin"):
+            return "librdkafka"
+        return None
+    if data is None:
+        return "java" if version >= 1 and strategy in ("range", "roundrobin") else None
+    if strategy == "sticky" and version == 0 and data[:2] == b"\x00\x01":
+        return "kafka-python"  # its int16 version 1 before the struct (Java's starts int32)
+    if strategy == "cooperative-sticky":
+        return "java" if len(data) == 4 else "librdkafka" if version >= 3 else None
+    return None
 
 
 def _topic_args(
@@ -425,14 +465,15 @@ FIGURE_PARTITIONS = 250_000
 FIGURES = ResultCache(max_partitions=FIGURE_PARTITIONS)
 
 
-def _answer(name: str, spec: GroupSpec) -> _Answer:
-    """``name``'s answer for ``spec``, from :data:`RESULTS` or computed (and kept)."""
-    key = ("assign", name, spec_key(spec))
+def _answer(name: str, spec: GroupSpec, implementation: str = DEFAULT_IMPLEMENTATION) -> _Answer:
+    """``name``'s answer for ``spec`` as ``implementation`` runs it, from :data:`RESULTS` or
+    computed (and kept)."""
+    key = ("assign", name, implementation, spec_key(spec))
     cached = RESULTS.get(key)
     if isinstance(cached, _Answer):
         return cached
     try:
-        result = get_assignor(name).assign(spec)
+        result = get_assignor(name, implementation).assign(spec)
     except Exception as e:  # an assignor bug must not stop the tracker
         answer = _Answer(None, (), None, f"{type(e).__name__}: {e}")
         RESULTS.put(key, answer, _owned(spec))
@@ -459,12 +500,19 @@ def run_strategies(
     identities: Mapping[str, str],
     max_members: int,
     max_partitions: int,
+    own_implementation: str | None = None,
 ) -> tuple[ExpectedAssignment, ...]:
     """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``); what
-    was already computed for identical inputs is reused (:data:`RESULTS`)."""
+    was already computed for identical inputs is reused (:data:`RESULTS`).
+
+    A classic own strategy is judged against the leader's client implementation
+    (``own_implementation``, from :func:`leader_implementation`) when known, else against
+    every known implementation of it: divergent only when none matches (:func:`_own_verdict`).
+    """
     key = (
         "run",
         own,
+        own_implementation,
         None if own_spec is None else spec_key(own_spec),
         spec_key(whatif_spec),
         tuple(strategies),
@@ -479,6 +527,7 @@ def run_strategies(
         return cached
     out = _run_strategies(
         own,
+        own_implementation,
         own_spec,
         whatif_spec,
         strategies,
@@ -497,6 +546,7 @@ def run_strategies(
 
 def _run_strategies(
     own: str | None,
+    own_implementation: str | None,
     own_spec: GroupSpec | None,
     whatif_spec: GroupSpec,
     strategies: Sequence[str],
@@ -528,7 +578,17 @@ def _run_strategies(
             out.append(_failure(name, is_own, too_big))
             continue
         spec = own_spec if is_own and own_spec is not None else whatif_spec
-        answer = _answer(name, spec)
+        implementation: str | None = None
+        if is_own and name in IMPLEMENTATIONS:
+            verdict = _own_verdict(name, own_implementation, spec, actual, member_ids)
+            if isinstance(verdict, ExpectedAssignment):
+                out.append(verdict)
+                continue
+            implementation, answer = verdict
+        else:
+            answer = _answer(name, spec)
+            if is_own and name in SERVER_STRATEGIES:
+                implementation = DEFAULT_IMPLEMENTATION  # the broker's own (Java) assignor
         assignment = answer.assignment
         if assignment is None:
             out.append(_failure(name, is_own, answer.error or "no answer"))
@@ -546,6 +606,38 @@ def _run_strategies(
                 divergent_members=diverging,
                 skew=answer.skew,
                 churn=churn_figures(before, assignment, identities),
+                implementation=implementation,
             )
         )
     return tuple(out)
+
+
+def _own_verdict(
+    name: str,
+    identified: str | None,
+    spec: GroupSpec,
+    actual: Assignment,
+    member_ids: Sequence[str],
+) -> tuple[str | None, _Answer] | ExpectedAssignment:
+    """(implementation, answer) the own classic strategy is judged by, or a failed
+    :class:`ExpectedAssignment` when the leader's implementation is known but not modelled.
+
+    Known leader: its answer. Unknown: the first known implementation whose answer matches
+    the actual assignment (Java's first), else Java's answer with no implementation: it
+    matches none, which is a divergence.
+    """
+    if identified is not None and identified in UNMODELLED.get(name, ()):
+        failed = _failure(
+            name, True, f"not modelled: the leader runs {identified}'s own {name} assignor"
+        )
+        return replace(failed, implementation=identified)
+    if identified is not None and identified in IMPLEMENTATIONS[name]:
+        return identified, _answer(name, spec, identified)
+    first: _Answer | None = None
+    for implementation in IMPLEMENTATIONS[name]:
+        answer = _answer(name, spec, implementation)
+        first = first or answer
+        if answer.assignment is not None and not _divergence(actual, answer.assignment, member_ids):
+            return implementation, answer
+    assert first is not None
+    return None, first

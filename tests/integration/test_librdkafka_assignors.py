@@ -152,7 +152,9 @@ def _play(
             consumer.close()
 
 
-def _poll_until_run_with(consumers: list[tuple[object, object]], handlers: list[_Lines], n: int) -> None:
+def _poll_until_run_with(
+    consumers: list[tuple[object, object]], handlers: list[_Lines], n: int
+) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for consumer, _ in consumers:

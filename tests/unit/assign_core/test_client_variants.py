@@ -69,7 +69,9 @@ def _generated(rnd: random.Random) -> GroupSpec:
     for i in range(rnd.randint(1, 7)):
         subscribed = tuple(rnd.sample(names, k=rnd.randint(1, 3)))
         static = f"inst-{rnd.randint(0, 99):02d}-{i}" if rnd.random() < 0.4 else None
-        members.append(Member(f"{rnd.choice('acmxz')}-{i}-{rnd.randint(0, 999)}", subscribed, static))
+        members.append(
+            Member(f"{rnd.choice('acmxz')}-{i}-{rnd.randint(0, 999)}", subscribed, static)
+        )
     return GroupSpec(topics=topics, members=tuple(members))
 
 
@@ -133,7 +135,12 @@ def test_every_partition_once_to_a_subscriber(strategy: str, implementation: str
         assert list(assignment) == [m.member_id for m in spec.members]
         owners = Counter(tp for tps in assignment.values() for tp in tps)
         subscribed = {t for m in spec.members for t in m.topics}
-        expected = {TopicPartition(t, p) for t, n in spec.topics.items() if t in subscribed for p in range(n)}
+        expected = {
+            TopicPartition(t, p)
+            for t, n in spec.topics.items()
+            if t in subscribed
+            for p in range(n)
+        }
         assert set(owners) == expected and set(owners.values()) <= {1}
         for member_id, tps in assignment.items():
             assert {tp.topic for tp in tps} <= set(spec.member(member_id).topics)

@@ -111,7 +111,11 @@ def test_a_failing_assignor_is_an_error_entry(monkeypatch: pytest.MonkeyPatch) -
     from assign_core.assignors.registry import get_assignor
 
     monkeypatch.setattr(
-        expected, "get_assignor", lambda name: Boom() if name == "range" else get_assignor(name)
+        expected,
+        "get_assignor",
+        lambda name, implementation="java": (
+            Boom() if name == "range" else get_assignor(name, implementation)
+        ),
     )
     spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
     rows = run_strategies(
@@ -159,6 +163,7 @@ def _run(spec: GroupSpec, actual: dict[str, tuple[TopicPartition, ...]]) -> tupl
         identities={},
         max_members=10,
         max_partitions=100,
+        own_implementation="java",
     )
 
 
@@ -169,9 +174,9 @@ def test_an_identical_input_reuses_the_answers(monkeypatch: pytest.MonkeyPatch) 
 
     runs: list[str] = []
 
-    def counting(name: str):  # type: ignore[no-untyped-def]
+    def counting(name: str, implementation: str = "java"):  # type: ignore[no-untyped-def]
         runs.append(name)
-        return get_assignor(name)
+        return get_assignor(name, implementation)
 
     monkeypatch.setattr(expected, "get_assignor", counting)
     spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
