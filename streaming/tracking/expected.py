@@ -143,9 +143,9 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
       with user data that starts with kafka-python's int16 version 1 (Java's struct starts
       with an int32 topic count), or
       ``cooperative-sticky`` at version 1 with empty user data;
-    * ``librdkafka``: version 3 or later with empty user data (``range``, ``roundrobin``), or
-      ``sticky``/``cooperative-sticky`` user data longer than Java's (librdkafka sends its
-      previous assignment there);
+    * ``librdkafka``: version 3 or later with empty user data (Java sends null or its own
+      user data), or ``cooperative-sticky`` user data longer than Java's (librdkafka sends
+      its previous assignment there);
     * ``java``: null user data at version 1 or later (``range``, ``roundrobin``), or
       ``cooperative-sticky`` user data of exactly Java's int32 generation.
     """
@@ -155,8 +155,8 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
     if data == b"":
         if version == 0 or (strategy == "cooperative-sticky" and version == 1):
             return "kafka-python"
-        if version >= 3 and strategy in ("range", "roundrobin"):
-            return "librdkafka"
+        if version >= 3:
+            return "librdkafka"  # Java sends null, or its user data
         return None
     if data is None:
         return "java" if version >= 1 and strategy in ("range", "roundrobin") else None

@@ -315,12 +315,14 @@ LEADER_TABLE = [
     ("range", _sub(3, b""), "librdkafka"),  # librdkafka: v3, empty (never null) user data
     ("roundrobin", _sub(3, b""), "librdkafka"),
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x01" + b"\x00" * 12), "librdkafka"),
+    ("cooperative-sticky", _sub(3, b""), "librdkafka"),  # librdkafka before its first assignment
     ("range", _sub(3, None), "java"),  # Java: null user data
     ("roundrobin", _sub(1, None), "java"),
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x05"), "java"),  # Java's int32 generation
     ("sticky", _sub(3, b"\x00\x00\x00\x01"), None),  # Java and librdkafka look alike
     ("range", _sub(0, None), None),  # an old Java client
     ("server-range", _sub(3, b""), None),  # not a classic strategy
+    ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
 ]
 
 
