@@ -34,8 +34,8 @@ IMPLEMENTATIONS: dict[str, tuple[str, ...]] = {
 #: Implementations that run a strategy with their own algorithm, not reproduced here: a group
 #: whose leader runs one of them cannot be judged.
 UNMODELLED: dict[str, tuple[str, ...]] = {
-    "sticky": ("librdkafka", "kafka-python"),
-    "cooperative-sticky": ("librdkafka", "kafka-python"),
+    "sticky": ("librdkafka", "kafka-python", "franz-go"),
+    "cooperative-sticky": ("librdkafka", "kafka-python", "franz-go"),
 }
 
 DEFAULT_IMPLEMENTATION = "java"

@@ -136,34 +136,37 @@ def owned_for_strategy(
 
 
 def leader_implementation(strategy: str | None, subscription: Subscription | None) -> str | None:
-    """The client implementation that wrote the leader's subscription, where its shape tells
-    (``docs/tracking.md``, "Client implementations"); None when it does not.
+    """The client implementation that wrote the leader's subscription, where its shape says
+    so unambiguously (``docs/tracking.md``, "Client implementations"); None when it does not.
 
-    * ``kafka-python``: version 0 with empty (not null) user data, ``sticky`` at version 0
-      with user data that starts with kafka-python's int16 version 1 (Java's struct starts
-      with an int32 topic count), or
+    * ``librdkafka``: version 3 or later with empty (not null) user data (Java sends null or
+      its own user data), or ``cooperative-sticky`` user data longer than Java's 4 bytes at
+      version 3 or later (librdkafka sends its previous assignment there);
+    * ``kafka-python``: ``sticky`` at version 0 with empty user data or user data that starts
+      with kafka-python's int16 version 1 (Java's struct starts with an int32 topic count), or
       ``cooperative-sticky`` at version 1 with empty user data;
-    * ``librdkafka``: version 3 or later with empty user data (Java sends null or its own
-      user data), or ``cooperative-sticky`` user data longer than Java's (librdkafka sends
-      its previous assignment there);
-    * ``java``: null user data at version 1 or later (``range``, ``roundrobin``), or
-      ``cooperative-sticky`` user data of exactly Java's int32 generation.
+    * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata);
+    * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation).
+
+    ``range`` and ``roundrobin`` subscriptions at versions 0 to 2 are written alike by
+    kafka-python, franz-go, Sarama and old Java clients, so they identify nothing.
     """
     if subscription is None or strategy not in IMPLEMENTATIONS:
         return None
     data, version = subscription.user_data, subscription.version
-    if data == b"":
-        if version == 0 or (strategy == "cooperative-sticky" and version == 1):
-            return "kafka-python"
-        if version >= 3:
-            return "librdkafka"  # Java sends null, or its user data
-        return None
     if data is None:
-        return "java" if version >= 1 and strategy in ("range", "roundrobin") else None
-    if strategy == "sticky" and version == 0 and data[:2] == b"\x00\x01":
-        return "kafka-python"  # its int16 version 1 before the struct (Java's starts int32)
+        return None
+    if version >= 3 and not data:
+        return "librdkafka"
+    if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
+        return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
     if strategy == "cooperative-sticky":
-        return "java" if len(data) == 4 else "librdkafka" if version >= 3 else None
+        if version == 1:
+            return "franz-go" if data else "kafka-python"
+        if len(data) == 4:
+            return "java"
+        if version >= 3:
+            return "librdkafka"
     return None
 
 

@@ -307,22 +307,22 @@ def _sub(version: int, user_data: bytes | None) -> Subscription:
 
 LEADER_TABLE = [
     # strategy, subscription (version, user data), implementation
-    ("range", _sub(0, b""), "kafka-python"),  # kafka-python's v0, empty user data
-    ("roundrobin", _sub(0, b""), "kafka-python"),
-    ("sticky", _sub(0, b"\x00\x01\x00\x00\x00\x00"), "kafka-python"),  # its version prefix
-    ("sticky", _sub(0, b"\x00\x00\x00\x00"), None),  # Java's V1 struct (an old Java client)
-    ("cooperative-sticky", _sub(1, b""), "kafka-python"),
     ("range", _sub(3, b""), "librdkafka"),  # librdkafka: v3, empty (never null) user data
     ("roundrobin", _sub(3, b""), "librdkafka"),
+    ("cooperative-sticky", _sub(3, b""), "librdkafka"),  # before its first assignment
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x01" + b"\x00" * 12), "librdkafka"),
-    ("cooperative-sticky", _sub(3, b""), "librdkafka"),  # librdkafka before its first assignment
-    ("range", _sub(3, None), "java"),  # Java: null user data
-    ("roundrobin", _sub(1, None), "java"),
+    ("sticky", _sub(0, b"\x00\x01\x00\x00\x00\x00"), "kafka-python"),  # its version prefix
+    ("sticky", _sub(0, b""), "kafka-python"),  # before its first assignment
+    ("cooperative-sticky", _sub(1, b""), "kafka-python"),
+    ("cooperative-sticky", _sub(1, b"\x00\x00\x00\x00\x00\x00\x00\x01"), "franz-go"),
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x05"), "java"),  # Java's int32 generation
+    ("range", _sub(0, b""), None),  # kafka-python, franz-go, Sarama alike
+    ("roundrobin", _sub(1, None), None),  # Java, Sarama alike
+    ("range", _sub(3, None), None),  # Java (Java's range is tried first anyway)
+    ("sticky", _sub(0, b"\x00\x00\x00\x00"), None),  # Java's V1 struct (old Java, franz-go)
     ("sticky", _sub(3, b"\x00\x00\x00\x01"), None),  # Java and librdkafka look alike
-    ("range", _sub(0, None), None),  # an old Java client
-    ("server-range", _sub(3, b""), None),  # not a classic strategy
     ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
+    ("server-range", _sub(3, b""), None),  # not a classic strategy
 ]
 
 
