@@ -4,6 +4,12 @@ Client side (classic protocol, run by the group leader): ``range``, ``roundrobin
 ``sticky``, ``cooperative-sticky``. Server side (KIP-848 ``consumer`` protocol, run by the
 group coordinator): ``uniform``, ``server-range`` (Kafka calls it ``range`` too; the prefix
 keeps the two apart here).
+
+A classic strategy is computed by the group leader's client library, so each has one variant
+per client implementation (:data:`IMPLEMENTATIONS`, Java's first): ``java`` (kafka-clients),
+``librdkafka`` and ``kafka-python`` where their answers can differ from Java's.
+:data:`UNMODELLED` lists implementations known to run a strategy with their own algorithm
+that is not reproduced here.
 """
 
 from __future__ import annotations
@@ -17,6 +23,39 @@ CLIENT_STRATEGIES: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperat
 SERVER_STRATEGIES: tuple[str, ...] = ("uniform", "server-range")
 STRATEGIES: tuple[str, ...] = CLIENT_STRATEGIES + SERVER_STRATEGIES
 
+#: Known client implementations of each classic strategy, the default (``java``) first.
+IMPLEMENTATIONS: dict[str, tuple[str, ...]] = {
+    "range": ("java", "librdkafka", "kafka-python"),
+    "roundrobin": ("java", "librdkafka", "kafka-python"),
+    "sticky": ("java",),
+    "cooperative-sticky": ("java",),
+}
+
+#: Implementations that run a strategy with their own algorithm, not reproduced here: a group
+#: whose leader runs one of them cannot be judged.
+UNMODELLED: dict[str, tuple[str, ...]] = {
+    "sticky": ("librdkafka", "kafka-python", "franz-go"),
+    "cooperative-sticky": ("librdkafka", "kafka-python", "franz-go"),
+}
+
+DEFAULT_IMPLEMENTATION = "java"
+
+_VARIANTS = {
+    ("range", "librdkafka"): ("assign_core.assignors.librdkafka_range", "LibrdkafkaRangeAssignor"),
+    ("roundrobin", "librdkafka"): (
+        "assign_core.assignors.librdkafka_roundrobin",
+        "LibrdkafkaRoundRobinAssignor",
+    ),
+    ("range", "kafka-python"): (
+        "assign_core.assignors.kafka_python_range",
+        "KafkaPythonRangeAssignor",
+    ),
+    ("roundrobin", "kafka-python"): (
+        "assign_core.assignors.kafka_python_roundrobin",
+        "KafkaPythonRoundRobinAssignor",
+    ),
+}
+
 _MODULES = {
     "range": ("assign_core.assignors.range", "RangeAssignor"),
     "roundrobin": ("assign_core.assignors.roundrobin", "RoundRobinAssignor"),
@@ -27,14 +66,23 @@ _MODULES = {
 }
 
 
-def get_assignor(name: str) -> Assignor:
-    """A fresh assignor instance for a strategy name (assignors may keep per-call state)."""
+def get_assignor(name: str, implementation: str = DEFAULT_IMPLEMENTATION) -> Assignor:
+    """A fresh assignor instance for a strategy name, as ``implementation`` runs it
+    (assignors may keep per-call state)."""
     try:
         module_name, class_name = _MODULES[name]
     except KeyError:
         raise ScenarioError(
             "strategy", f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}"
         ) from None
+    if implementation != DEFAULT_IMPLEMENTATION:
+        known = IMPLEMENTATIONS.get(name, ())
+        if implementation not in known:
+            raise ScenarioError(
+                "implementation",
+                f"no {implementation!r} implementation of {name!r}; known: {', '.join(known)}",
+            )
+        module_name, class_name = _VARIANTS[(name, implementation)]
     cls = getattr(import_module(module_name), class_name)
     assignor: Assignor = cls()
     return assignor

@@ -40,6 +40,7 @@ __all__ = [
     "ASSIGNMENT_DIVERGENT",
     "ASSIGNMENT_IMBALANCE_RATIO",
     "ASSIGNMENT_SKEW_PARTITIONS",
+    "ASSIGNOR_IMPLEMENTATION_INFO",
     "ASSIGNOR_INFO",
     "BAD_RECORDS",
     "BATCHES",
@@ -144,6 +145,15 @@ ASSIGNOR_INFO = MetricSpec(
     "assignment metrics), rebalance protocol (eager, cooperative) and group protocol "
     "(classic, consumer). One series per group; absent while the group has no strategy.",
     (*GROUP_LABELS, "strategy", "rebalance_protocol", "group_protocol"),
+)
+ASSIGNOR_IMPLEMENTATION_INFO = MetricSpec(
+    "kafka_consumergroup_assignor_implementation_info",
+    "gauge",
+    "Always 1: the implementation (java, librdkafka, kafka-python) whose assignor the group's "
+    "own strategy was judged against at its last rebalance: a classic group's leader's "
+    "client library, or the first that matched; java (the broker's) for a KIP-848 group. "
+    "Absent when the last rebalance matched none or had no verdict.",
+    (*GROUP_LABELS, "strategy", "implementation"),
 )
 LAST_REBALANCE_TIMESTAMP_SECONDS = MetricSpec(
     "kafka_consumergroup_last_rebalance_timestamp_seconds",
@@ -334,6 +344,7 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     MEMBERS,
     STATE,
     ASSIGNOR_INFO,
+    ASSIGNOR_IMPLEMENTATION_INFO,
     LAST_REBALANCE_TIMESTAMP_SECONDS,
     ASSIGNMENT_SKEW_PARTITIONS,
     ASSIGNMENT_IMBALANCE_RATIO,

@@ -419,6 +419,8 @@ class PrometheusSink:
         self._status_ts_ms: dict[_GroupKey, int] = {}
         # the group's assignor_info labels (None: no strategy) and whether a rebalance set them
         self._assignor: dict[_GroupKey, tuple[_Labels | None, bool]] = {}
+        # the group's assignor_implementation_info labels, when it has the series
+        self._implementation: dict[_GroupKey, _Labels] = {}
         self._lag_ts_ms: dict[tuple[str, str, str, int], int] = {}
         # deleted groups, newest last, as many as events remembered (forgotten groups come
         # and go for as long as the job runs)
@@ -625,6 +627,14 @@ class PrometheusSink:
         own = _own_strategy(ev)
         info = None if own is None else (*group, own, ev.rebalance_protocol, ev.group_protocol)
         self._set_assignor(group, info, from_rebalance=True)
+        implementation = ev.own_strategy_implementation
+        judged = None if own is None or implementation is None else (*group, own, implementation)
+        old = self._implementation.pop(group, None)
+        if old is not None and old != judged:
+            self._remove(mn.ASSIGNOR_IMPLEMENTATION_INFO, old)
+        if judged is not None:
+            self._set(mn.ASSIGNOR_IMPLEMENTATION_INFO, judged, 1)
+            self._implementation[group] = judged
         current: set[tuple[str, ...]] = set()
         for member_id, client_id, partitions in _members_after(ev):
             labels = (*group, member_id, client_id or "")
@@ -722,6 +732,7 @@ class PrometheusSink:
         self._generation.pop(group, None)
         self._status_ts_ms.pop(group, None)
         self._assignor.pop(group, None)
+        self._implementation.pop(group, None)
         for lag_key in [k for k in self._lag_ts_ms if k[:2] == group]:
             del self._lag_ts_ms[lag_key]
         self._deleted_ts_ms[group] = max(self._deleted_ts_ms.get(group, 0), ev.event_ts_ms)

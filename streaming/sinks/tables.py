@@ -222,6 +222,7 @@ _EXPECTED = StructType(
         _req("divergent_members", _STRINGS),
         _f("skew", _SKEW),
         _f("churn", _CHURN),
+        _f("implementation", _s()),
     ]
 )
 
@@ -300,6 +301,11 @@ SCHEMAS: dict[str, StructType] = {
             _req("expected", ArrayType(_EXPECTED, containsNull=False)),
             _req("divergent", MapType(_s(), BooleanType(), False), "strategy -> divergent"),
             _f("own_strategy_divergent", BooleanType()),
+            _f(
+                "own_strategy_implementation",
+                _s(),
+                "client implementation the own strategy was judged against",
+            ),
             _req("source_partition", IntegerType(), "__consumer_offsets partition"),
             _req("source_offset", LongType(), "offset of the record that completed it"),
             _DATE,

@@ -53,7 +53,12 @@ from streaming.tracking.events import (
     StaticRejoin,
     event_id,
 )
-from streaming.tracking.expected import classic_specs, flatten, run_strategies
+from streaming.tracking.expected import (
+    classic_specs,
+    flatten,
+    leader_implementation,
+    run_strategies,
+)
 from streaming.tracking.model import KIP848_RECORDS, Observation, group_id_of
 from streaming.tracking.rebalance import Timing, build_event, identities, rows_of
 from streaming.tracking.state import ClassicGeneration
@@ -331,8 +336,12 @@ def _new_generation(
             previous=previous,
             previous_generation=prev.generation if prev is not None else None,
         )
+        leader = next((m for m in rec.members if m.member_id == rec.leader), None)
         expected = run_strategies(
             own=rec.protocol,
+            own_implementation=leader_implementation(
+                rec.protocol, None if leader is None else leader.subscription
+            ),
             own_spec=own_spec,
             whatif_spec=whatif_spec,
             strategies=config.classic_strategies,

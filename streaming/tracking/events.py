@@ -208,6 +208,9 @@ class ExpectedAssignment:
     the members' actual previous partitions as owned partitions. ``error``: why there is no
     answer (the assignor raised, is not implemented, or the group is too big).
     ``divergent``: the per-member partition sets differ from the actual assignment.
+    ``implementation``: the implementation whose answer this is, for the own strategy only:
+    classic, the leader's client library (identified from its subscription, else the first
+    known one that matches; None when none matches); KIP-848, ``java`` (the broker's).
     """
 
     strategy: str
@@ -220,6 +223,7 @@ class ExpectedAssignment:
     divergent_members: tuple[str, ...]
     skew: SkewFigures | None
     churn: ChurnFigures | None
+    implementation: str | None = None
 
 
 # -- the rows -------------------------------------------------------------------------------
@@ -279,6 +283,7 @@ class RebalanceEvent:
     expected: tuple[ExpectedAssignment, ...]
     divergent: Mapping[str, bool]
     own_strategy_divergent: bool | None
+    own_strategy_implementation: str | None
     source_partition: int
     source_offset: int
 
@@ -328,6 +333,7 @@ class RebalanceSummary:
     churn: ChurnCounts
     own_strategy: str | None
     own_strategy_divergent: bool | None
+    own_strategy_implementation: str | None
 
     @classmethod
     def of(cls, ev: RebalanceEvent) -> RebalanceSummary:
@@ -354,6 +360,7 @@ class RebalanceSummary:
             churn=ChurnCounts(ev.churn.moved_partitions, ev.churn.revoked_partitions),
             own_strategy=own,
             own_strategy_divergent=ev.own_strategy_divergent,
+            own_strategy_implementation=ev.own_strategy_implementation,
         )
 
 

@@ -55,9 +55,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from assign_core.assignors.registry import SERVER_STRATEGIES, STRATEGIES, get_assignor
+from assign_core.assignors.registry import (
+    DEFAULT_IMPLEMENTATION,
+    IMPLEMENTATIONS,
+    SERVER_STRATEGIES,
+    STRATEGIES,
+    UNMODELLED,
+    get_assignor,
+)
 from assign_core.metrics.churn import churn
 from assign_core.metrics.skew import skew
 from assign_core.model import GroupSpec, Member, TopicPartition
@@ -88,6 +95,7 @@ __all__ = [
     "consumer_spec",
     "failures",
     "flatten",
+    "leader_implementation",
     "owned_for_strategy",
     "run_strategies",
     "skew_figures",
@@ -125,6 +133,41 @@ def owned_for_strategy(
             return owned, data.generation
         return owned, -1
     return (), None
+
+
+def leader_implementation(strategy: str | None, subscription: Subscription | None) -> str | None:
+    """The client implementation that wrote the leader's subscription, where its shape says
+    so unambiguously (``docs/tracking.md``, "Client implementations"); None when it does not.
+
+    * ``librdkafka``: version 3 or later with empty (not null) user data (Java sends null or
+      its own user data), or ``cooperative-sticky`` user data longer than Java's 4 bytes at
+      version 3 or later (librdkafka sends its previous assignment there);
+    * ``kafka-python``: ``sticky`` at version 0 with empty user data or user data that starts
+      with kafka-python's int16 version 1 (Java's struct starts with an int32 topic count), or
+      ``cooperative-sticky`` at version 1 with empty user data;
+    * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata);
+    * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation).
+
+    ``range`` and ``roundrobin`` subscriptions at versions 0 to 2 are written alike by
+    kafka-python, franz-go, Sarama and old Java clients, so they identify nothing.
+    """
+    if subscription is None or strategy not in IMPLEMENTATIONS:
+        return None
+    data, version = subscription.user_data, subscription.version
+    if data is None:
+        return None
+    if version >= 3 and not data:
+        return "librdkafka"
+    if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
+        return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
+    if strategy == "cooperative-sticky":
+        if version == 1:
+            return "franz-go" if data else "kafka-python"
+        if len(data) == 4:
+            return "java"
+        if version >= 3:
+            return "librdkafka"
+    return None
 
 
 def _topic_args(
@@ -425,14 +468,15 @@ FIGURE_PARTITIONS = 250_000
 FIGURES = ResultCache(max_partitions=FIGURE_PARTITIONS)
 
 
-def _answer(name: str, spec: GroupSpec) -> _Answer:
-    """``name``'s answer for ``spec``, from :data:`RESULTS` or computed (and kept)."""
-    key = ("assign", name, spec_key(spec))
+def _answer(name: str, spec: GroupSpec, implementation: str = DEFAULT_IMPLEMENTATION) -> _Answer:
+    """``name``'s answer for ``spec`` as ``implementation`` runs it, from :data:`RESULTS` or
+    computed (and kept)."""
+    key = ("assign", name, implementation, spec_key(spec))
     cached = RESULTS.get(key)
     if isinstance(cached, _Answer):
         return cached
     try:
-        result = get_assignor(name).assign(spec)
+        result = get_assignor(name, implementation).assign(spec)
     except Exception as e:  # an assignor bug must not stop the tracker
         answer = _Answer(None, (), None, f"{type(e).__name__}: {e}")
         RESULTS.put(key, answer, _owned(spec))
@@ -459,12 +503,19 @@ def run_strategies(
     identities: Mapping[str, str],
     max_members: int,
     max_partitions: int,
+    own_implementation: str | None = None,
 ) -> tuple[ExpectedAssignment, ...]:
     """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``); what
-    was already computed for identical inputs is reused (:data:`RESULTS`)."""
+    was already computed for identical inputs is reused (:data:`RESULTS`).
+
+    A classic own strategy is judged against the leader's client implementation
+    (``own_implementation``, from :func:`leader_implementation`) when known, else against
+    every known implementation of it: divergent only when none matches (:func:`_own_verdict`).
+    """
     key = (
         "run",
         own,
+        own_implementation,
         None if own_spec is None else spec_key(own_spec),
         spec_key(whatif_spec),
         tuple(strategies),
@@ -479,6 +530,7 @@ def run_strategies(
         return cached
     out = _run_strategies(
         own,
+        own_implementation,
         own_spec,
         whatif_spec,
         strategies,
@@ -497,6 +549,7 @@ def run_strategies(
 
 def _run_strategies(
     own: str | None,
+    own_implementation: str | None,
     own_spec: GroupSpec | None,
     whatif_spec: GroupSpec,
     strategies: Sequence[str],
@@ -528,7 +581,17 @@ def _run_strategies(
             out.append(_failure(name, is_own, too_big))
             continue
         spec = own_spec if is_own and own_spec is not None else whatif_spec
-        answer = _answer(name, spec)
+        implementation: str | None = None
+        if is_own and name in IMPLEMENTATIONS:
+            verdict = _own_verdict(name, own_implementation, spec, actual, member_ids)
+            if isinstance(verdict, ExpectedAssignment):
+                out.append(verdict)
+                continue
+            implementation, answer = verdict
+        else:
+            answer = _answer(name, spec)
+            if is_own and name in SERVER_STRATEGIES:
+                implementation = DEFAULT_IMPLEMENTATION  # the broker's own (Java) assignor
         assignment = answer.assignment
         if assignment is None:
             out.append(_failure(name, is_own, answer.error or "no answer"))
@@ -546,6 +609,38 @@ def _run_strategies(
                 divergent_members=diverging,
                 skew=answer.skew,
                 churn=churn_figures(before, assignment, identities),
+                implementation=implementation,
             )
         )
     return tuple(out)
+
+
+def _own_verdict(
+    name: str,
+    identified: str | None,
+    spec: GroupSpec,
+    actual: Assignment,
+    member_ids: Sequence[str],
+) -> tuple[str | None, _Answer] | ExpectedAssignment:
+    """(implementation, answer) the own classic strategy is judged by, or a failed
+    :class:`ExpectedAssignment` when the leader's implementation is known but not modelled.
+
+    Known leader: its answer. Unknown: the first known implementation whose answer matches
+    the actual assignment (Java's first), else Java's answer with no implementation: it
+    matches none, which is a divergence.
+    """
+    if identified is not None and identified in UNMODELLED.get(name, ()):
+        failed = _failure(
+            name, True, f"not modelled: the leader runs {identified}'s own {name} assignor"
+        )
+        return replace(failed, implementation=identified)
+    if identified is not None and identified in IMPLEMENTATIONS[name]:
+        return identified, _answer(name, spec, identified)
+    first: _Answer | None = None
+    for implementation in IMPLEMENTATIONS[name]:
+        answer = _answer(name, spec, implementation)
+        first = first or answer
+        if answer.assignment is not None and not _divergence(actual, answer.assignment, member_ids):
+            return implementation, answer
+    assert first is not None
+    return None, first

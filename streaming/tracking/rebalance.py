@@ -156,6 +156,7 @@ def build_event(
         expected=expected,
         divergent=divergent,
         own_strategy_divergent=None if own is None else own.divergent,
+        own_strategy_implementation=None if own is None else own.implementation,
         source_partition=source_partition,
         source_offset=source_offset,
     )

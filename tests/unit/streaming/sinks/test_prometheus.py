@@ -157,6 +157,7 @@ def rebalance(
         expected=expected,
         divergent={e.strategy: False for e in expected},
         own_strategy_divergent=False if own is not None else None,
+        own_strategy_implementation="java" if own is not None else None,
         source_partition=7,
         source_offset=source_offset,
     )
@@ -805,6 +806,35 @@ def assignors(s: Samples, group: str = GROUP) -> dict[tuple[str, str, str], floa
     return out
 
 
+IMPLEMENTATION = "kafka_consumergroup_assignor_implementation_info"
+
+
+def implementations(s: Samples) -> dict[tuple[str, str], float]:
+    """(strategy, implementation) -> value of the group's implementation info series."""
+    return {
+        (dict(labels)["strategy"], dict(labels)["implementation"]): v
+        for (name, labels), v in s.items()
+        if name == IMPLEMENTATION and dict(labels)["group"] == GROUP
+    }
+
+
+def test_implementation_info_follows_the_last_rebalance(sink: PrometheusSink) -> None:
+    """Set from the own strategy's implementation, replaced when another matches, gone
+    when none matches."""
+    sink.update([rebalance(1, [member("m-a", 0, 1)], own="range")])
+    assert implementations(scrape(sink)) == {("range", "java"): 1}
+    librdkafka = dataclasses.replace(
+        rebalance(2, [member("m-a", 0, 1)], own="range"), own_strategy_implementation="librdkafka"
+    )
+    sink.update([librdkafka])
+    assert implementations(scrape(sink)) == {("range", "librdkafka"): 1}
+    none = dataclasses.replace(
+        rebalance(3, [member("m-a", 0, 1)], own="range"), own_strategy_implementation=None
+    )
+    sink.update([none])
+    assert implementations(scrape(sink)) == {}
+
+
 def test_assignor_info_names_the_own_strategy(sink: PrometheusSink) -> None:
     sink.update([rebalance(1, [member("m-a", 0, 1)], own="range")])
     assert assignors(scrape(sink)) == {("range", "eager", "classic"): 1}
@@ -1024,7 +1054,7 @@ def test_metric_names_are_unique_and_all_exposed(sink: PrometheusSink) -> None:
     sink.record_kafka_check(True, 2.0)
     sink.update(
         [
-            rebalance(1, [member("m-a", 0)]),
+            rebalance(1, [member("m-a", 0)], own="range"),
             metrics_row(1, "actual"),
             metrics_row(1, "range"),
             status(T0 + 2000, lag_status="WARN"),

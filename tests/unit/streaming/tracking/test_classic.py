@@ -535,3 +535,46 @@ def test_leader_and_members_are_reported() -> None:
     assert e.leader_after == "B"
     assert e.members_after[0].session_timeout_ms == 45_000
     assert e.members_after[0].partitions == (TopicPartition("t", 0),)
+
+
+#: (librdkafka's, Java's) answer for the static D and the dynamic A over t (4 partitions).
+ANSWERS = {
+    "range": (
+        {"D-1": tps("t", 2, 3), "A-1": tps("t", 0, 1)},
+        {"D-1": tps("t", 0, 1), "A-1": tps("t", 2, 3)},
+    ),
+    "roundrobin": (
+        {"D-1": tps("t", 1, 3), "A-1": tps("t", 0, 2)},
+        {"D-1": tps("t", 0, 2), "A-1": tps("t", 1, 3)},
+    ),
+}
+
+
+@pytest.mark.parametrize("protocol", ["range", "roundrobin"])
+@pytest.mark.parametrize(
+    ("user_data", "answer", "divergent", "implementation"),
+    [
+        (b"", 0, False, "librdkafka"),  # a librdkafka leader (v3, empty user data)
+        (None, 0, False, "librdkafka"),  # an unknown leader: librdkafka's answer matches
+        (None, 1, False, "java"),  # an unknown leader: Java's answer matches
+        (b"", 1, True, "librdkafka"),  # a librdkafka leader cannot have given Java's
+    ],
+)
+def test_a_static_and_a_dynamic_member_judged_by_the_leaders_library(
+    protocol: str, user_data: bytes | None, answer: int, divergent: bool, implementation: str
+) -> None:
+    """Issue 32's false alarm: librdkafka orders the dynamic A (member id "A-1") before the
+    static D ("D-1", instance id "static-d"), Java the other way round. Neither answer is a
+    divergence unless the leader is known to run the other library."""
+    log, t = Log(), Tracker()
+    given = ANSWERS[protocol][answer]
+    members = [
+        member("D-1", ["t"], given["D-1"], instance="static-d", user_data=user_data),
+        member("A-1", ["t"], given["A-1"], user_data=user_data),
+    ]
+    log.gm(2, members, ts=10 * S, protocol=protocol)
+    t.feed([log.snap(topics_snapshot(1 * S, {"t": [0, 0, 0, 0]}))])
+    t.feed(log.take())
+    event = rebalances(t)[-1]
+    assert event.own_strategy_divergent is divergent
+    assert event.own_strategy_implementation == implementation

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
 from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
-from streaming.codec.model import CooperativeStickyUserData, StickyUserData, TopicPartitions
+from streaming.codec.model import (
+    CooperativeStickyUserData,
+    StickyUserData,
+    Subscription,
+    TopicPartitions,
+)
 from streaming.tracking import expected
 from streaming.tracking.expected import (
     ResultCache,
     classic_specs,
+    leader_implementation,
     owned_for_strategy,
     run_strategies,
 )
@@ -111,7 +120,11 @@ def test_a_failing_assignor_is_an_error_entry(monkeypatch: pytest.MonkeyPatch) -
     from assign_core.assignors.registry import get_assignor
 
     monkeypatch.setattr(
-        expected, "get_assignor", lambda name: Boom() if name == "range" else get_assignor(name)
+        expected,
+        "get_assignor",
+        lambda name, implementation="java": (
+            Boom() if name == "range" else get_assignor(name, implementation)
+        ),
     )
     spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
     rows = run_strategies(
@@ -159,6 +172,7 @@ def _run(spec: GroupSpec, actual: dict[str, tuple[TopicPartition, ...]]) -> tupl
         identities={},
         max_members=10,
         max_partitions=100,
+        own_implementation="java",
     )
 
 
@@ -169,9 +183,9 @@ def test_an_identical_input_reuses_the_answers(monkeypatch: pytest.MonkeyPatch) 
 
     runs: list[str] = []
 
-    def counting(name: str):  # type: ignore[no-untyped-def]
+    def counting(name: str, implementation: str = "java"):  # type: ignore[no-untyped-def]
         runs.append(name)
-        return get_assignor(name)
+        return get_assignor(name, implementation)
 
     monkeypatch.setattr(expected, "get_assignor", counting)
     spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
@@ -282,3 +296,106 @@ def test_the_figures_cache_is_bounded() -> None:
     big = {"a": tuple(TopicPartition("t", p) for p in range(expected.FIGURE_PARTITIONS + 1))}
     expected.skew_figures(big)
     assert len(expected.FIGURES) == 0  # larger than the whole budget: not kept
+
+
+# -- client implementations (docs/tracking.md, "Client implementations") -------------------
+
+
+def _sub(version: int, user_data: bytes | None) -> Subscription:
+    return dataclasses.replace(subscription(["t"], user_data=user_data), version=version)
+
+
+LEADER_TABLE = [
+    # strategy, subscription (version, user data), implementation
+    ("range", _sub(3, b""), "librdkafka"),  # librdkafka: v3, empty (never null) user data
+    ("roundrobin", _sub(3, b""), "librdkafka"),
+    ("cooperative-sticky", _sub(3, b""), "librdkafka"),  # before its first assignment
+    ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x01" + b"\x00" * 12), "librdkafka"),
+    ("sticky", _sub(0, b"\x00\x01\x00\x00\x00\x00"), "kafka-python"),  # its version prefix
+    ("sticky", _sub(0, b""), "kafka-python"),  # before its first assignment
+    ("cooperative-sticky", _sub(1, b""), "kafka-python"),
+    ("cooperative-sticky", _sub(1, b"\x00\x00\x00\x00\x00\x00\x00\x01"), "franz-go"),
+    ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x05"), "java"),  # Java's int32 generation
+    ("range", _sub(0, b""), None),  # kafka-python, franz-go, Sarama alike
+    ("roundrobin", _sub(1, None), None),  # Java, Sarama alike
+    ("range", _sub(3, None), None),  # Java (Java's range is tried first anyway)
+    ("sticky", _sub(0, b"\x00\x00\x00\x00"), None),  # Java's V1 struct (old Java, franz-go)
+    ("sticky", _sub(3, b"\x00\x00\x00\x01"), None),  # Java and librdkafka look alike
+    ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
+    ("server-range", _sub(3, b""), None),  # not a classic strategy
+]
+
+
+@pytest.mark.parametrize(("strategy", "sub", "implementation"), LEADER_TABLE)
+def test_the_leaders_implementation_from_its_subscription(
+    strategy: str, sub: Subscription, implementation: str | None
+) -> None:
+    assert leader_implementation(strategy, sub) == implementation
+
+
+#: A static member D and a dynamic member A: Java orders D first, librdkafka A first
+#: (member ids "A-1" < "D-1"), kafka-python like Java.
+STATIC_AND_DYNAMIC = GroupSpec(
+    topics={"t": 4},
+    members=(Member("D-1", ("t",), group_instance_id="static-d"), Member("A-1", ("t",))),
+)
+JAVA = {"D-1": tps("t", 0, 1), "A-1": tps("t", 2, 3)}
+LIBRDKAFKA = {"D-1": tps("t", 2, 3), "A-1": tps("t", 0, 1)}
+NEITHER = {"D-1": tps("t", 0, 2), "A-1": tps("t", 1, 3)}
+
+
+def _own(actual: dict[str, tuple[TopicPartition, ...]], leader: str | None) -> Any:
+    own, *_ = run_strategies(
+        own="range",
+        own_spec=STATIC_AND_DYNAMIC,
+        whatif_spec=STATIC_AND_DYNAMIC,
+        strategies=("range",),
+        actual=actual,
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation=leader,
+    )
+    return own
+
+
+VERDICT_TABLE = [
+    # actual, leader's implementation, (divergent, implementation judged against)
+    (LIBRDKAFKA, None, (False, "librdkafka")),  # unknown leader: librdkafka's matches
+    (JAVA, None, (False, "java")),  # unknown leader: Java's matches, checked first
+    (NEITHER, None, (True, None)),  # matches none of the known implementations
+    (LIBRDKAFKA, "librdkafka", (False, "librdkafka")),
+    (LIBRDKAFKA, "java", (True, "java")),  # a Java leader would not have given this
+    (JAVA, "librdkafka", (True, "librdkafka")),
+]
+
+
+@pytest.mark.parametrize(("actual", "leader", "verdict"), VERDICT_TABLE)
+def test_the_own_strategy_is_judged_against_the_leaders_implementation(
+    actual: dict[str, tuple[TopicPartition, ...]],
+    leader: str | None,
+    verdict: tuple[bool, str | None],
+) -> None:
+    own = _own(actual, leader)
+    assert own.own and own.error is None
+    assert (own.divergent, own.implementation) == verdict
+
+
+def test_an_unmodelled_implementation_gives_no_verdict() -> None:
+    spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
+    own, *_ = run_strategies(
+        own="cooperative-sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={"a": tps("t", 1)},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="librdkafka",
+    )
+    assert own.divergent is None and own.assignment is None
+    assert own.implementation == "librdkafka"
+    assert own.error is not None and own.error.startswith("not modelled")
