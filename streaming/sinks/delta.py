@@ -2,8 +2,9 @@
 
 :class:`DeltaSink` keeps each table of :mod:`streaming.sinks.tables` at
 ``<base_path>/<table>``, partitioned by ``date``. :meth:`DeltaSink.ensure_tables` creates the
-missing ones (and refuses a table whose columns differ); :meth:`DeltaSink.write_batch`
-appends one micro-batch's rows from ``foreachBatch``.
+missing ones, adds the nullable columns a newer version of a table has (an upgrade: older
+rows read them as null), and refuses a table whose columns differ otherwise;
+:meth:`DeltaSink.write_batch` appends one micro-batch's rows from ``foreachBatch``.
 
 Idempotency: every append carries ``txnAppId=<app_id>`` and ``txnVersion=<batch_id>``. Delta
 records the pair in the table's log in the same commit as the data, and skips a later append
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["DeltaSink"]
+__all__ = ["DeltaSink", "added_columns"]
 
 
 def _properties(table: str) -> dict[str, str]:
@@ -49,6 +50,44 @@ def _properties(table: str) -> dict[str, str]:
 def _shape(schema: StructType) -> list[tuple[str, str]]:
     """Column names and types, without nullability or comments (what must match)."""
     return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+def added_columns(actual: StructType, expected: StructType, prefix: str = "") -> list[str] | None:
+    """The ``ALTER TABLE ... ADD COLUMNS`` clauses that turn a table of ``actual`` columns into
+    ``expected``: nullable fields ``expected`` has and ``actual`` lacks, at their place
+    (``AFTER``), inside structs and arrays of structs too (``expected.element.x``). None when
+    adding columns cannot get there (a type changed, a column went, the order differs, or a
+    missing field is required)."""
+    from pyspark.sql.types import ArrayType, StructType
+
+    clauses: list[str] = []
+    have = list(actual.fields)
+    previous: str | None = None
+    for field in expected.fields:
+        if have and have[0].name == field.name:
+            old, new = have.pop(0).dataType, field.dataType
+            if old.simpleString() != new.simpleString():
+                if isinstance(old, ArrayType) and isinstance(new, ArrayType):
+                    old, new, inner = old.elementType, new.elementType, f"{field.name}.element."
+                else:
+                    inner = f"{field.name}."
+                if not (isinstance(old, StructType) and isinstance(new, StructType)):
+                    return None
+                nested = added_columns(old, new, prefix + inner)
+                if nested is None:
+                    return None
+                clauses += nested
+        elif field.nullable:
+            comment = field.metadata.get("comment", "").replace("'", "\\'")
+            clauses.append(
+                f"{prefix}{field.name} {field.dataType.simpleString()}"
+                + (f" COMMENT '{comment}'" if comment else "")
+                + (f" AFTER {previous}" if previous else " FIRST")
+            )
+        else:
+            return None
+        previous = field.name
+    return None if have else clauses
 
 
 class DeltaSink:
@@ -108,15 +147,19 @@ class DeltaSink:
         self, table: str, path: str, expected: StructType, properties: Mapping[str, str]
     ) -> None:
         """Refuse a table of other columns or partitioning; give a table created before
-        its properties (one commit, once)."""
+        its new nullable columns and its properties (one commit each, once)."""
         from delta.tables import DeltaTable
 
+        where = path.replace("`", "``")
         actual = self.spark.read.format("delta").load(path).schema
         if _shape(actual) != _shape(expected):
-            raise TableSchemaError(
-                f"{path}: columns {_shape(actual)} differ from the {table} schema "
-                f"{_shape(expected)} (docs/tables.md)"
-            )
+            added = added_columns(actual, expected)
+            if not added:
+                raise TableSchemaError(
+                    f"{path}: columns {_shape(actual)} differ from the {table} schema "
+                    f"{_shape(expected)} (docs/tables.md)"
+                )
+            self.spark.sql(f"ALTER TABLE delta.`{where}` ADD COLUMNS ({', '.join(added)})")
         detail = DeltaTable.forPath(self.spark, path).detail().collect()[0]
         if list(detail["partitionColumns"]) != [t.PARTITION_COLUMN]:
             raise TableSchemaError(
@@ -126,7 +169,6 @@ class DeltaSink:
         missing = {k: v for k, v in properties.items() if detail["properties"].get(k) != v}
         if missing:
             settings = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
-            where = path.replace("`", "``")
             self.spark.sql(f"ALTER TABLE delta.`{where}` SET TBLPROPERTIES ({settings})")
 
     def write_batch(self, batch_id: int, frames: Mapping[str, DataFrame]) -> list[str]:

@@ -333,3 +333,72 @@ def test_table_frame_gives_the_tracker_rows_column_for_column(
         key = lambda d: json.dumps(d, sort_keys=True, default=str)  # noqa: E731
         got_rows = [plain({c: row.asDict(recursive=True)[c] for c in body}) for row in got]
         assert sorted(map(key, got_rows)) == sorted(map(key, want)), table
+
+
+def _without(schema: Any, drop: Mapping[str, str | None]) -> Any:
+    """``schema`` without the columns of ``drop`` (name -> a field of its array's structs to
+    drop instead, or None for the column itself): a table as an older version made it."""
+    from pyspark.sql.types import ArrayType, StructField, StructType
+
+    fields = []
+    for f in schema.fields:
+        if f.name in drop and drop[f.name] is None:
+            continue
+        if f.name in drop:
+            inner = f.dataType.elementType
+            kept = StructType([x for x in inner.fields if x.name != drop[f.name]])
+            f = StructField(f.name, ArrayType(kept, f.dataType.containsNull), f.nullable)
+        fields.append(f)
+    return StructType(fields)
+
+
+def test_an_older_table_gains_the_new_nullable_columns(
+    spark: SparkSession,
+    tmp_path: Path,
+    rows: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    from delta.tables import DeltaTable
+
+    from streaming.sinks.delta import added_columns
+
+    expected = t.schema(t.REBALANCE_EVENTS)
+    older = _without(expected, {"own_strategy_implementation": None, "expected": "implementation"})
+    assert added_columns(older, expected) == [
+        "expected.element.implementation string AFTER churn",
+        "own_strategy_implementation string COMMENT "
+        "'client implementation the own strategy was judged against' "
+        "AFTER own_strategy_divergent",
+    ]
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    path = sink.path(t.REBALANCE_EVENTS)
+    DeltaTable.create(spark).location(path).addColumns(older).partitionedBy("date").execute()
+
+    sink.ensure_tables()
+    assert [
+        (f.name, f.dataType.simpleString())
+        for f in spark.read.format("delta").load(path).schema.fields
+    ] == [(f.name, f.dataType.simpleString()) for f in expected.fields]
+    first = table_frames_of(spark, rows[0], 0)
+    sink.write_batch(0, first)
+    written = spark.read.format("delta").load(path).collect()
+    assert len(written) == first[t.REBALANCE_EVENTS].count() > 0
+    assert {r.own_strategy_implementation for r in written} == {
+        r["own_strategy_implementation"]
+        for r in first[t.REBALANCE_EVENTS].select("own_strategy_implementation").collect()
+    }
+    before = commits(sink, t.REBALANCE_EVENTS)
+    sink.ensure_tables()  # the next start changes nothing
+    assert commits(sink, t.REBALANCE_EVENTS) == before
+
+
+def test_a_table_missing_a_required_column_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    from delta.tables import DeltaTable
+
+    expected = t.schema(t.REBALANCE_EVENTS)
+    required = next(f.name for f in expected.fields if not f.nullable and f.name != "date")
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    path = sink.path(t.REBALANCE_EVENTS)
+    older = _without(expected, {required: None})
+    DeltaTable.create(spark).location(path).addColumns(older).partitionedBy("date").execute()
+    with pytest.raises(TableSchemaError, match="rebalance_events"):
+        sink.ensure_tables()
