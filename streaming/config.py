@@ -275,6 +275,9 @@ class JobConfig:
       (``rebalance_monitor_kafka_up``, a line when it goes down or comes back); 0: never.
     * ``lag_status_window_s``: the lag status's sliding window, in record time (Burrow's
       evaluation, ``docs/tracking.md`` "Lag status"), 600 s by default.
+    * ``end_offsets_max_age_s``: lag measured more than this long after the partition's
+      newest end offset (the collector's snapshots) is unknown, never 0 or OK (record
+      time); also the age past which the exporter drops lag series. 60 s by default.
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
@@ -298,6 +301,7 @@ class JobConfig:
     broker_check_timeout_s: float = 30.0
     broker_watch_interval_s: float = 5.0
     lag_status_window_s: float = 600.0
+    end_offsets_max_age_s: float = 60.0
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -338,6 +342,11 @@ class JobConfig:
         if not _is_number(window) or not 0.001 <= window <= 86_400 * 30:
             raise JobConfigError(
                 f"lag_status_window_s: expected seconds in [0.001, 2592000], got {window!r}"
+            )
+        max_age = self.end_offsets_max_age_s
+        if not _is_number(max_age) or not 0.001 <= max_age <= 86_400 * 30:
+            raise JobConfigError(
+                f"end_offsets_max_age_s: expected seconds in [0.001, 2592000], got {max_age!r}"
             )
         if not isinstance(self.metrics_host, str) or not self.metrics_host:
             raise JobConfigError("metrics_host: must not be empty")

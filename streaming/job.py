@@ -190,6 +190,7 @@ def start(
     tracker = TrackerConfig(
         consumer_session_timeout_ms=config.consumer_session_timeout_ms,
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
+        end_offsets_max_age_ms=max(1, round(config.end_offsets_max_age_s * 1000)),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
     keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
@@ -505,6 +506,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="check the cluster this often while running (default 5; 0: never)",
     )
+    p.add_argument(
+        "--end-offsets-max-age",
+        dest="end_offsets_max_age_s",
+        type=float,
+        metavar="SECONDS",
+        help="lag against end offsets older than this is unknown, not 0 (default 60)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
     p.add_argument(
@@ -542,6 +550,7 @@ def config_from_args(
             "broker_check_timeout_s",
             "broker_watch_interval_s",
             "metrics_web_config_file",
+            "end_offsets_max_age_s",
         )
     }
     if args.conf:
