@@ -271,12 +271,14 @@ class RunningJob:
         queries: list[StreamingQuery],
         watch: BrokerWatch | None = None,
         guard: BatchGuard | None = None,
+        unlisten: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.sinks = sinks
         self.queries = queries
         self.watch = watch
         self.guard = guard
+        self._unlisten = unlisten
 
     @property
     def stats(self) -> JobStats:
@@ -316,6 +318,8 @@ class RunningJob:
                 if query.isActive:
                     query.stop()
         finally:
+            if self._unlisten is not None:
+                self._unlisten()
             self.sinks.close()
         for query in self.queries:
             error = query.exception()
@@ -340,9 +344,12 @@ def launch(
     _runtime_conf(spark, config)
     sinks = Sinks.open(spark, config, progress=progress, on_events=on_events)
     guard = BatchGuard(sinks.events_batch)
+    unlisten = _listen_progress(spark, sinks)
     try:
         queries = start(spark, config, sinks, once=once, handler=guard)
     except BaseException:
+        if unlisten is not None:
+            unlisten()
         sinks.close()
         raise
     progress(
@@ -350,7 +357,21 @@ def launch(
         f"checkpoint={config.checkpoint_dir} delta={config.delta_path}"
         + (" (available now)" if once else "")
     )
-    return RunningJob(config, sinks, queries, _watch_kafka(config, sinks, progress), guard)
+    watch = _watch_kafka(config, sinks, progress)
+    return RunningJob(config, sinks, queries, watch, guard, unlisten)
+
+
+def _listen_progress(spark: SparkSession, sinks: Sinks) -> Callable[[], None] | None:
+    """The query's progress reports to the exporter (the job's own lag behind each source
+    partition, :mod:`streaming.spark.progress`); returns what removes the listener."""
+    from streaming.spark.progress import ProgressListener
+
+    exporter = sinks.prometheus
+    if exporter is None:
+        return None
+    listener = ProgressListener(f"rebalance-monitor-{EVENTS_QUERY}", exporter.record_progress)
+    spark.streams.addListener(listener)
+    return lambda: spark.streams.removeListener(listener)
 
 
 def check_kafka(config: JobConfig, progress: Progress = print) -> None:

@@ -105,9 +105,11 @@ class Sinks:
         progress: Progress = print,
         on_events: EventsListener | None = None,
         offset_commits_history: str = "latest",
+        cluster: str = "local",
     ) -> None:
         self.delta = delta
         self.prometheus = prometheus
+        self.cluster = cluster
         self.progress = progress
         self.on_events = on_events
         self.offset_commits_history = offset_commits_history
@@ -137,7 +139,9 @@ class Sinks:
                 if config.metrics_web_config_file is None
                 else load_web_config(config.metrics_web_config_file)
             )
-            prometheus = PrometheusSink()
+            prometheus = PrometheusSink(end_offsets_max_age_s=config.end_offsets_max_age_s)
+            prometheus.expect_cluster(config.cluster, time.time())
+            delta.on_rows_written = prometheus.record_rows_written
             port = prometheus.start(config.metrics_host, config.metrics_port, web_config=web)
             scheme = "http" if web is None else web.scheme
             progress(
@@ -150,6 +154,7 @@ class Sinks:
             progress=progress,
             on_events=on_events,
             offset_commits_history=config.offset_commits_history,
+            cluster=config.cluster,
         )
 
     def close(self) -> None:
@@ -201,6 +206,7 @@ class Sinks:
                 f"gaps={stats.offset_gaps})"
             )
         if self.prometheus is not None:
+            self.prometheus.record_sources(self.cluster, stats_rows)
             self.prometheus.record_batch(
                 time.monotonic() - started,
                 records,

@@ -48,6 +48,7 @@ import bisect
 import gzip
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -79,6 +80,7 @@ from streaming.tracking.events import (
     from_row,
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
+from streaming.tracking.lag import add_point, lag_seconds
 from streaming.tracking.lag_status import STATUS_CODES
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PrometheusSink"]
@@ -93,6 +95,8 @@ _Labels = tuple[str, ...]
 #: Job series without a default 0: absent until set (``kafka_up`` 0 would say "down" before
 #: the first check, or forever in a job that does not watch the cluster).
 _SET_FIRST = frozenset({mn.KAFKA_UP.name})
+#: The job's series exposed as 0 before they are set.
+_DEFAULTED = tuple(s for s in mn.ALL_METRICS if not s.labels and s.name not in _SET_FIRST)
 
 
 class _Store:
@@ -120,18 +124,24 @@ class _Store:
         #: Bumped by every change: a scrape of an unchanged store is served from its last
         #: exposition (:class:`_CachedExposition`).
         self.version = 0
+        #: How many series there are (the exporter's own ``exporter_series``).
+        self.count = 0
+        self._grouped = frozenset(
+            spec.name for spec in mn.ALL_METRICS if spec.labels[:2] == mn.GROUP_LABELS
+        )
 
-    @staticmethod
-    def _group_of(labels: _Labels) -> _GroupKey | None:
+    def _group_of(self, name: str, labels: _Labels) -> _GroupKey | None:
         """The group a series' labels name (cluster and group first); None: a job series."""
-        return (labels[0], labels[1]) if len(labels) >= 2 else None
+        return (labels[0], labels[1]) if name in self._grouped else None
 
     def _of(self, name: str, labels: _Labels) -> dict[_Labels, Any]:
         by_group = self.series[name]
-        group = self._group_of(labels)
+        group = self._group_of(name, labels)
         values = by_group.get(group)
         if values is None:
             values = by_group[group] = {}
+        if labels not in values:
+            self.count += 1
         return values
 
     def _changed(self, name: str) -> None:
@@ -163,9 +173,10 @@ class _Store:
 
     def remove(self, spec: MetricSpec, labels: _Labels) -> None:
         by_group = self.series[spec.name]
-        group = self._group_of(labels)
+        group = self._group_of(spec.name, labels)
         values = by_group.get(group)
         if values is not None and values.pop(labels, None) is not None:
+            self.count -= 1
             if not values:  # the group's last series of the metric: no empty dict left
                 del by_group[group]
             self._changed(spec.name)
@@ -180,7 +191,9 @@ class _Store:
 
     def drop_group(self, group: _GroupKey) -> None:
         for name, by_group in self.series.items():
-            if by_group.pop(group, None) is not None:
+            dropped = by_group.pop(group, None)
+            if dropped is not None:
+                self.count -= len(dropped)
                 self._changed(name)
 
     def copy_of(self, name: str) -> tuple[int, dict[_Labels, Any]]:
@@ -295,14 +308,23 @@ class _CachedExposition:
     groups). A restricted scrape (``name[]``) goes through the library's app, which builds
     only the families asked for."""
 
-    def __init__(self, app: Any, store: _Store, families: Sequence[_Family]) -> None:
+    def __init__(
+        self,
+        app: Any,
+        store: _Store,
+        families: Sequence[_Family],
+        refresh: Callable[[], None] | None = None,
+    ) -> None:
         self._app = app
         self._store = store
         self._families = families
+        self._refresh = refresh
         self._rendering = threading.Lock()
         self._kept: dict[tuple[Any, ...], tuple[int, str, list[tuple[str, str]], bytes]] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        if self._refresh is not None:
+            self._refresh()  # the values that depend on the time of the scrape (ages)
         key = tuple(
             environ.get(k)
             for k in ("REQUEST_METHOD", "PATH_INFO", "QUERY_STRING", "HTTP_ACCEPT",
@@ -361,9 +383,17 @@ class _CachedExposition:
 class PrometheusSink:
     """Tracker events -> Prometheus series in a registry of its own (module docstring)."""
 
-    def __init__(self, *, max_remembered_events: int = 200_000) -> None:
+    def __init__(
+        self,
+        *,
+        max_remembered_events: int = 200_000,
+        end_offsets_max_age_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if max_remembered_events < 1:
             raise ValueError("max_remembered_events must be at least 1")
+        if not end_offsets_max_age_s > 0:
+            raise ValueError("end_offsets_max_age_s must be positive")
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
         self._store = _Store(self._lock)
@@ -382,6 +412,19 @@ class PrometheusSink:
         self._dormant: set[_GroupKey] = set()
         self._last_batch_id: int | None = None
         self._last_batch_ts_s: float | None = None
+        self._clock = clock
+        self._max_age_ms = round(end_offsets_max_age_s * 1000)
+        # freshness (Unix ms): cluster -> newest snapshot / end offsets read (or the start);
+        # source partition -> newest record read
+        self._snapshot_ms: dict[str, float] = {}
+        self._end_offsets_ms: dict[str, float] = {}
+        self._record_ms: dict[_Labels, float] = {}
+        # each lag series' end-offset time, and a lower bound of them (the sweep's trigger)
+        self._lag_end_ms: dict[tuple[str, str, str, int], int] = {}
+        self._oldest_lag_end_ms: int | None = None
+        # the job's own lag: per source partition the latest offsets' history, and read offset
+        self._latest: dict[_Labels, tuple[tuple[int, int], ...]] = {}
+        self._read: dict[_Labels, int] = {}
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -401,7 +444,9 @@ class PrometheusSink:
             raise RuntimeError("the Prometheus exporter is already started")
         from streaming.sinks.web_config import serve
 
-        app = _CachedExposition(make_wsgi_app(self.registry), self._store, self._families)
+        app = _CachedExposition(
+            make_wsgi_app(self.registry), self._store, self._families, self.refresh
+        )
         server, thread = serve(app, host, port, web_config)
         self._server, self._thread = server, thread
         return int(server.server_port)
@@ -468,6 +513,99 @@ class PrometheusSink:
             if self._last_batch_ts_s is not None:
                 self._set(mn.LAST_BATCH_AGE_SECONDS, (), max(0.0, now_s - self._last_batch_ts_s))
 
+    # -- the inputs' freshness and the job's own lag -----------------------------------------
+
+    def expect_cluster(self, cluster: str, since_s: float) -> None:
+        """The job reads ``cluster``'s collector from ``since_s`` (Unix time, the job's start):
+        until it reads a snapshot, the snapshot and end-offset ages count from then."""
+        with self._lock:
+            self._snapshot_ms.setdefault(cluster, since_s * 1000.0)
+            self._end_offsets_ms.setdefault(cluster, since_s * 1000.0)
+        self.refresh()
+
+    def record_sources(self, cluster: str, stats: Iterable[Mapping[str, Any]]) -> None:
+        """A micro-batch's source stats (:func:`streaming.spark.decode.source_stats`, one or
+        more per source partition): the newest record time per source partition, the
+        newest group snapshot and end-offset times of ``cluster``. Then lag series whose end
+        offsets are older than ``end_offsets_max_age_s`` before the newest record read are
+        dropped (the tracker makes new rows unknown; a group that stopped committing gets
+        none)."""
+        newest: int | None = None
+        with self._lock:
+            for s in stats:
+                labels = (str(s["topic"]), str(s["partition"]))
+                ts = s.get("max_ts_ms")
+                if ts is not None:
+                    self._record_ms[labels] = max(self._record_ms.get(labels, ts), ts)
+                    newest = ts if newest is None else max(newest, ts)
+                for times, field in (
+                    (self._snapshot_ms, "snapshot_ts_ms"),
+                    (self._end_offsets_ms, "end_offsets_ts_ms"),
+                ):
+                    value = s.get(field)
+                    if value is not None:
+                        times[cluster] = max(times.get(cluster, value), value)
+            if newest is not None:
+                self._sweep_lag(newest - self._max_age_ms)
+        self.refresh()
+
+    def _sweep_lag(self, oldest_ms: int) -> None:
+        """Remove the lag series measured against end offsets older than ``oldest_ms``, and
+        the lag status of their groups."""
+        if self._oldest_lag_end_ms is None or self._oldest_lag_end_ms >= oldest_ms:
+            return
+        for key in [k for k, end_ms in self._lag_end_ms.items() if end_ms < oldest_ms]:
+            del self._lag_end_ms[key]
+            labels = (key[0], key[1], key[2], str(key[3]))
+            self._remove(mn.LAG, labels)
+            self._remove(mn.LAG_SECONDS, labels)
+            self._remove(mn.PARTITION_LAG_STATUS, labels)
+            self._remove(mn.GROUP_LAG_STATUS, (key[0], key[1]))
+        self._oldest_lag_end_ms = min(self._lag_end_ms.values(), default=None)
+
+    def record_progress(self, ts_s: float, partitions: Iterable[tuple[str, int, int, int]]) -> None:
+        """One progress report of the query at Unix time ``ts_s``: per source partition
+        ``(topic, partition, read_to, latest)``, the offset its micro-batch read up to
+        (exclusive) and the latest offset Spark saw. The job's lag: ``latest - read_to``
+        records, and the seconds since the latest offset passed ``read_to`` (the history of
+        latest offsets, interpolated as the tracker's lag: :mod:`streaming.tracking.lag`)."""
+        ts_ms = round(ts_s * 1000)
+        with self._lock:
+            for topic, partition, read_to, latest in partitions:
+                labels = (topic, str(partition))
+                history = add_point(self._latest.get(labels, ()), ts_ms, latest, 16)
+                self._latest[labels] = history
+                self._read[labels] = read_to
+                self._set(mn.SOURCE_LAG, labels, max(0, latest - read_to))
+                seconds, _method = lag_seconds(history, read_to, ts_ms)
+                if seconds is None:
+                    self._remove(mn.SOURCE_LAG_SECONDS, labels)
+                else:
+                    self._set(mn.SOURCE_LAG_SECONDS, labels, seconds)
+
+    def record_rows_written(self, table: str, rows: int) -> None:
+        """Rows one append wrote to ``table``."""
+        with self._lock:
+            self._inc(mn.ROWS_WRITTEN, (table,), max(0, rows))
+
+    def refresh(self) -> None:
+        """The values that depend on the time of the scrape: the inputs' ages and the
+        exporter's series count (called before each scrape is served)."""
+        now_ms = self._clock() * 1000.0
+        with self._lock:
+            for spec, times in (
+                (mn.MEMBERSHIP_SNAPSHOT_AGE_SECONDS, self._snapshot_ms),
+                (mn.END_OFFSETS_AGE_SECONDS, self._end_offsets_ms),
+            ):
+                for cluster, ts in times.items():
+                    self._set(spec, (cluster,), max(0.0, (now_ms - ts) / 1000.0))
+            for labels, ts in self._record_ms.items():
+                age = max(0.0, (now_ms - ts) / 1000.0)
+                self._set(mn.SOURCE_RECORD_AGE_SECONDS, labels, age)
+            # the job's series served as 0 before they are set (:func:`_family`), this one too
+            defaults = sum(1 for spec in _DEFAULTED if not self._store.series[spec.name])
+            self._set(mn.EXPORTER_SERIES, (), self._store.count + defaults)
+
     # -- tracker events --------------------------------------------------------------------
 
     def update(self, events: Iterable[Any]) -> int:
@@ -530,6 +668,7 @@ class PrometheusSink:
                 self._remove(mn.LAG_SECONDS, labels)
                 self._remove(mn.PARTITION_LAG_STATUS, labels)
                 lag_key = (*group, event.topic, event.partition)
+                self._lag_end_ms.pop(lag_key, None)
                 self._lag_ts_ms[lag_key] = max(
                     self._lag_ts_ms.get(lag_key, event.event_ts_ms), event.event_ts_ms
                 )
@@ -625,6 +764,12 @@ class PrometheusSink:
             return
         self._lag_ts_ms[lag_key] = row.measured_ts_ms
         labels = (*group, row.topic, str(row.partition))
+        if row.lag_records is not None and row.end_offset_ts_ms is not None:
+            self._lag_end_ms[lag_key] = row.end_offset_ts_ms
+            if self._oldest_lag_end_ms is None or row.end_offset_ts_ms < self._oldest_lag_end_ms:
+                self._oldest_lag_end_ms = row.end_offset_ts_ms
+        else:
+            self._lag_end_ms.pop(lag_key, None)
         if row.lag_records is None:
             self._remove(mn.LAG, labels)
         else:
@@ -646,6 +791,7 @@ class PrometheusSink:
         self._assignor.pop(group, None)
         for lag_key in [k for k in self._lag_ts_ms if k[:2] == group]:
             del self._lag_ts_ms[lag_key]
+            self._lag_end_ms.pop(lag_key, None)
         self._deleted_ts_ms[group] = max(self._deleted_ts_ms.get(group, 0), ev.event_ts_ms)
         self._dormant.add(group)
 

@@ -222,7 +222,11 @@ def test_a_new_snapshot_makes_lag_known_again() -> None:
     log.snap(topics_snapshot(131 * S, {"t": [900]}))
     tracker.feed(log.take())
     row = tracker.of(PartitionLagRow)[-1]
-    assert (row.trigger, row.lag_records, row.lag_seconds_method) == ("snapshot", 200, "interpolated")
+    assert (row.trigger, row.lag_records, row.lag_seconds_method) == (
+        "snapshot",
+        200,
+        "interpolated",
+    )
     assert row.status is not None
     status = tracker.of(GroupStatus)[-1]
     assert status.total_lag_records == 200 and status.lag_status is not None
