@@ -344,6 +344,8 @@ def launch(
     _runtime_conf(spark, config)
     sinks = Sinks.open(spark, config, progress=progress, on_events=on_events)
     guard = BatchGuard(sinks.events_batch)
+    if sinks.prometheus is not None and not once:
+        sinks.prometheus.record_trigger_interval(config.trigger_interval_s)
     unlisten = _listen_progress(spark, sinks)
     try:
         queries = start(spark, config, sinks, once=once, handler=guard)

@@ -73,6 +73,7 @@ __all__ = [
     "SOURCE_LAG",
     "SOURCE_LAG_SECONDS",
     "SOURCE_RECORD_AGE_SECONDS",
+    "TRIGGER_INTERVAL_SECONDS",
     "STATE",
     "UNROUTED_RECORDS",
     "WHATIF_PARTITIONS_MOVED",
@@ -361,6 +362,13 @@ SOURCE_LAG_SECONDS = MetricSpec(
     "micro-batch read up to (estimated from the latest offsets of the query's progress).",
     SOURCE_LABELS,
 )
+TRIGGER_INTERVAL_SECONDS = MetricSpec(
+    "rebalance_monitor_trigger_interval_seconds",
+    "gauge",
+    "The query's trigger interval: a micro-batch starts this often when the previous one "
+    "is done (trigger_interval_s); absent in a run that processes what is available once.",
+    (),
+)
 ROWS_WRITTEN = MetricSpec(
     "rebalance_monitor_rows_written_total",
     "counter",
@@ -410,6 +418,7 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     SOURCE_RECORD_AGE_SECONDS,
     SOURCE_LAG,
     SOURCE_LAG_SECONDS,
+    TRIGGER_INTERVAL_SECONDS,
     ROWS_WRITTEN,
     EXPORTER_SERIES,
 )

@@ -94,7 +94,7 @@ _Labels = tuple[str, ...]
 
 #: Job series without a default 0: absent until set (``kafka_up`` 0 would say "down" before
 #: the first check, or forever in a job that does not watch the cluster).
-_SET_FIRST = frozenset({mn.KAFKA_UP.name})
+_SET_FIRST = frozenset({mn.KAFKA_UP.name, mn.TRIGGER_INTERVAL_SECONDS.name})
 #: The job's series exposed as 0 before they are set.
 _DEFAULTED = tuple(s for s in mn.ALL_METRICS if not s.labels and s.name not in _SET_FIRST)
 
@@ -582,6 +582,11 @@ class PrometheusSink:
                     self._remove(mn.SOURCE_LAG_SECONDS, labels)
                 else:
                     self._set(mn.SOURCE_LAG_SECONDS, labels, seconds)
+
+    def record_trigger_interval(self, seconds: float) -> None:
+        """The query's trigger interval (what "batches slower than the trigger" compares)."""
+        with self._lock:
+            self._set(mn.TRIGGER_INTERVAL_SECONDS, (), seconds)
 
     def record_rows_written(self, table: str, rows: int) -> None:
         """Rows one append wrote to ``table``."""
