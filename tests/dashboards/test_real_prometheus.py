@@ -10,8 +10,8 @@ of them, ``driver_row``, as ``Sinks.events_batch`` does) and reach
 :meth:`PrometheusSink.record_batch` (records read, offset gaps counted per source partition
 as ``Sinks.records_batch`` does), with its source stats' freshness, the query's progress
 (the job's own lag), the trigger interval and the rows of each table. Lag comes from the
-tracker's ``partition_lag`` rows: the fixtures' collector ``topics`` snapshot carries the end offsets
-the clients saw. Each group is replayed up to the micro-batch in which its last member
+tracker's ``partition_lag`` rows: the fixtures' collector ``topics`` snapshot carries the
+end offsets the clients saw. Each group is replayed up to the micro-batch in which its last member
 leaves, so it is still running: members hold partitions, lag is measured.
 
 Prometheus (Debian's binary, the project's ``prometheus.yml`` and rules) scrapes it every
