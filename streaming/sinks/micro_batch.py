@@ -206,7 +206,6 @@ class Sinks:
                 f"gaps={stats.offset_gaps})"
             )
         if self.prometheus is not None:
-            self.prometheus.record_sources(self.cluster, stats_rows)
             self.prometheus.record_batch(
                 time.monotonic() - started,
                 records,
@@ -284,6 +283,8 @@ class Sinks:
                 stats += small.filter(is_stats)[SOURCE_STATS].to_pylist()
                 self._drive(small, columns)
                 del small
+            if self.prometheus is not None:  # the inputs' freshness, with the batch's rows
+                self.prometheus.record_sources(self.cluster, stats)
             exported = time.monotonic()
             frames = table_frames(
                 df, kinds, batch_id, offset_commits_history=self.offset_commits_history
