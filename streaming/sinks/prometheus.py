@@ -22,6 +22,12 @@ from the group's newest rebalance row: the ``expected`` entry marked ``own``, el
 restart, say), ``GroupStatus`` rows set it; once it has, only rebalance rows change it, so a
 status can never bring back a strategy a newer rebalance replaced.
 
+Freshness: the ages of the inputs (the newest collector group snapshot and end offsets per
+cluster, the newest record per source partition) and the series count are computed when a
+scrape arrives (:meth:`PrometheusSink.refresh`), so they grow while nothing new is read.
+The job's own lag behind each source partition comes from the query's progress reports
+(:meth:`PrometheusSink.record_progress`, :mod:`streaming.spark.progress`).
+
 Series removal:
 
 * ``GroupDeleted`` (deleted, expired, converted or recreated group) removes every series
@@ -37,6 +43,11 @@ Series removal:
   a lag row without a value (``lag_records``/``lag_seconds`` null) removes that series, one
   without a lag status (``status`` null) its ``partition_status`` series; a ``GroupStatus``
   without ``lag_status`` removes the group's ``kafka_consumergroup_status``.
+* Lag series (records, seconds, partition status) measured against end offsets more than
+  ``end_offsets_max_age_s`` older than the newest record the job has read
+  (:meth:`PrometheusSink.record_sources`) are removed, with their group's
+  ``kafka_consumergroup_status``: a group that stopped committing after the collector
+  stopped gets no new row to say its lag is unknown.
 * A strategy that failed for a rebalance (``GroupMetricsRow.error``) loses its
   ``imbalance_ratio`` and ``divergent`` series; a strategy whose ``divergent`` is unknown
   loses its ``divergent`` series.
