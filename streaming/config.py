@@ -301,6 +301,9 @@ class JobConfig:
       a collector snapshot listing it for this long, in record time, is forgotten: its
       state dropped, its series removed (:mod:`streaming.tracking.forget`). A week by
       default; 0: never. A deleted group (its tombstone) is forgotten at once.
+    * ``end_offsets_max_age_s``: lag measured more than this long after the partition's
+      newest end offset (the collector's snapshots) is unknown, never 0 or OK (record
+      time); also the age past which the exporter drops lag series. 60 s by default.
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
@@ -326,6 +329,7 @@ class JobConfig:
     lag_status_window_s: float = 600.0
     group_filter: str = ".*"
     group_retention_s: float = 7 * 24 * 3600.0
+    end_offsets_max_age_s: float = 60.0
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -378,6 +382,11 @@ class JobConfig:
             raise JobConfigError(
                 f"group_retention_s: expected seconds in [0, {_MAX_RETENTION_S:g}] (0: never), "
                 f"got {retention!r}"
+            )
+        max_age = self.end_offsets_max_age_s
+        if not _is_number(max_age) or not 0.001 <= max_age <= 86_400 * 30:
+            raise JobConfigError(
+                f"end_offsets_max_age_s: expected seconds in [0.001, 2592000], got {max_age!r}"
             )
         if not isinstance(self.metrics_host, str) or not self.metrics_host:
             raise JobConfigError("metrics_host: must not be empty")

@@ -204,6 +204,7 @@ def start(
         consumer_session_timeout_ms=config.consumer_session_timeout_ms,
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
         group_idle_ms=round(config.group_retention_s * 1000),
+        end_offsets_max_age_ms=max(1, round(config.end_offsets_max_age_s * 1000)),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
     keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
@@ -304,6 +305,7 @@ class RunningJob:
         queries: list[StreamingQuery],
         watch: BrokerWatch | None = None,
         guard: BatchGuard | None = None,
+        unlisten: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.sinks = sinks
@@ -312,6 +314,7 @@ class RunningJob:
         self.guard = guard
         #: Unix time the queries started (``/-/ready`` before the first micro-batch)
         self.started_s = time.time()
+        self._unlisten = unlisten
 
     @property
     def stats(self) -> JobStats:
@@ -381,6 +384,8 @@ class RunningJob:
                 if query.isActive:
                     query.stop()
         finally:
+            if self._unlisten is not None:
+                self._unlisten()
             self.sinks.close()
         for query in self.queries:
             error = query.exception()
@@ -428,9 +433,14 @@ def launch(
     _runtime_conf(spark, config)
     sinks = Sinks.open(spark, config, progress=progress, on_events=on_events)
     guard = BatchGuard(sinks.events_batch)
+    if sinks.prometheus is not None and not once:
+        sinks.prometheus.record_trigger_interval(config.trigger_interval_s)
+    unlisten = _listen_progress(spark, sinks)
     try:
         queries = start(spark, config, sinks, once=once, handler=guard)
     except BaseException:
+        if unlisten is not None:
+            unlisten()
         sinks.close()
         raise
     progress(
@@ -439,10 +449,23 @@ def launch(
         + (" (available now)" if once else "")
     )
     watch = _watch_kafka(config, sinks, progress, warn or progress)
-    job = RunningJob(config, sinks, queries, watch, guard)
+    job = RunningJob(config, sinks, queries, watch, guard, unlisten)
     if sinks.prometheus is not None:
         sinks.prometheus.readiness = job.not_ready
     return job
+
+
+def _listen_progress(spark: SparkSession, sinks: Sinks) -> Callable[[], None] | None:
+    """The query's progress reports to the exporter (the job's own lag behind each source
+    partition, :mod:`streaming.spark.progress`); returns what removes the listener."""
+    from streaming.spark.progress import ProgressListener
+
+    exporter = sinks.prometheus
+    if exporter is None:
+        return None
+    listener = ProgressListener(f"rebalance-monitor-{EVENTS_QUERY}", exporter.record_progress)
+    spark.streams.addListener(listener)
+    return lambda: spark.streams.removeListener(listener)
 
 
 def check_kafka(config: JobConfig, progress: Progress = print) -> None:
@@ -626,6 +649,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="forget a group after this long without a record or a collector snapshot "
         "listing it, in record time (default 604800, a week; 0: never)",
     )
+    p.add_argument(
+        "--end-offsets-max-age",
+        dest="end_offsets_max_age_s",
+        type=float,
+        metavar="SECONDS",
+        help="lag against end offsets older than this is unknown, not 0 (default 60)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
     p.add_argument(
@@ -665,6 +695,7 @@ def config_from_args(
             "metrics_web_config_file",
             "group_filter",
             "group_retention_s",
+            "end_offsets_max_age_s",
         )
     }
     if args.conf:

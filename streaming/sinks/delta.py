@@ -103,6 +103,8 @@ class DeltaSink:
         self.base_path = base_path.rstrip("/")
         self.app_id = app_id
         self.pauser = Pauser.from_env()
+        #: Told each append's rows (table, Delta's count); the exporter's ``rows_written``.
+        self.on_rows_written: Callable[[str, int], None] | None = None
 
     def path(self, table: str) -> str:
         """Where ``table`` lives."""
@@ -208,11 +210,30 @@ class DeltaSink:
 
     def _append(self, table: str, frame: DataFrame, batch_id: int) -> None:
         self.pauser.reach("before-append", batch_id, table)
+        marker = f"{self.app_id}:{batch_id}"
         (
             frame.write.format("delta")
             .mode("append")
             .option("txnAppId", self.app_id)
             .option("txnVersion", str(batch_id))
+            .option("userMetadata", marker)
             .save(self.path(table))
         )
+        if self.on_rows_written is not None:
+            rows = self._rows_written(table, marker)
+            if rows is not None:
+                self.on_rows_written(table, rows)
         self.pauser.reach("after-append", batch_id, table)
+
+    def _rows_written(self, table: str, marker: str) -> int | None:
+        """Delta's count of the rows of the table's newest commit when it is this batch's
+        append (its ``userMetadata`` is ``marker``); None otherwise."""
+        where = self.path(table).replace("`", "``")
+        newest = (
+            self.spark.sql(f"DESCRIBE HISTORY delta.`{where}` LIMIT 1")
+            .select("userMetadata", "operationMetrics")
+            .first()
+        )
+        if newest is None or newest["userMetadata"] != marker:
+            return None
+        return int((newest["operationMetrics"] or {}).get("numOutputRows", 0))

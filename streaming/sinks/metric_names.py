@@ -47,6 +47,8 @@ __all__ = [
     "BATCH_DURATION_SECONDS",
     "BATCH_INPUT_ROWS",
     "BUILD_INFO",
+    "END_OFFSETS_AGE_SECONDS",
+    "EXPORTER_SERIES",
     "GENERATION",
     "GROUP_LABELS",
     "GROUP_LAG_STATUS",
@@ -59,6 +61,7 @@ __all__ = [
     "LAST_BATCH_TIMESTAMP_SECONDS",
     "LAST_REBALANCE_TIMESTAMP_SECONDS",
     "MEMBERS",
+    "MEMBERSHIP_SNAPSHOT_AGE_SECONDS",
     "MEMBER_ASSIGNED_PARTITIONS",
     "OFFSET_GAPS",
     "PARTITIONS_MOVED",
@@ -67,7 +70,13 @@ __all__ = [
     "PARTITION_LAG_STATUS",
     "REBALANCES",
     "REBALANCE_DURATION_SECONDS",
+    "ROWS_WRITTEN",
+    "SOURCE_LABELS",
+    "SOURCE_LAG",
+    "SOURCE_LAG_SECONDS",
+    "SOURCE_RECORD_AGE_SECONDS",
     "STATE",
+    "TRIGGER_INTERVAL_SECONDS",
     "UNROUTED_RECORDS",
     "WHATIF_PARTITIONS_MOVED",
     "WHATIF_PAUSED_PARTITION_SECONDS",
@@ -80,6 +89,8 @@ MetricType = Literal["counter", "gauge", "histogram"]
 #: Label sets shared by several metrics.
 GROUP_LABELS: tuple[str, ...] = ("cluster", "group")
 PARTITION_LABELS: tuple[str, ...] = ("cluster", "group", "topic", "partition")
+#: A partition of a topic the job reads (``__consumer_offsets``, the membership topic).
+SOURCE_LABELS: tuple[str, ...] = ("topic", "partition")
 
 #: Group states of the classic (Empty .. Dead) and KIP-848 (Assigning, Reconciling) protocols,
 #: as the admin API names them; ``Unknown`` when the tracker cannot tell.
@@ -337,6 +348,66 @@ TRACKED_GROUPS = MetricSpec(
     (),
 )
 
+
+# -- the inputs' freshness and the job's own lag (docs/alerts.md) ----------------------------
+
+MEMBERSHIP_SNAPSHOT_AGE_SECONDS = MetricSpec(
+    "rebalance_monitor_membership_snapshot_age_seconds",
+    "gauge",
+    "Seconds since the newest collector group snapshot the job has read was taken (its "
+    "snapshot_ts_ms), at scrape time; since the job started while it has read none.",
+    ("cluster",),
+)
+END_OFFSETS_AGE_SECONDS = MetricSpec(
+    "rebalance_monitor_end_offsets_age_seconds",
+    "gauge",
+    "Seconds since the end offsets of the newest collector topics snapshot the job has read "
+    "were listed (its end_offsets_ts_ms), at scrape time; since the job started while it has "
+    "read none. Lag against end offsets older than the job's end_offsets_max_age_s is "
+    "unknown.",
+    ("cluster",),
+)
+SOURCE_RECORD_AGE_SECONDS = MetricSpec(
+    "rebalance_monitor_source_record_age_seconds",
+    "gauge",
+    "Seconds since the newest record the job has read from the source partition was "
+    "appended (its Kafka timestamp), at scrape time.",
+    SOURCE_LABELS,
+)
+SOURCE_LAG = MetricSpec(
+    "rebalance_monitor_source_lag",
+    "gauge",
+    "Records of the source partition the job has not read yet: the latest offset Spark "
+    "saw minus the offset its last micro-batch read up to.",
+    SOURCE_LABELS,
+)
+SOURCE_LAG_SECONDS = MetricSpec(
+    "rebalance_monitor_source_lag_seconds",
+    "gauge",
+    "Seconds since the source partition's latest offset passed the offset the job's last "
+    "micro-batch read up to (estimated from the latest offsets of the query's progress).",
+    SOURCE_LABELS,
+)
+TRIGGER_INTERVAL_SECONDS = MetricSpec(
+    "rebalance_monitor_trigger_interval_seconds",
+    "gauge",
+    "The query's trigger interval: a micro-batch starts this often when the previous one "
+    "is done (trigger_interval_s); absent in a run that processes what is available once.",
+    (),
+)
+ROWS_WRITTEN = MetricSpec(
+    "rebalance_monitor_rows_written_total",
+    "counter",
+    "Rows the job appended to each Delta table (Delta's own count of each append).",
+    ("table",),
+)
+EXPORTER_SERIES = MetricSpec(
+    "rebalance_monitor_exporter_series",
+    "gauge",
+    "Series the exporter serves (every metric's, histogram buckets counted once per series).",
+    (),
+)
+
 #: Every metric, in exposition order.
 ALL_METRICS: tuple[MetricSpec, ...] = (
     REBALANCES,
@@ -371,4 +442,12 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     KAFKA_UP,
     BUILD_INFO,
     TRACKED_GROUPS,
+    MEMBERSHIP_SNAPSHOT_AGE_SECONDS,
+    END_OFFSETS_AGE_SECONDS,
+    SOURCE_RECORD_AGE_SECONDS,
+    SOURCE_LAG,
+    SOURCE_LAG_SECONDS,
+    TRIGGER_INTERVAL_SECONDS,
+    ROWS_WRITTEN,
+    EXPORTER_SERIES,
 )

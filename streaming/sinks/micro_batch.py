@@ -111,9 +111,11 @@ class Sinks:
         progress: Progress = print,
         on_events: EventsListener | None = None,
         offset_commits_history: str = "latest",
+        cluster: str = "local",
     ) -> None:
         self.delta = delta
         self.prometheus = prometheus
+        self.cluster = cluster
         self.progress = progress
         self.on_events = on_events
         self.offset_commits_history = offset_commits_history
@@ -155,7 +157,9 @@ class Sinks:
                 if config.metrics_web_config_file is None
                 else load_web_config(config.metrics_web_config_file)
             )
-            prometheus = PrometheusSink()
+            prometheus = PrometheusSink(end_offsets_max_age_s=config.end_offsets_max_age_s)
+            prometheus.expect_cluster(config.cluster, time.time())
+            delta.on_rows_written = prometheus.record_rows_written
             port = prometheus.start(config.metrics_host, config.metrics_port, web_config=web)
             scheme = "http" if web is None else web.scheme
             progress(
@@ -168,6 +172,7 @@ class Sinks:
             progress=progress,
             on_events=on_events,
             offset_commits_history=config.offset_commits_history,
+            cluster=config.cluster,
         )
 
     def close(self) -> None:
@@ -296,6 +301,8 @@ class Sinks:
                 stats += small.filter(is_stats)[SOURCE_STATS].to_pylist()
                 self._drive(small, columns)
                 del small
+            if self.prometheus is not None:  # the inputs' freshness, with the batch's rows
+                self.prometheus.record_sources(self.cluster, stats)
             exported = time.monotonic()
             frames = table_frames(
                 df, kinds, batch_id, offset_commits_history=self.offset_commits_history

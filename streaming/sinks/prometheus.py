@@ -24,6 +24,12 @@ from the group's newest rebalance row: the ``expected`` entry marked ``own``, el
 restart, say), ``GroupStatus`` rows set it; once it has, only rebalance rows change it, so a
 status can never bring back a strategy a newer rebalance replaced.
 
+Freshness: the ages of the inputs (the newest collector group snapshot and end offsets per
+cluster, the newest record per source partition) and the series count are computed when a
+scrape arrives (:meth:`PrometheusSink.refresh`), so they grow while nothing new is read.
+The job's own lag behind each source partition comes from the query's progress reports
+(:meth:`PrometheusSink.record_progress`, :mod:`streaming.spark.progress`).
+
 Series removal:
 
 * ``GroupDeleted`` (deleted, expired, converted, recreated or forgotten group) removes every series
@@ -39,6 +45,11 @@ Series removal:
   a lag row without a value (``lag_records``/``lag_seconds`` null) removes that series, one
   without a lag status (``status`` null) its ``partition_status`` series; a ``GroupStatus``
   without ``lag_status`` removes the group's ``kafka_consumergroup_status``.
+* Lag series (records, seconds, partition status) measured against end offsets more than
+  ``end_offsets_max_age_s`` older than the newest record the job has read
+  (:meth:`PrometheusSink.record_sources`) are removed, with their group's
+  ``kafka_consumergroup_status``: a group that stopped committing after the collector
+  stopped gets no new row to say its lag is unknown.
 * A strategy that failed for a rebalance (``GroupMetricsRow.error``) loses its
   ``imbalance_ratio`` and ``divergent`` series; a strategy whose ``divergent`` is unknown
   loses its ``divergent`` series.
@@ -50,6 +61,7 @@ import bisect
 import gzip
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -82,6 +94,7 @@ from streaming.tracking.events import (
     from_row,
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
+from streaming.tracking.lag import add_point, lag_seconds
 from streaming.tracking.lag_status import STATUS_CODES
 from streaming.version import build_info
 
@@ -96,7 +109,9 @@ _Labels = tuple[str, ...]
 
 #: Job series without a default 0: absent until set (``kafka_up`` 0 would say "down" before
 #: the first check, or forever in a job that does not watch the cluster).
-_SET_FIRST = frozenset({mn.KAFKA_UP.name, mn.TRACKED_GROUPS.name})
+_SET_FIRST = frozenset({mn.KAFKA_UP.name, mn.TRACKED_GROUPS.name, mn.TRIGGER_INTERVAL_SECONDS.name})
+#: The job's series exposed as 0 before they are set.
+_DEFAULTED = tuple(s for s in mn.ALL_METRICS if not s.labels and s.name not in _SET_FIRST)
 
 
 class _Store:
@@ -120,24 +135,28 @@ class _Store:
         self.series: dict[str, dict[_GroupKey | None, dict[_Labels, Any]]] = {
             spec.name: {} for spec in mn.ALL_METRICS
         }
-        #: the job's own metrics: their series belong to no group, whatever their labels
-        self._job = frozenset(s.name for s in mn.ALL_METRICS if not s.name.startswith("kafka_"))
         self.versions: dict[str, int] = dict.fromkeys(self.series, 0)
         #: Bumped by every change: a scrape of an unchanged store is served from its last
         #: exposition (:class:`_CachedExposition`).
         self.version = 0
+        #: How many series there are (the exporter's own ``exporter_series``).
+        self.count = 0
+        self._grouped = frozenset(
+            spec.name for spec in mn.ALL_METRICS if spec.labels[:2] == mn.GROUP_LABELS
+        )
 
-    @staticmethod
-    def _group_of(labels: _Labels) -> _GroupKey | None:
+    def _group_of(self, name: str, labels: _Labels) -> _GroupKey | None:
         """The group a series' labels name (cluster and group first); None: a job series."""
-        return (labels[0], labels[1]) if len(labels) >= 2 else None
+        return (labels[0], labels[1]) if name in self._grouped else None
 
     def _of(self, name: str, labels: _Labels) -> dict[_Labels, Any]:
         by_group = self.series[name]
-        group = None if name in self._job else self._group_of(labels)
+        group = self._group_of(name, labels)
         values = by_group.get(group)
         if values is None:
             values = by_group[group] = {}
+        if labels not in values:
+            self.count += 1
         return values
 
     def _changed(self, name: str) -> None:
@@ -169,9 +188,10 @@ class _Store:
 
     def remove(self, spec: MetricSpec, labels: _Labels) -> None:
         by_group = self.series[spec.name]
-        group = None if spec.name in self._job else self._group_of(labels)
+        group = self._group_of(spec.name, labels)
         values = by_group.get(group)
         if values is not None and values.pop(labels, None) is not None:
+            self.count -= 1
             if not values:  # the group's last series of the metric: no empty dict left
                 del by_group[group]
             self._changed(spec.name)
@@ -186,7 +206,9 @@ class _Store:
 
     def drop_group(self, group: _GroupKey) -> None:
         for name, by_group in self.series.items():
-            if by_group.pop(group, None) is not None:
+            dropped = by_group.pop(group, None)
+            if dropped is not None:
+                self.count -= len(dropped)
                 self._changed(name)
 
     def copy_of(self, name: str) -> tuple[int, dict[_Labels, Any]]:
@@ -301,14 +323,23 @@ class _CachedExposition:
     groups). A restricted scrape (``name[]``) goes through the library's app, which builds
     only the families asked for."""
 
-    def __init__(self, app: Any, store: _Store, families: Sequence[_Family]) -> None:
+    def __init__(
+        self,
+        app: Any,
+        store: _Store,
+        families: Sequence[_Family],
+        refresh: Callable[[], None] | None = None,
+    ) -> None:
         self._app = app
         self._store = store
         self._families = families
+        self._refresh = refresh
         self._rendering = threading.Lock()
         self._kept: dict[tuple[Any, ...], tuple[int, str, list[tuple[str, str]], bytes]] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        if self._refresh is not None:
+            self._refresh()  # the values that depend on the time of the scrape (ages)
         key = tuple(
             environ.get(k)
             for k in ("REQUEST_METHOD", "PATH_INFO", "QUERY_STRING", "HTTP_ACCEPT",
@@ -403,9 +434,17 @@ class _Endpoints:
 class PrometheusSink:
     """Tracker events -> Prometheus series in a registry of its own (module docstring)."""
 
-    def __init__(self, *, max_remembered_events: int = 200_000) -> None:
+    def __init__(
+        self,
+        *,
+        max_remembered_events: int = 200_000,
+        end_offsets_max_age_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if max_remembered_events < 1:
             raise ValueError("max_remembered_events must be at least 1")
+        if not end_offsets_max_age_s > 0:
+            raise ValueError("end_offsets_max_age_s must be positive")
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
         self._store = _Store(self._lock)
@@ -429,6 +468,19 @@ class PrometheusSink:
         self._dormant: set[_GroupKey] = set()
         self._last_batch_id: int | None = None
         self._last_batch_ts_s: float | None = None
+        self._clock = clock
+        self._max_age_ms = round(end_offsets_max_age_s * 1000)
+        # freshness (Unix ms): cluster -> newest snapshot / end offsets read (or the start);
+        # source partition -> newest record read
+        self._snapshot_ms: dict[str, float] = {}
+        self._end_offsets_ms: dict[str, float] = {}
+        self._record_ms: dict[_Labels, float] = {}
+        # each lag series' end-offset time, and a lower bound of them (the sweep's trigger)
+        self._lag_end_ms: dict[tuple[str, str, str, int], int] = {}
+        self._oldest_lag_end_ms: int | None = None
+        # the job's own lag: per source partition the latest offsets' history, and read offset
+        self._latest: dict[_Labels, tuple[tuple[int, int], ...]] = {}
+        self._read: dict[_Labels, int] = {}
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
         #: What ``/-/ready`` asks (the running job's :meth:`streaming.job.RunningJob.
@@ -454,7 +506,9 @@ class PrometheusSink:
             raise RuntimeError("the Prometheus exporter is already started")
         from streaming.sinks.web_config import serve
 
-        exposition = _CachedExposition(make_wsgi_app(self.registry), self._store, self._families)
+        exposition = _CachedExposition(
+            make_wsgi_app(self.registry), self._store, self._families, self.refresh
+        )
         server, thread = serve(_Endpoints(exposition, self), host, port, web_config)
         self._server, self._thread = server, thread
         return int(server.server_port)
@@ -537,6 +591,104 @@ class PrometheusSink:
             if self._last_batch_ts_s is not None:
                 self._set(mn.LAST_BATCH_AGE_SECONDS, (), max(0.0, now_s - self._last_batch_ts_s))
 
+    # -- the inputs' freshness and the job's own lag -----------------------------------------
+
+    def expect_cluster(self, cluster: str, since_s: float) -> None:
+        """The job reads ``cluster``'s collector from ``since_s`` (Unix time, the job's start):
+        until it reads a snapshot, the snapshot and end-offset ages count from then."""
+        with self._lock:
+            self._snapshot_ms.setdefault(cluster, since_s * 1000.0)
+            self._end_offsets_ms.setdefault(cluster, since_s * 1000.0)
+        self.refresh()
+
+    def record_sources(self, cluster: str, stats: Iterable[Mapping[str, Any]]) -> None:
+        """A micro-batch's source stats (:func:`streaming.spark.decode.source_stats`, one or
+        more per source partition): the newest record time per source partition, the
+        newest group snapshot and end-offset times of ``cluster``. Then lag series whose end
+        offsets are older than ``end_offsets_max_age_s`` before the newest record read are
+        dropped (the tracker makes new rows unknown; a group that stopped committing gets
+        none)."""
+        newest: int | None = None
+        with self._lock:
+            for s in stats:
+                labels = (str(s["topic"]), str(s["partition"]))
+                ts = s.get("max_ts_ms")
+                if ts is not None:
+                    self._record_ms[labels] = max(self._record_ms.get(labels, ts), ts)
+                    newest = ts if newest is None else max(newest, ts)
+                for times, field in (
+                    (self._snapshot_ms, "snapshot_ts_ms"),
+                    (self._end_offsets_ms, "end_offsets_ts_ms"),
+                ):
+                    value = s.get(field)
+                    if value is not None:
+                        times[cluster] = max(times.get(cluster, value), value)
+            if newest is not None:
+                self._sweep_lag(newest - self._max_age_ms)
+        self.refresh()
+
+    def _sweep_lag(self, oldest_ms: int) -> None:
+        """Remove the lag series measured against end offsets older than ``oldest_ms``, and
+        the lag status of their groups."""
+        if self._oldest_lag_end_ms is None or self._oldest_lag_end_ms >= oldest_ms:
+            return
+        for key in [k for k, end_ms in self._lag_end_ms.items() if end_ms < oldest_ms]:
+            del self._lag_end_ms[key]
+            labels = (key[0], key[1], key[2], str(key[3]))
+            self._remove(mn.LAG, labels)
+            self._remove(mn.LAG_SECONDS, labels)
+            self._remove(mn.PARTITION_LAG_STATUS, labels)
+            self._remove(mn.GROUP_LAG_STATUS, (key[0], key[1]))
+        self._oldest_lag_end_ms = min(self._lag_end_ms.values(), default=None)
+
+    def record_progress(self, ts_s: float, partitions: Iterable[tuple[str, int, int, int]]) -> None:
+        """One progress report of the query at Unix time ``ts_s``: per source partition
+        ``(topic, partition, read_to, latest)``, the offset its micro-batch read up to
+        (exclusive) and the latest offset Spark saw. The job's lag: ``latest - read_to``
+        records, and the seconds since the latest offset passed ``read_to`` (the history of
+        latest offsets, interpolated as the tracker's lag: :mod:`streaming.tracking.lag`)."""
+        ts_ms = round(ts_s * 1000)
+        with self._lock:
+            for topic, partition, read_to, latest in partitions:
+                labels = (topic, str(partition))
+                history = add_point(self._latest.get(labels, ()), ts_ms, latest, 16)
+                self._latest[labels] = history
+                self._read[labels] = read_to
+                self._set(mn.SOURCE_LAG, labels, max(0, latest - read_to))
+                seconds, _method = lag_seconds(history, read_to, ts_ms)
+                if seconds is None:
+                    self._remove(mn.SOURCE_LAG_SECONDS, labels)
+                else:
+                    self._set(mn.SOURCE_LAG_SECONDS, labels, seconds)
+
+    def record_trigger_interval(self, seconds: float) -> None:
+        """The query's trigger interval (what "batches slower than the trigger" compares)."""
+        with self._lock:
+            self._set(mn.TRIGGER_INTERVAL_SECONDS, (), seconds)
+
+    def record_rows_written(self, table: str, rows: int) -> None:
+        """Rows one append wrote to ``table``."""
+        with self._lock:
+            self._inc(mn.ROWS_WRITTEN, (table,), max(0, rows))
+
+    def refresh(self) -> None:
+        """The values that depend on the time of the scrape: the inputs' ages and the
+        exporter's series count (called before each scrape is served)."""
+        now_ms = self._clock() * 1000.0
+        with self._lock:
+            for spec, times in (
+                (mn.MEMBERSHIP_SNAPSHOT_AGE_SECONDS, self._snapshot_ms),
+                (mn.END_OFFSETS_AGE_SECONDS, self._end_offsets_ms),
+            ):
+                for cluster, ts in times.items():
+                    self._set(spec, (cluster,), max(0.0, (now_ms - ts) / 1000.0))
+            for labels, ts in self._record_ms.items():
+                age = max(0.0, (now_ms - ts) / 1000.0)
+                self._set(mn.SOURCE_RECORD_AGE_SECONDS, labels, age)
+            # the job's series served as 0 before they are set (:func:`_family`), this one too
+            defaults = sum(1 for spec in _DEFAULTED if not self._store.series[spec.name])
+            self._set(mn.EXPORTER_SERIES, (), self._store.count + defaults)
+
     # -- tracker events --------------------------------------------------------------------
 
     def update(self, events: Iterable[Any]) -> int:
@@ -602,6 +754,7 @@ class PrometheusSink:
                 self._remove(mn.LAG_SECONDS, labels)
                 self._remove(mn.PARTITION_LAG_STATUS, labels)
                 lag_key = (*group, event.topic, event.partition)
+                self._lag_end_ms.pop(lag_key, None)
                 self._lag_ts_ms[lag_key] = max(
                     self._lag_ts_ms.get(lag_key, event.event_ts_ms), event.event_ts_ms
                 )
@@ -705,6 +858,12 @@ class PrometheusSink:
             return
         self._lag_ts_ms[lag_key] = row.measured_ts_ms
         labels = (*group, row.topic, str(row.partition))
+        if row.lag_records is not None and row.end_offset_ts_ms is not None:
+            self._lag_end_ms[lag_key] = row.end_offset_ts_ms
+            if self._oldest_lag_end_ms is None or row.end_offset_ts_ms < self._oldest_lag_end_ms:
+                self._oldest_lag_end_ms = row.end_offset_ts_ms
+        else:
+            self._lag_end_ms.pop(lag_key, None)
         if row.lag_records is None:
             self._remove(mn.LAG, labels)
         else:
@@ -735,6 +894,7 @@ class PrometheusSink:
         self._implementation.pop(group, None)
         for lag_key in [k for k in self._lag_ts_ms if k[:2] == group]:
             del self._lag_ts_ms[lag_key]
+            self._lag_end_ms.pop(lag_key, None)
         self._deleted_ts_ms[group] = max(self._deleted_ts_ms.get(group, 0), ev.event_ts_ms)
         self._deleted_ts_ms.move_to_end(group)
         self._dormant.add(group)

@@ -63,7 +63,7 @@ import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 from streaming.codec import DecodeError, decode_record
 from streaming.tracking.errors import MembershipEventError
 from streaming.tracking.membership import parse_membership_json
-from streaming.tracking.model import Observation, routing_keys
+from streaming.tracking.model import GroupSnapshot, Observation, TopicsSnapshot, routing_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -99,6 +99,9 @@ STATS_FIELDS: tuple[tuple[str, str], ...] = (
     ("records", "bigint"),
     ("unrouted", "bigint"),
     ("bad", "bigint"),
+    ("max_ts_ms", "bigint"),
+    ("snapshot_ts_ms", "bigint"),
+    ("end_offsets_ts_ms", "bigint"),
 )
 STATS_TYPE_DDL = "struct<" + ", ".join(f"{n}:{t}" for n, t in STATS_FIELDS) + ">"
 _ARROW_TYPES = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
@@ -218,6 +221,10 @@ class Decoded:
     error_type: str | None = None
     error_field: str | None = None
     error_offset: int | None = None
+    #: a collector event's times: ``snapshot_ts_ms`` of a ``group`` event,
+    #: ``end_offsets_ts_ms`` of a ``topics`` event (the inputs' freshness, :func:`source_stats`)
+    snapshot_ts_ms: int | None = None
+    end_offsets_ts_ms: int | None = None
 
 
 def _decode_one(source: str, key: bytes | None, value: bytes | None) -> Decoded:
@@ -230,6 +237,12 @@ def _decode_one(source: str, key: bytes | None, value: bytes | None) -> Decoded:
     except Exception as e:  # one bad record must never stop the query
         return Decoded((None,), None, str(e) or type(e).__name__, type(e).__name__, None, None)
     keys: tuple[str | None, ...] = routing_keys(obs.payload) or (None,)
+    payload = obs.payload
+    if isinstance(payload, GroupSnapshot):
+        return Decoded(keys, type(payload).__name__, snapshot_ts_ms=payload.snapshot_ts_ms)
+    if isinstance(payload, TopicsSnapshot):
+        ts = payload.end_offsets_ts_ms
+        return Decoded(keys, type(payload).__name__, end_offsets_ts_ms=ts)
     return Decoded(keys, type(obs.payload).__name__)
 
 
@@ -261,26 +274,43 @@ def _decoded_rows(
     return pa.Table.from_arrays(columns, schema=_ARROW_DECODED)
 
 
-def _per_row(batch: pa.RecordBatch | pa.Table, rows: Any) -> tuple[list[int], list[Decoded]]:
-    """Decode ``rows`` of ``batch`` one by one (the Python codec): one entry per routing key."""
+#: Per source partition ``(source, topic, partition)``: the newest ``snapshot_ts_ms`` of a
+#: ``group`` event and ``end_offsets_ts_ms`` of a ``topics`` event decoded (None: none).
+Times = dict[tuple[str, str, int], tuple[int | None, int | None]]
+
+
+def _per_row(batch: pa.RecordBatch | pa.Table, rows: Any) -> tuple[list[int], list[Decoded], Times]:
+    """Decode ``rows`` of ``batch`` one by one (the Python codec): one entry per routing key;
+    and the collector events' times per source partition."""
     import numpy as np
 
     rows = np.asarray(rows, dtype=np.int64)
-    picked = batch.select(["source", "key", "value"]).take(pa.array(rows))
+    picked = batch.select(["source", "topic", "partition", "key", "value"]).take(pa.array(rows))
     take: list[int] = []
     results: list[Decoded] = []
-    for i, source, key, value in zip(
+    times: Times = {}
+    for i, source, topic, partition, key, value in zip(
         rows.tolist(),
         picked.column("source").to_pylist(),
+        picked.column("topic").to_pylist(),
+        picked.column("partition").to_pylist(),
         picked.column("key").to_pylist(),
         picked.column("value").to_pylist(),
         strict=True,
     ):
         d = _decode_one(source, key, value)
+        if d.snapshot_ts_ms is not None or d.end_offsets_ts_ms is not None:
+            where = (source, topic, int(partition))
+            snap, ends = times.get(where, (None, None))
+            times[where] = (_newest(snap, d.snapshot_ts_ms), _newest(ends, d.end_offsets_ts_ms))
         for group_id in d.group_ids:
             take.append(i)
             results.append(Decoded((group_id,), *_tail(d)))
-    return take, results
+    return take, results, times
+
+
+def _newest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _tail(d: Decoded) -> tuple[Any, ...]:
@@ -304,7 +334,7 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Ta
     * every other record is decoded by the Python codec here.
 
     :func:`decode_batches` does the same over a whole task's input, chunk by chunk."""
-    other, runs = _decode_chunk(batch, history, {})
+    other, runs, _times = _decode_chunk(batch, history, {})
     if runs is None:
         return other
     return pa.concat_tables([other, _pack(runs)])
@@ -317,10 +347,11 @@ _SEGMENT = "run_segment"
 
 def _decode_chunk(
     batch: pa.RecordBatch | pa.Table, history: int, seen: dict[str, int]
-) -> tuple[pa.Table, pa.Table | None]:
+) -> tuple[pa.Table, pa.Table | None, Times]:
     """:func:`decode_batch`'s rows of one chunk of a task's input, the runs apart (with their
-    :data:`_SEGMENT`; None: no plain commit). ``seen``: each group's run boundaries in the
-    task's chunks before this one, updated with this chunk's."""
+    :data:`_SEGMENT`; None: no plain commit), and the collector events' times. ``seen``:
+    each group's run boundaries in the task's chunks before this one, updated with this
+    chunk's."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -332,7 +363,7 @@ def _decode_chunk(
         is_commit = np.asarray(commit.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     else:
         commit, is_commit = None, np.zeros(n, dtype=bool)
-    take, results = _per_row(batch, np.flatnonzero(~is_commit))
+    take, results, times = _per_row(batch, np.flatnonzero(~is_commit))
     parts = [_decoded_rows(batch, take, results)]
     # the run boundaries: the group's other records of __consumer_offsets, in row order
     # (= offset order: a group's records are in one partition); collector records are
@@ -345,7 +376,7 @@ def _decode_chunk(
     ]
     if commit is None or not is_commit.any():
         _count_boundaries(seen, offsets_rows)
-        return parts[0], None
+        return parts[0], None, times
     commit_rows = np.flatnonzero(is_commit)
     commits = commit.take(pa.array(commit_rows))
     groups = commits.field("group_id")
@@ -381,7 +412,7 @@ def _decode_chunk(
             segments = segments + base[codes]
         runs = _runs(batch, rows, commits.filter(pa.array(plain)), segments, history)
     _count_boundaries(seen, offsets_rows)
-    return other, runs
+    return other, runs, times
 
 
 def _count_boundaries(seen: dict[str, int], boundaries: list[tuple[str, int]]) -> None:
@@ -562,12 +593,16 @@ def _fold(runs: pa.Table, history: int) -> pa.Table:
     return merged
 
 
-def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Table:
+def source_stats(
+    batch: pa.RecordBatch | pa.Table, decoded: pa.Table, times: Times | None = None
+) -> pa.Table:
     """One row per source partition of an input ``batch``: ``group_id`` = :data:`STATS_KEY`,
     ``stats`` = the struct :data:`STATS_FIELDS`: topic, partition, lo, hi, records, unrouted, bad
     (lowest and highest offset, how many records, how many of them name no group, how many
-    are bad), from the batch and what :func:`decode_batch` made of it (``decoded``). A record
-    that fans out to several groups counts once. The job sums these per micro-batch (input
+    are bad), from the batch and what :func:`decode_batch` made of it (``decoded``); and the
+    inputs' freshness: the newest record time, and (``times``, :func:`_per_row`) the newest
+    ``group`` snapshot's ``snapshot_ts_ms`` and ``topics`` snapshot's ``end_offsets_ts_ms``.
+    A record that fans out to several groups counts once. The job sums these per micro-batch (input
     records, offset gaps) instead of reading and decoding the records a second time."""
 
     import pyarrow.compute as pc
@@ -598,10 +633,11 @@ def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Tabl
             "topic": batch.column("topic"),
             "partition": pc.cast(batch.column("partition"), pa.int32()),
             "offset": batch.column("offset"),
+            "timestamp_ms": batch.column("timestamp_ms"),
         }
     )
     summary = inputs.group_by(["source", "topic", "partition"]).aggregate(
-        [("offset", "min"), ("offset", "max"), ("offset", "count")]
+        [("offset", "min"), ("offset", "max"), ("offset", "count"), ("timestamp_ms", "max")]
     )
     outcomes = {
         (s, t, p): (b, u)
@@ -617,14 +653,13 @@ def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Tabl
         )
     }
     rows = []
-    for source, topic, partition, lo, hi, count in zip(
-        *(
-            summary.column(c).to_pylist()
-            for c in ("source", "topic", "partition", "offset_min", "offset_max", "offset_count")
-        ),
+    columns = ("source", "topic", "partition", "offset_min", "offset_max", "offset_count")
+    for source, topic, partition, lo, hi, count, max_ts in zip(
+        *(summary.column(c).to_pylist() for c in (*columns, "timestamp_ms_max")),
         strict=True,
     ):
         bad, unrouted = outcomes.get((source, topic, partition), (0, 0))
+        snapshot_ts, end_offsets_ts = (times or {}).get((source, topic, partition), (None, None))
         stats = {
             "topic": topic,
             "partition": partition,
@@ -633,6 +668,9 @@ def source_stats(batch: pa.RecordBatch | pa.Table, decoded: pa.Table) -> pa.Tabl
             "records": count,
             "unrouted": unrouted,
             "bad": bad,
+            "max_ts_ms": max_ts,
+            "snapshot_ts_ms": snapshot_ts,
+            "end_offsets_ts_ms": end_offsets_ts,
         }
         rows.append(
             {
@@ -681,10 +719,10 @@ def decode_batches(
     seen: dict[str, int] = {}
     pending: pa.Table | None = None
     for chunk in _chunks(batches):
-        other, runs = _decode_chunk(chunk, history, seen)
+        other, runs, times = _decode_chunk(chunk, history, seen)
         yield from other.to_batches()
         if stats:
-            yield from source_stats(chunk, other).to_batches()
+            yield from source_stats(chunk, other, times).to_batches()
         if runs is not None:
             pending = runs if pending is None else _fold(pa.concat_tables([pending, runs]), history)
     if pending is not None:

@@ -47,6 +47,11 @@ class TrackerConfig:
       collector snapshot listing it for this long (record time) is forgotten (rule F3 of
       :mod:`~streaming.tracking.forget`); a week by default, as Kafka's default offset
       retention (``offsets.retention.minutes``); 0: never.
+    * ``end_offsets_max_age_ms``: lag measured more than this long (record time) after the
+      partition's newest end offset is *unknown* (no records, no seconds, method
+      ``unknown``, no status): end offsets come only from the collector's snapshots, and
+      commits past a stale end offset would read as lag 0. 60 s by default (12 snapshots
+      at the collector's 5 s interval).
     * ``max_expected_members`` / ``max_expected_partitions``: bigger groups skip the
       expected assignments (an error text says so), bounding the time one rebalance costs.
     """
@@ -64,6 +69,7 @@ class TrackerConfig:
     emit_lag_on_commit: bool = True
     lag_status_window_ms: int = 600_000
     lag_status_allowed_records: int = 0
+    end_offsets_max_age_ms: int = 60_000
     max_expected_members: int = 5_000
     max_expected_partitions: int = 100_000
     group_idle_ms: int = 7 * 24 * 3600 * 1000
@@ -92,6 +98,7 @@ class TrackerConfig:
             "max_expected_members",
             "max_expected_partitions",
             "lag_status_window_ms",
+            "end_offsets_max_age_ms",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

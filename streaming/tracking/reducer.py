@@ -31,6 +31,11 @@ share / streams records, Unknown    skipped, counted
 A tombstone that deletes the group empties its state there (rule F1 of
 :mod:`~streaming.tracking.forget`): the adapter drops a state left empty.
 
+Freshness. End offsets come only from the collector's ``topics`` snapshots. Lag measured
+more than ``config.end_offsets_max_age_ms`` after a partition's newest end offset (a commit
+row's commit time, a status's ``now_ms``) is unknown: the row has no lag, method
+``unknown`` and no status, and the group's totals and lag status are None, never 0 or OK.
+
 After the observations, a KIP-848 rebalance that has waited for reconciliation longer than
 ``reconcile_timeout_ms`` (measured against ``now_ms``) is emitted as ``timed_out``, and if
 anything changed a :class:`~streaming.tracking.events.GroupStatus` closes the event list.
@@ -66,6 +71,7 @@ from streaming.tracking.context import Context
 from streaming.tracking.errors import ObservationError
 from streaming.tracking.events import (
     GroupStatus,
+    LagMethod,
     PartitionLagRow,
     TrackerEvent,
     event_id,
@@ -249,6 +255,12 @@ def _verdict(
     )
 
 
+def _stale(config: TrackerConfig, history: tuple[tuple[int, int], ...], now_ms: int) -> bool:
+    """Whether the newest end offset is older than ``end_offsets_max_age_ms`` at ``now_ms``:
+    the lag measured against it is unknown (the collector stopped reporting)."""
+    return bool(history) and now_ms - history[-1][0] > config.end_offsets_max_age_ms
+
+
 def _lag_row(
     ctx: Context, tp: TopicPartition, committed: int, measured_ts_ms: int, trigger: str
 ) -> PartitionLagRow:
@@ -256,8 +268,16 @@ def _lag_row(
     history = state.end_offsets.get(tp, ())
     end = history[-1][1] if history else None
     end_ts = history[-1][0] if history else None
-    seconds, method = lag_seconds(history, committed, measured_ts_ms)
-    verdict = _verdict(ctx.config, state.commits.get(tp), history, measured_ts_ms)
+    records: int | None
+    seconds: float | None
+    method: LagMethod
+    verdict: Verdict | None
+    if _stale(ctx.config, history, measured_ts_ms):
+        records, seconds, method, verdict = None, None, "unknown", None
+    else:
+        records = lag_records(end, committed)
+        seconds, method = lag_seconds(history, committed, measured_ts_ms)
+        verdict = _verdict(ctx.config, state.commits.get(tp), history, measured_ts_ms)
     return PartitionLagRow(
         event_id=event_id(
             "lag", state.cluster, state.group_id, tp.topic, tp.partition, measured_ts_ms, trigger
@@ -270,7 +290,7 @@ def _lag_row(
         committed_offset=committed,
         end_offset=end,
         end_offset_ts_ms=end_ts,
-        lag_records=lag_records(end, committed),
+        lag_records=records,
         lag_seconds=seconds,
         lag_seconds_method=method,
         measured_ts_ms=measured_ts_ms,
@@ -500,10 +520,15 @@ def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONF
     total: int | None = None
     worst: float | None = None
     statuses: list[str | None] = []
+    unknown = False
     for tp, entry in state.commits.items():
         history = state.end_offsets.get(tp)
         if not history:
             statuses.append(None)  # no end offset: no lag, no verdict (S1)
+            continue
+        if _stale(config, history, now_ms):
+            unknown = True  # the end offset is too old: lag and verdict unknown
+            statuses.append(None)
             continue
         lag = lag_records(history[-1][1], entry.offset)
         if lag is not None:
@@ -531,8 +556,8 @@ def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONF
         last_rebalance_ts_ms=state.last_rebalance_ts_ms,
         last_cause=state.last_cause,
         committed_partitions=len(state.commits),
-        total_lag_records=total,
-        max_lag_seconds=worst,
+        total_lag_records=None if unknown else total,
+        max_lag_seconds=None if unknown else worst,
         collector_seen_ts_ms=col.last_ts_ms,
         skipped_records=sum(state.counters.values()),
         lag_status=group_status(statuses),

@@ -8,9 +8,10 @@ tracker events become the job's event rows (``events_to_rows``, then what the dr
 of them, ``driver_row``, as ``Sinks.events_batch`` does) and reach
 :meth:`PrometheusSink.update`; each micro-batch is also recorded with
 :meth:`PrometheusSink.record_batch` (records read, offset gaps counted per source partition
-as ``Sinks.records_batch`` does). Lag comes from the tracker's
-``partition_lag`` rows: the fixtures' collector ``topics`` snapshot carries the end offsets
-the clients saw. Each group is replayed up to the micro-batch in which its last member
+as ``Sinks.records_batch`` does), with its source stats' freshness, the query's progress
+(the job's own lag), the trigger interval and the rows of each table. Lag comes from the
+tracker's ``partition_lag`` rows: the fixtures' collector ``topics`` snapshot carries the
+end offsets the clients saw. Each group is replayed up to the micro-batch in which its last member
 leaves, so it is still running: members hold partitions, lag is measured.
 
 Prometheus (Debian's binary, the project's ``prometheus.yml`` and rules) scrapes it every
@@ -23,6 +24,7 @@ separately every rule must be loaded and evaluated healthy. About 10 s.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +33,7 @@ import pytest
 
 from streaming.sinks.micro_batch import driver_row
 from streaming.sinks.prometheus import PrometheusSink
+from streaming.sinks.tables import KIND_TO_TABLE
 from streaming.spark.stateful import events_to_rows, logical_now_ms
 from streaming.tracking import GroupState, RebalanceEvent, apply
 from streaming.tracking.events import TrackedGroups, event_id
@@ -42,6 +45,7 @@ from tests.unit.streaming.tracking.test_golden import FIXTURES, load, observatio
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 CLUSTER = "golden"
+MEMBERSHIP_TOPIC = "rebalance-monitor.membership"
 BATCH_RECORDS = 6
 
 
@@ -60,6 +64,9 @@ def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, in
     fixture = load(name)
     obs = ordered(observations(fixture))
     state = GroupState.new(CLUSTER, fixture["group_id"])
+    sink.expect_cluster(CLUSTER, time.time())  # the job's start: no group snapshot read yet
+    sink.record_trigger_interval(1.0)
+    latest = {_topic(o): o.offset + 1 for o in obs}  # the end of each source partition
     for start in range(0, len(obs), BATCH_RECORDS):
         chunk = obs[start : start + BATCH_RECORDS]
         # the job's "now": the batch's latest record time (a status per batch, in order)
@@ -82,6 +89,16 @@ def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, in
             driver for driver in map(driver_row, events_to_rows(events)) if driver is not None
         ]
         sink.update(rows)
+        sink.record_sources(CLUSTER, source_stats(chunk))
+        for table, n in Counter(
+            KIND_TO_TABLE[r["kind"]] for r in events_to_rows(events) if r["kind"] in KIND_TO_TABLE
+        ).items():
+            sink.record_rows_written(table, n)  # what Delta would count of each append
+        read_to = {_topic(o): o.offset + 1 for o in chunk}
+        sink.record_progress(
+            time.time(),
+            [(t, p, read_to[(t, p)], end) for (t, p), end in latest.items() if (t, p) in read_to],
+        )
         gaps = offset_gaps(chunk, last_offsets)
         sink.record_batch(
             time.monotonic() - started,
@@ -96,6 +113,24 @@ def replay(name: str, sink: PrometheusSink, fed: Fed, last_offsets: dict[Any, in
         fed.batches += 1
         fed.records += len(chunk)
         fed.offset_gaps += gaps
+
+
+def _topic(o: Any) -> tuple[str, int]:
+    return ("__consumer_offsets" if o.source == "offsets" else MEMBERSHIP_TOPIC, o.partition)
+
+
+def source_stats(chunk: list[Any]) -> list[dict[str, Any]]:
+    """What the decode step's source stats say of the batch's freshness, per source
+    partition: the newest record time and collector snapshot times."""
+    stats: dict[tuple[str, int], dict[str, Any]] = {}
+    for o in chunk:
+        topic, partition = _topic(o)
+        s = stats.setdefault((topic, partition), {"topic": topic, "partition": partition})
+        s["max_ts_ms"] = max(s.get("max_ts_ms", o.timestamp_ms), o.timestamp_ms)
+        ends = getattr(o.payload, "end_offsets_ts_ms", None)
+        if ends is not None:
+            s["end_offsets_ts_ms"] = max(s.get("end_offsets_ts_ms", ends), ends)
+    return list(stats.values())
 
 
 def offset_gaps(chunk: list[Any], last_offsets: dict[Any, int]) -> int:

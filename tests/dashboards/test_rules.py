@@ -167,6 +167,15 @@ MUTATIONS = [
     ("RebalanceMonitorBadRecords", "[15m]) > 0", "[15m]) > 30"),
     ("RebalanceMonitorOffsetGaps", "> 0.1 * rate", "> 0.3 * rate"),
     ("RebalanceMonitorUnroutedRecords", "> 0.01 * rate", "> 0.06 * rate"),
+    ("RebalanceMonitorMembershipSnapshotsStale", "snapshot_age_seconds) > 60", "_seconds) > 300"),
+    ("RebalanceMonitorEndOffsetsStale", "end_offsets_age_seconds) > 60", "_seconds) > 600"),
+    ("RebalanceMonitorSourcePartitionStale", "rebalance_monitor_source_lag > 0", "_lag > 1e9"),
+    ("RebalanceMonitorFallingBehind", "  ) > 300\n        for: 15m", "  ) > 900\n        for: 15m"),
+    (
+        "RebalanceMonitorBatchesSlow",
+        "> on (job, instance) rebalance",
+        "> on (job, instance) 3 * rebalance",
+    ),
 ]
 
 

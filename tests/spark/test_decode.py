@@ -101,13 +101,15 @@ def test_decode_batch_routes_fans_out_and_reports_errors() -> None:
 
 
 def test_source_stats_count_each_record_once_per_source_partition() -> None:
-    from streaming.spark.decode import STATS_KEY, source_stats
+    from streaming.spark.decode import STATS_KEY, STATS_TYPE, decode_batches
 
     no_groups = json.loads(TOPICS_EVENT)
     no_groups["group_ids"] = []
+    no_groups["end_offsets_ts_ms"] = 5_000
     rows = [*_envelope_rows(0), _row("membership", b"local", json.dumps(no_groups).encode(), 11)]
     batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_ENVELOPE)
-    out = source_stats(batch, decode_batch(batch)).to_pylist()
+    decoded = pa.Table.from_batches(decode_batches(iter([batch]), stats=True))
+    out = [r for r in decoded.to_pylist() if r["record_type"] == STATS_TYPE]
     assert {r["group_id"] for r in out} == {STATS_KEY}
     stats = {r["topic"]: r["stats"] for r in out}
     # offsets: 3 good records (0-2) and 2 garbage (20, 21)
@@ -119,6 +121,9 @@ def test_source_stats_count_each_record_once_per_source_partition() -> None:
         "records": 5,
         "unrouted": 0,
         "bad": 2,
+        "max_ts_ms": 1_700_000_000_021,  # the newest record's time (the inputs' freshness)
+        "snapshot_ts_ms": None,
+        "end_offsets_ts_ms": None,
     }
     # membership: the topics event fans out to two groups but is one record (10), one
     # without groups (11), 2 garbage (22, 23)
@@ -130,6 +135,9 @@ def test_source_stats_count_each_record_once_per_source_partition() -> None:
         "records": 4,
         "unrouted": 1,
         "bad": 2,
+        "max_ts_ms": 1_700_000_000_023,
+        "snapshot_ts_ms": None,  # no group event
+        "end_offsets_ts_ms": 5_000,  # the newest topics event's end offsets
     }
 
 

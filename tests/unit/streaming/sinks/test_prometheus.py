@@ -1037,7 +1037,9 @@ def test_metric_naming_conventions(spec: mn.MetricSpec) -> None:
     if spec.name.startswith("kafka_consumergroup_"):
         assert spec.labels[:2] == ("cluster", "group")
     if "topic" in spec.labels or "partition" in spec.labels:
-        assert spec.labels == mn.PARTITION_LABELS
+        # a group's partition, or (the job's own) a partition of a topic the job reads
+        wanted = mn.PARTITION_LABELS if "group" in spec.labels else mn.SOURCE_LABELS
+        assert spec.labels == wanted
     if spec.type == "histogram":
         assert spec.buckets == tuple(sorted(spec.buckets)) and spec.buckets
         assert spec.name.endswith("_seconds")
@@ -1062,6 +1064,11 @@ def test_metric_names_are_unique_and_all_exposed(sink: PrometheusSink) -> None:
             tracked("bucket-0", 3, at_ms=T0),
         ]
     )
+    sink.expect_cluster(CLUSTER, 1.0)
+    sink.record_sources(CLUSTER, [source_stats(0, max_ts_ms=T0)])
+    sink.record_progress(2.0, [("__consumer_offsets", 0, 10, 12)])
+    sink.record_rows_written("partition_lag", 1)
+    sink.record_trigger_interval(1.0)
     exposed = {name for name, _ in scrape(sink)}
     for spec in mn.ALL_METRICS:
         wanted = spec.name + ("_count" if spec.type == "histogram" else "")
@@ -1118,3 +1125,155 @@ def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> Non
     assert rebalances > 20
     assert _registry_samples(summary) == _registry_samples(full)
     assert full.groups == summary.groups == len(FIXTURES)
+
+
+# -- the inputs' freshness and the job's own lag ----------------------------------------------
+
+
+def source_stats(
+    partition: int,
+    *,
+    max_ts_ms: int,
+    topic: str = "__consumer_offsets",
+    snapshot_ts_ms: int | None = None,
+    end_offsets_ts_ms: int | None = None,
+) -> dict[str, Any]:
+    """A source-stats struct as the decode step writes it."""
+    return {
+        "topic": topic,
+        "partition": partition,
+        "lo": 0,
+        "hi": 9,
+        "records": 10,
+        "unrouted": 0,
+        "bad": 0,
+        "max_ts_ms": max_ts_ms,
+        "snapshot_ts_ms": snapshot_ts_ms,
+        "end_offsets_ts_ms": end_offsets_ts_ms,
+    }
+
+
+class Clock:
+    def __init__(self, now_s: float) -> None:
+        self.now_s = now_s
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+@pytest.fixture
+def clocked() -> Iterator[tuple[PrometheusSink, Clock]]:
+    clock = Clock(T0 / 1000)
+    s = PrometheusSink(end_offsets_max_age_s=60, clock=clock)
+    s.start(port=0)
+    try:
+        yield s, clock
+    finally:
+        s.stop()
+
+
+def test_input_ages_count_from_the_start_then_from_the_newest_snapshot_read(
+    clocked: tuple[PrometheusSink, Clock],
+) -> None:
+    sink, clock = clocked
+    m = "membership"
+    snap_age, ends_age = mn.MEMBERSHIP_SNAPSHOT_AGE_SECONDS.name, mn.END_OFFSETS_AGE_SECONDS.name
+    record_age = mn.SOURCE_RECORD_AGE_SECONDS.name
+    sink.expect_cluster(CLUSTER, T0 / 1000)
+    clock.now_s += 30  # nothing read for 30 s since the start
+    samples = scrape(sink)
+    assert value(samples, snap_age, cluster=CLUSTER) == 30
+    assert value(samples, ends_age, cluster=CLUSTER) == 30
+    sink.record_sources(
+        CLUSTER,
+        [
+            source_stats(0, max_ts_ms=T0 + 20_000),
+            source_stats(3, topic=m, max_ts_ms=T0 + 29_000, snapshot_ts_ms=T0 + 28_000),
+            source_stats(3, topic=m, max_ts_ms=T0 + 25_000, end_offsets_ts_ms=T0 + 24_000),
+        ],
+    )
+    clock.now_s += 2.5  # ages grow between batches: computed at the scrape
+    samples = scrape(sink)
+    assert value(samples, snap_age, cluster=CLUSTER) == 4.5
+    assert value(samples, ends_age, cluster=CLUSTER) == 8.5
+    assert value(samples, record_age, topic="__consumer_offsets", partition=0) == 12.5
+    assert value(samples, record_age, topic=m, partition=3) == 3.5  # the newest of the two
+    sink.record_sources(CLUSTER, [source_stats(0, max_ts_ms=T0 + 1_000)])  # older: kept
+    assert value(scrape(sink), record_age, topic="__consumer_offsets", partition=0) == 12.5
+    clock.now_s += 100  # the collector stopped: the ages keep growing
+    samples = scrape(sink)
+    assert value(samples, snap_age, cluster=CLUSTER) == 104.5
+    assert value(samples, ends_age, cluster=CLUSTER) == 108.5
+
+
+def test_lag_series_of_end_offsets_older_than_the_bound_are_dropped(
+    clocked: tuple[PrometheusSink, Clock],
+) -> None:
+    sink, _clock = clocked
+    labels = {**G, "topic": "t", "partition": "0"}
+    sink.update([status(T0, lag_status="OK"), lag(0, 5, 1.0, at_ms=T0, status="OK")])
+    sink.update([lag(1, 7, 2.0, at_ms=T0 + 30_000, status="WARN")])
+    # records read up to 60 s after the first row's end offsets: still within the bound
+    sink.record_sources(CLUSTER, [source_stats(0, max_ts_ms=T0 + 60_000)])
+    samples = scrape(sink)
+    assert value(samples, "kafka_consumergroup_lag", **labels) == 5
+    assert value(samples, "kafka_consumergroup_status", **G) == 1
+    # a group that stopped committing gets no new row: its lag would read 5 forever
+    sink.record_sources(CLUSTER, [source_stats(0, max_ts_ms=T0 + 60_001)])
+    samples = scrape(sink)
+    for name in ("kafka_consumergroup_lag", "kafka_consumergroup_lag_seconds",
+                 "kafka_consumergroup_partition_status"):  # fmt: skip
+        assert value(samples, name, **labels) is None, name
+        assert value(samples, name, **{**labels, "partition": "1"}) is not None, name
+    assert value(samples, "kafka_consumergroup_status", **G) is None
+    # an older row cannot bring it back; a fresh one can
+    sink.update([lag(0, 5, 1.0, at_ms=T0 - 1)])
+    assert value(scrape(sink), "kafka_consumergroup_lag", **labels) is None
+    sink.update([lag(0, 9, 1.0, at_ms=T0 + 61_000)])
+    assert value(scrape(sink), "kafka_consumergroup_lag", **labels) == 9
+
+
+def test_the_jobs_own_lag_from_the_querys_progress(sink: PrometheusSink) -> None:
+    where = {"topic": "__consumer_offsets", "partition": "4"}
+    sink.record_progress(1000.0, [("__consumer_offsets", 4, 100, 100)])
+    samples = scrape(sink)
+    assert value(samples, mn.SOURCE_LAG.name, **where) == 0
+    assert value(samples, mn.SOURCE_LAG_SECONDS.name, **where) == 0
+    # the log grows 100 records a second, the job reads 50 of them per batch
+    sink.record_progress(1001.0, [("__consumer_offsets", 4, 150, 200)])
+    sink.record_progress(1002.0, [("__consumer_offsets", 4, 200, 300)])
+    samples = scrape(sink)
+    assert value(samples, mn.SOURCE_LAG.name, **where) == 100
+    # offset 200 was the latest at 1001 s: read 1 s after it was the end of the log
+    assert value(samples, mn.SOURCE_LAG_SECONDS.name, **where) == 1.0
+
+
+def test_rows_written_and_the_series_count(sink: PrometheusSink) -> None:
+    sink.record_rows_written("offset_commits", 20)
+    sink.record_rows_written("offset_commits", 5)
+    sink.record_rows_written("partition_lag", 3)
+    samples = scrape(sink)
+    assert value(samples, "rebalance_monitor_rows_written_total", table="offset_commits") == 25
+    assert value(samples, "rebalance_monitor_rows_written_total", table="partition_lag") == 3
+    # every series (histogram: one per labels) but the ones without a value yet (kafka_up)
+    unset = {mn.KAFKA_UP.name, mn.TRIGGER_INTERVAL_SECONDS.name}
+    jobs = {s.name for s in mn.ALL_METRICS if not s.labels and s.name not in unset}
+    before = value(samples, "rebalance_monitor_exporter_series")
+    assert before == len(jobs) + 2
+    sink.update([lag(0, 5, 1.0, at_ms=T0, status="OK")])  # lag, lag_seconds, partition_status
+    assert value(scrape(sink), "rebalance_monitor_exporter_series") == before + 3
+    sink.update([deleted(T0 + 1)])
+    assert value(scrape(sink), "rebalance_monitor_exporter_series") == before
+
+
+def test_source_offsets_of_a_progress_report() -> None:
+    from streaming.spark.progress import source_offsets
+
+    end = '{"__consumer_offsets": {"0": 10, "1": 5}, "rm.membership": {"0": 7}}'
+    latest = '{"__consumer_offsets": {"0": 12, "1": 5}, "rm.membership": {"0": 7}}'
+    assert source_offsets([(end, latest)]) == [
+        ("__consumer_offsets", 0, 10, 12),
+        ("__consumer_offsets", 1, 5, 5),
+        ("rm.membership", 0, 7, 7),
+    ]
+    assert source_offsets([(None, latest), ("not json", latest)]) == []

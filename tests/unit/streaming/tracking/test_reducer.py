@@ -166,3 +166,75 @@ def test_empty_group_state_is_recognised() -> None:
     assert state.is_empty()
     state, _ = apply(state, [Observation("offsets", 0, 0, 1, group_metadata(0, []))], 1)
     assert not state.is_empty()
+
+
+# -- freshness: lag against end offsets older than the bound is unknown ----------------------
+
+
+def _stale_end_offsets(max_age_ms: int, commit_after_ms: int) -> Tracker:
+    """A group committing partition t-0: one end-offset snapshot at 10 s (end offset 500),
+    then commits at 10 s + ``commit_after_ms`` (offsets past 500: the producer went on, the
+    collector did not report it)."""
+    from streaming.tracking.config import TrackerConfig
+
+    tracker = Tracker(config=TrackerConfig(end_offsets_max_age_ms=max_age_ms))
+    log = Log()
+    log.gm(1, [member("A", ["t"], tps("t", 0))], ts=5 * S)
+    log.commits(tps("t", 0), ts=9 * S, offset=400)
+    log.snap(topics_snapshot(10 * S, {"t": [500]}))
+    tracker.feed(log.take())
+    log.commits(tps("t", 0), ts=10 * S + commit_after_ms, offset=700)
+    tracker.feed(log.take())
+    return tracker
+
+
+def test_lag_against_fresh_end_offsets_is_measured() -> None:
+    from streaming.tracking.events import PartitionLagRow
+
+    tracker = _stale_end_offsets(max_age_ms=60 * S, commit_after_ms=60 * S)  # at the bound
+    row = tracker.of(PartitionLagRow)[-1]
+    assert (row.trigger, row.lag_records, row.lag_seconds) == ("commit", 0, 0.0)
+    assert (row.lag_seconds_method, row.status) == ("caught_up", "OK")
+    status = tracker.of(GroupStatus)[-1]
+    assert (status.total_lag_records, status.lag_status) == (0, "OK")
+
+
+def test_lag_against_end_offsets_older_than_the_bound_is_unknown() -> None:
+    from streaming.tracking.events import PartitionLagRow
+
+    tracker = _stale_end_offsets(max_age_ms=60 * S, commit_after_ms=60 * S + 1)
+    row = tracker.of(PartitionLagRow)[-1]
+    assert row.trigger == "commit" and row.committed_offset == 700
+    # never 0 / OK: the end offset (500, at 10 s) says nothing about offset 700 at 70 s
+    assert (row.lag_records, row.lag_seconds, row.lag_seconds_method) == (None, None, "unknown")
+    assert (row.status, row.status_rule) == (None, None)
+    assert (row.end_offset, row.end_offset_ts_ms) == (500, 10 * S)  # what was known, and when
+    status = tracker.of(GroupStatus)[-1]
+    assert status.total_lag_records is None and status.max_lag_seconds is None
+    assert status.lag_status is None
+
+
+def test_a_new_snapshot_makes_lag_known_again() -> None:
+    from streaming.tracking.events import PartitionLagRow
+
+    tracker = _stale_end_offsets(max_age_ms=60 * S, commit_after_ms=120 * S)
+    log = Log(next_offset=10, next_membership_offset=10)
+    log.snap(topics_snapshot(131 * S, {"t": [900]}))
+    tracker.feed(log.take())
+    row = tracker.of(PartitionLagRow)[-1]
+    assert (row.trigger, row.lag_records, row.lag_seconds_method) == (
+        "snapshot",
+        200,
+        "interpolated",
+    )
+    assert row.status is not None
+    status = tracker.of(GroupStatus)[-1]
+    assert status.total_lag_records == 200 and status.lag_status is not None
+
+
+def test_the_bound_is_validated() -> None:
+    from streaming.tracking.config import TrackerConfig
+    from streaming.tracking.errors import TrackerConfigError
+
+    with pytest.raises(TrackerConfigError, match="end_offsets_max_age_ms"):
+        TrackerConfig(end_offsets_max_age_ms=0)
