@@ -2,7 +2,7 @@
 
 A failed call is recorded as an :class:`~streaming.membership_event.Issue` against its
 group or topic; a call that finds the cluster unreachable fails the whole snapshot
-(``_CONNECTION_ERRORS``), which the loop retries with backoff.
+(``CONNECTION_ERRORS``), which the loop retries with backoff.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from streaming.collector.events import (
     AdminAnswers,
     Committed,
+    consumed_partitions,
     group_topics,
     is_classic,
     serves_offsets,
@@ -35,7 +36,7 @@ log = logging.getLogger("streaming.collector")
 
 #: Errors meaning "the cluster is unreachable": they fail the whole snapshot (and so get
 #: the loop's backoff) instead of being recorded against one group or topic.
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     kafka_errors.KafkaConnectionError,
     kafka_errors.KafkaTimeoutError,
     kafka_errors.NodeNotReadyError,
@@ -54,8 +55,18 @@ Json = dict[str, Any]
 # --------------------------------------------------------------------------- I/O: gather
 
 
+#: Which end offsets a snapshot asks for: every partition of the touched topics (schema
+#: version 1), only the partitions some group consumes (version 2), or none (version 2
+#: between its end offsets' polls).
+EndOffsets = Literal["touched", "consumed", "none"]
+
+
 def gather_answers(
-    admin: Any, config: CollectorConfig, *, clock: Callable[[], float] = time.time
+    admin: Any,
+    config: CollectorConfig,
+    *,
+    clock: Callable[[], float] = time.time,
+    end_offsets: EndOffsets = "touched",
 ) -> AdminAnswers:
     """Ask the cluster (through a ``KafkaAdminClient``) everything one snapshot needs.
 
@@ -68,7 +79,7 @@ def gather_answers(
     cluster: Mapping[str, Any] | None = None
     try:
         cluster = admin.describe_cluster()
-    except _CONNECTION_ERRORS:
+    except CONNECTION_ERRORS:
         raise
     except kafka_errors.KafkaError as exc:  # e.g. no DESCRIBE on the cluster: carry on
         issues.append(Issue("describe_cluster", describe_error(exc)))
@@ -120,7 +131,7 @@ def gather_answers(
         # tracker can name the ids of its first target (it keeps the subscribed ones).
         try:
             touched |= {str(t) for t in admin.list_topics() if not str(t).startswith("__")}
-        except _CONNECTION_ERRORS:
+        except CONNECTION_ERRORS:
             raise
         except kafka_errors.KafkaError as exc:
             issues.append(Issue("describe_topics", describe_error(exc)))
@@ -128,7 +139,7 @@ def gather_answers(
     if touched:
         try:
             topics = list(admin.describe_topics(sorted(touched)))
-        except _CONNECTION_ERRORS:
+        except CONNECTION_ERRORS:
             raise
         except kafka_errors.KafkaError as exc:
             issues.append(Issue("describe_topics", describe_error(exc)))
@@ -138,11 +149,15 @@ def gather_answers(
         if int(meta.get("error_code") or 0) == 0 and meta.get("name"):
             name = str(meta["name"])
             specs[name] = [(name, int(p["partition_index"])) for p in meta.get("partitions") or ()]
-    end_offsets: dict[tuple[str, int], int] = {}
+    if end_offsets == "consumed":
+        consumed = set().union(*consumed_partitions(descriptions, committed).values())
+        specs = {t: [tp for tp in tps if tp in consumed] for t, tps in specs.items()}
+        specs = {t: tps for t, tps in specs.items() if tps}
+    latest: dict[tuple[str, int], int] = {}
     end_offsets_ts_ms: int | None = None
-    if specs:
+    if end_offsets != "none" and (specs or end_offsets == "consumed"):
         end_offsets_ts_ms = int(clock() * 1000)
-        end_offsets = _latest_offsets(admin, specs, issues)
+        latest = _latest_offsets(admin, specs, issues)
     return AdminAnswers(
         snapshot_ts_ms=snapshot_ts_ms,
         cluster=cluster,
@@ -150,7 +165,7 @@ def gather_answers(
         descriptions=descriptions,
         committed=committed,
         topics=topics,
-        end_offsets=end_offsets,
+        end_offsets=latest,
         end_offsets_ts_ms=end_offsets_ts_ms,
         session_timeouts=session_timeouts,
         issues=issues,
@@ -201,7 +216,7 @@ def _with_fallback(
         return {}
     try:
         return dict(call(keys))
-    except _CONNECTION_ERRORS:
+    except CONNECTION_ERRORS:
         raise
     except kafka_errors.KafkaError as exc:
         if len(keys) == 1:
@@ -212,7 +227,7 @@ def _with_fallback(
     for key in keys:
         try:
             results.update(call([key]))
-        except _CONNECTION_ERRORS:
+        except CONNECTION_ERRORS:
             raise
         except kafka_errors.KafkaError as exc:
             issues.append(_issue(stage, exc, key, by))

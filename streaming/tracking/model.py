@@ -51,6 +51,9 @@ __all__ = [
     "KIP848_TOMBSTONE_TYPES",
     "CollectorIssue",
     "CommitRun",
+    "EndOffsetsSnapshot",
+    "GroupHeartbeat",
+    "GroupSeen",
     "GroupSnapshot",
     "MembershipPayload",
     "Observation",
@@ -136,6 +139,59 @@ class GroupSnapshot:
     """KIP-848 groups: the group's effective ``consumer.session.timeout.ms`` (DescribeConfigs
     of the group; the broker's ``group.consumer.session.timeout.ms`` unless the group sets
     it); None when the collector could not tell."""
+    digest: str | None = None
+    """Schema version 2: the hash of the content, which the group's heartbeats name."""
+    unchanged_ts_ms: tuple[int, ...] = ()
+    """Schema version 2: the polls since the group's previous event that found the group as
+    that event described it (the tracker applies them as :class:`GroupSeen`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHeartbeat:
+    """A ``heartbeat`` event (schema version 2): the group was polled at ``snapshot_ts_ms``
+    (and at ``unchanged_ts_ms``) and looked as its ``group`` event with ``digest`` said."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    group_id: str
+    state: str | None
+    digest: str
+    unchanged_ts_ms: tuple[int, ...] = ()
+    errors: tuple[CollectorIssue, ...] = ()
+    schema_version: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSeen:
+    """One collector poll that found the group unchanged, unpacked by the reducer from a
+    version 2 ``group`` event's or heartbeat's ``unchanged_ts_ms`` (or a heartbeat itself):
+    applied as version 1's snapshot of the same content at ``ts_ms`` would be. ``digest``
+    None: the content the tracker holds (a ``group`` event's earlier polls)."""
+
+    group_id: str
+    ts_ms: int
+    state: str | None
+    digest: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsetsSnapshot:
+    """An ``end_offsets`` event (schema version 2): ``offsets`` ``(topic, partition, end
+    offset)`` read at ``end_offsets_ts_ms``; unless ``full``, every other partition the
+    tracker knows kept its end offset, except on the topics named by ``errors``."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    errors: tuple[CollectorIssue, ...]
+    group_ids: tuple[str, ...]
+    end_offsets_ts_ms: int
+    full: bool
+    offsets: tuple[tuple[str, int, int], ...]
+    schema_version: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +250,14 @@ class UnsupportedEvent:
     reason: str
 
 
-MembershipPayload = GroupSnapshot | TopicsSnapshot | UnsupportedEvent
+MembershipPayload = (
+    GroupSnapshot
+    | GroupHeartbeat
+    | GroupSeen
+    | TopicsSnapshot
+    | EndOffsetsSnapshot
+    | UnsupportedEvent
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +299,7 @@ KIP848_RECORDS: tuple[type, ...] = (
 )
 #: Tombstone record types of a KIP-848 consumer group.
 KIP848_TOMBSTONE_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
-_MEMBERSHIP_TYPES: tuple[type, ...] = (GroupSnapshot, TopicsSnapshot, UnsupportedEvent)
+_MEMBERSHIP_TYPES: tuple[type, ...] = get_args(MembershipPayload)
 
 
 # -- the envelope ----------------------------------------------------------------------------
@@ -275,8 +338,10 @@ class Observation:
         """The time the observation describes: the snapshot time of a collector event (taken
         before it was published), else the record timestamp."""
         p = self.payload
-        if isinstance(p, GroupSnapshot | TopicsSnapshot):
+        if isinstance(p, GroupSnapshot | TopicsSnapshot | GroupHeartbeat | EndOffsetsSnapshot):
             return p.snapshot_ts_ms
+        if isinstance(p, GroupSeen):
+            return p.ts_ms
         return self.timestamp_ms
 
 
@@ -291,9 +356,9 @@ def group_id_of(payload: Payload) -> str | None:
     if isinstance(payload, Tombstone):
         key = payload.key
         return key.group_id
-    if isinstance(payload, GroupSnapshot):
+    if isinstance(payload, GroupSnapshot | GroupHeartbeat | GroupSeen):
         return payload.group_id
-    if isinstance(payload, Unknown | TopicsSnapshot | UnsupportedEvent):
+    if isinstance(payload, Unknown | TopicsSnapshot | EndOffsetsSnapshot | UnsupportedEvent):
         return None
     group_id: str = payload.group_id
     return group_id
@@ -301,7 +366,7 @@ def group_id_of(payload: Payload) -> str | None:
 
 def routing_keys(payload: Payload) -> tuple[str, ...]:
     """The group ids whose state an observation must reach (see the module docstring)."""
-    if isinstance(payload, TopicsSnapshot):
+    if isinstance(payload, TopicsSnapshot | EndOffsetsSnapshot):
         return payload.group_ids
     group_id = group_id_of(payload)
     return () if group_id is None else (group_id,)

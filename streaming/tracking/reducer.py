@@ -21,10 +21,14 @@ KIP-848 records 3-8, 16 / tombstones  :mod:`~streaming.tracking.consumer`
 OffsetCommit / tombstone, CommitRun committed offset (+ PartitionLagRow); the
                                     ``offset_commits`` rows are the commit lane's
 GroupSnapshot (collector)           state history, member sightings, committed offsets
-                                    the log has not shown yet
-TopicsSnapshot (collector)          partition counts, racks, topic ids and end offsets of
-                                    the topics the group touches; PartitionLagRow per
-                                    committed partition
+                                    the log has not shown yet (version 1)
+GroupHeartbeat, GroupSeen           version 2: polls that found the group unchanged, applied
+                                    as a snapshot of the newest group event's content
+TopicsSnapshot (collector)          partition counts, racks, topic ids and (version 1) end
+                                    offsets of the topics the group touches; PartitionLagRow
+                                    per committed partition
+EndOffsetsSnapshot (collector)      version 2: end offsets (those not repeated kept theirs);
+                                    PartitionLagRow per committed partition
 share / streams records, Unknown    skipped, counted
 ==================================  ========================================================
 
@@ -73,6 +77,9 @@ from streaming.tracking.model import (
     KIP848_RECORDS,
     KIP848_TOMBSTONE_TYPES,
     CommitRun,
+    EndOffsetsSnapshot,
+    GroupHeartbeat,
+    GroupSeen,
     GroupSnapshot,
     Observation,
     TopicsSnapshot,
@@ -93,13 +100,21 @@ def ordered(observations: Iterable[Observation]) -> list[Observation]:
         streams.setdefault((o.source, o.partition), []).append(o)
     if len(streams) == 1:
         (only,) = streams.values()
-        return sorted(only, key=lambda o: o.offset)
+        return sorted(only, key=_in_partition)
     runs: list[Iterator[tuple[int, int, int, int, Observation]]] = []
     for (source, partition), obs in sorted(streams.items()):
-        obs.sort(key=lambda o: o.offset)
+        obs.sort(key=_in_partition)
         rank = _SOURCE_RANK[source]
         runs.append(iter([(o.logical_ts_ms, rank, partition, o.offset, o) for o in obs]))
     return [item[4] for item in heapq.merge(*runs, key=lambda t: t[:4])]
+
+
+def _in_partition(o: Observation) -> tuple[int, int]:
+    """Offset order; the polls unpacked from a record (:class:`GroupSeen`, earlier) first."""
+    return o.offset, o.logical_ts_ms if isinstance(o.payload, GroupSeen) else _MAX_TS
+
+
+_MAX_TS = 2**63 - 1
 
 
 def interest_of(state: GroupState, observations: Iterable[Observation]) -> set[str]:
@@ -149,13 +164,16 @@ def apply(
     config: TrackerConfig = DEFAULT_CONFIG,
 ) -> tuple[GroupState, list[TrackerEvent]]:
     """Apply one batch of observations of one group (module docstring)."""
-    batch = ordered(observations)
+    batch = ordered(_unpacked(state, observations))
     work = state.copy()
     ctx = Context(
         state=work, config=config, now_ms=now_ms, interest=interest_of(work, batch), upcoming=batch
     )
     for i, obs in enumerate(batch):
         ctx.index = i
+        if isinstance(obs.payload, GroupSeen):  # part of a record applied after it
+            _seen(ctx, obs.payload)
+            continue
         key = f"{obs.source}:{obs.partition}"
         last = work.positions.get(key)
         if last is not None and obs.offset <= last:
@@ -167,6 +185,35 @@ def apply(
     if ctx.changed:
         ctx.emit(_status(work, now_ms, config))
     return work, ctx.events
+
+
+def _unpacked(state: GroupState, observations: Iterable[Observation]) -> list[Observation]:
+    """The observations, each version 2 ``group`` event's and heartbeat's earlier polls
+    (``unchanged_ts_ms``) unpacked into :class:`GroupSeen` observations of their own time,
+    so that they are ordered among the coordinator's records as version 1's snapshots were.
+    A record already applied (at or below its source partition's position) is not unpacked."""
+    out: list[Observation] = []
+    for obs in observations:
+        out.append(obs)
+        p = obs.payload
+        if not isinstance(p, GroupSnapshot | GroupHeartbeat) or not p.unchanged_ts_ms:
+            continue
+        last = state.positions.get(f"{obs.source}:{obs.partition}")
+        if last is not None and obs.offset <= last:
+            continue
+        digest = p.digest if isinstance(p, GroupHeartbeat) else None
+        state_name = p.state if isinstance(p, GroupHeartbeat) else None
+        out.extend(
+            Observation(
+                obs.source,
+                obs.partition,
+                obs.offset,
+                obs.timestamp_ms,
+                GroupSeen(p.group_id, ts, state_name, digest),
+            )
+            for ts in p.unchanged_ts_ms
+        )
+    return out
 
 
 def _dispatch(ctx: Context, obs: Observation) -> None:
@@ -199,8 +246,14 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
         apply_consumer_record(ctx, obs, p)  # type: ignore[arg-type]
     elif isinstance(p, GroupSnapshot):
         _group_snapshot(ctx, p)
+    elif isinstance(p, GroupHeartbeat):
+        _seen(ctx, GroupSeen(p.group_id, p.snapshot_ts_ms, p.state, p.digest))
+    elif isinstance(p, GroupSeen):
+        _seen(ctx, p)
     elif isinstance(p, TopicsSnapshot):
         _topics_snapshot(ctx, p)
+    elif isinstance(p, EndOffsetsSnapshot):
+        _end_offsets_snapshot(ctx, p)
     elif isinstance(p, UnsupportedEvent):
         ctx.skip("unsupported_event")
     elif isinstance(p, Unknown):
@@ -323,16 +376,60 @@ def _commit_deleted(ctx: Context, obs: Observation, rec: OffsetCommitTombstone) 
 # -- collector events --------------------------------------------------------------------------
 
 
-def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
-    state, config = ctx.state, ctx.config
-    col = state.collector
-    ts = ev.snapshot_ts_ms
+def _note_state(ctx: Context, ts: int, name: str | None) -> bool:
+    """Record the group's state at a poll; whether the poll is the newest seen."""
+    col, config = ctx.state.collector, ctx.config
     newest = col.last_ts_ms is None or ts >= col.last_ts_ms
-    if ev.state is not None:
+    if name is not None:
         states = [s for s in col.states if s[0] != ts]
-        states.append((ts, ev.state))
+        states.append((ts, name))
         states.sort()
         col.states = tuple(states[-config.snapshot_history :])
+    return newest
+
+
+def _sighting(state: GroupState, ts: int, listed: set[str]) -> None:
+    """A poll at ``ts`` listed these members (and no other of the current generation)."""
+    col = state.collector
+    current: set[str] = set(listed)
+    if state.classic is not None:
+        current.update(m.member_id for m in state.classic.members)
+    seen = {k: v for k, v in col.member_seen.items() if k in current}
+    for member_id in listed:
+        if seen.get(member_id, -1) < ts:
+            seen[member_id] = ts
+    col.member_seen = seen
+    # members of the generation this snapshot no longer lists: removed by ``ts`` (a
+    # LeaveGroup, a session timeout); the first such snapshot after the last listing
+    gone = {k: v for k, v in col.member_gone.items() if k in current and v > seen.get(k, -1)}
+    for member_id in current - listed:
+        if ts > seen.get(member_id, -1) and ts < gone.get(member_id, ts + 1):
+            gone[member_id] = ts
+    col.member_gone = gone
+
+
+def _seen(ctx: Context, ev: GroupSeen) -> None:
+    """A poll that found the group as its newest ``group`` event described it: applied as
+    that event's content would be at ``ev.ts_ms``. A heartbeat naming another digest (its
+    ``group`` event was not read) gives the state and the time only."""
+    col = ctx.state.collector
+    same = ev.digest is None or ev.digest == col.digest
+    newest = _note_state(ctx, ev.ts_ms, ev.state if ev.state is not None else col.state)
+    if newest:
+        col.last_ts_ms = ev.ts_ms
+        if ev.state is not None:
+            col.state = ev.state
+    if same and col.listed is not None:
+        _sighting(ctx.state, ev.ts_ms, set(col.listed))
+    ctx.interest.update(col.topics)
+    ctx.changed = True
+
+
+def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
+    state = ctx.state
+    col = state.collector
+    ts = ev.snapshot_ts_ms
+    newest = _note_state(ctx, ts, ev.state)
     if newest:
         if ev.session_timeout_ms is not None:
             col.session_timeout_ms = ev.session_timeout_ms
@@ -343,23 +440,11 @@ def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
         col.group_type = ev.group_type
         col.membership_source = ev.membership_source
         col.topics = tuple(sorted(set(ev.topics)))
+        if ev.schema_version >= 2:  # what its heartbeats refer to
+            col.digest = ev.digest
+            col.listed = None if ev.members is None else tuple(m.member_id for m in ev.members)
     if ev.members is not None:
-        listed = {m.member_id for m in ev.members}
-        current: set[str] = set(listed)
-        if state.classic is not None:
-            current.update(m.member_id for m in state.classic.members)
-        seen = {k: v for k, v in col.member_seen.items() if k in current}
-        for member_id in listed:
-            if seen.get(member_id, -1) < ts:
-                seen[member_id] = ts
-        col.member_seen = seen
-        # members of the generation this snapshot no longer lists: removed by ``ts`` (a
-        # LeaveGroup, a session timeout); the first such snapshot after the last listing
-        gone = {k: v for k, v in col.member_gone.items() if k in current and v > seen.get(k, -1)}
-        for member_id in current - listed:
-            if ts > seen.get(member_id, -1) and ts < gone.get(member_id, ts + 1):
-                gone[member_id] = ts
-        col.member_gone = gone
+        _sighting(state, ts, {m.member_id for m in ev.members})
     if state.kind is None and ev.group_type in ("classic", "consumer"):
         state.kind = ev.group_type
     # OffsetFetch answers fill in partitions the log has not shown a commit for, unless the
@@ -428,11 +513,41 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
             entry = state.commits.get(tp)
             if entry is not None and newest:
                 rows.append(_lag_row(ctx, tp, entry.offset, measured, "snapshot"))
-    if state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms:
+    if ev.schema_version == 1 and (
+        state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms
+    ):
         state.end_offsets_ts_ms = measured
     ctx.emit(*rows)
     ctx.changed = True
     settle_deferred(ctx)  # a KIP-848 target epoch may have waited for these topic ids
+
+
+def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
+    """Version 2's end offsets: a point per partition of the topics the group touches, the
+    partitions not repeated (unless ``full``) at the end offset they had, except on topics
+    whose end offsets could not be read; a lag row per committed partition."""
+    state, config, interest = ctx.state, ctx.config, ctx.interest
+    measured = ev.end_offsets_ts_ms
+    for tp in [tp for tp in state.end_offsets if tp.topic not in interest]:
+        del state.end_offsets[tp]
+    given = {TopicPartition(t, p): o for t, p, o in ev.offsets if t in interest}
+    if not ev.full:
+        failed = {i.topic for i in ev.errors if i.topic is not None}
+        for tp, history in state.end_offsets.items():
+            if tp not in given and tp.topic not in failed and history:
+                given[tp] = history[-1][1]
+    rows: list[PartitionLagRow] = []
+    for tp, offset in sorted(given.items()):
+        history = state.end_offsets.get(tp, ())
+        newest = not history or measured >= history[-1][0]
+        state.end_offsets[tp] = add_point(history, measured, offset, config.end_offset_history)
+        entry = state.commits.get(tp)
+        if entry is not None and newest:
+            rows.append(_lag_row(ctx, tp, entry.offset, measured, "snapshot"))
+    if state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms:
+        state.end_offsets_ts_ms = measured
+    ctx.emit(*rows)
+    ctx.changed = True
 
 
 # -- status ------------------------------------------------------------------------------------
