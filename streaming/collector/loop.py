@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ from kafka.partitioner import murmur2
 
 from streaming.collector.admin import CONNECTION_ERRORS, describe_error, gather_answers
 from streaming.collector.changes import Changes
-from streaming.collector.events import MembershipEvent, build_events, is_classic
+from streaming.collector.events import Committed, MembershipEvent, build_events, is_classic
 from streaming.collector.topic import TOPIC_CONFIGS, config_mismatches, describe_topic_configs
 from streaming.config import (
     CollectorConfig,
@@ -122,6 +122,7 @@ class Collector:
         self._configs_checked = False
         self._changes: Changes | None = None
         self._end_offsets_ts_ms: int | None = None
+        self._committed: dict[str, tuple[Any, Mapping[tuple[str, int], Committed]]] = {}
         self._reported: frozenset[str] = frozenset()
 
     # -- one snapshot
@@ -130,9 +131,11 @@ class Collector:
         """Take one snapshot and publish its events; ``SnapshotError`` if that fails.
 
         Schema version 2 publishes what changed since the previous snapshot
-        (:class:`~streaming.collector.changes.Changes`), and asks for end offsets only every
-        ``end_offsets_interval_s``; a failed snapshot forgets what was published, so the next
-        one publishes every group, the topics and all end offsets again.
+        (:class:`~streaming.collector.changes.Changes`), and asks for end offsets, and every
+        group's committed offsets, only every ``end_offsets_interval_s`` (in between, only
+        for the groups that are new or whose state moved); a failed snapshot forgets what
+        was published, so the next one publishes every group, the topics and all end
+        offsets again.
         """
         t0 = time.monotonic()
         v2 = self.config.schema_version == 2
@@ -145,7 +148,15 @@ class Collector:
                 self.config,
                 clock=self._clock,
                 end_offsets="touched" if not v2 else "consumed" if due else "none",
+                known_committed=None if not v2 or due else self._committed,
             )
+            if v2:
+                states = {str(g["group_id"]): g.get("group_state") for g in answers.groups}
+                self._committed = {
+                    g: (states[g], offsets)
+                    for g, offsets in answers.committed.items()
+                    if g in states
+                }
             snapshot_id = uuid.uuid4().hex
             if v2:
                 events = self._changes_memory().events(answers, snapshot_id=snapshot_id)

@@ -1356,3 +1356,25 @@ def test_a_stopping_collector_publishes_the_polls_not_published_yet() -> None:
     last = [json.loads(v) for _, _, v in producer.sent[published:] if v is not None]
     assert {e["event_type"] for e in last} == {"heartbeat"}
     assert len(last) == 5 and all(len(e["unchanged_ts_ms"]) == 1 for e in last)
+
+
+def test_gather_asks_offset_fetch_only_for_groups_new_or_whose_state_moved() -> None:
+    admin = fake_admin()
+    first = gather_answers(admin, CollectorConfig(group_filter="app-.*"))
+    known = {
+        g: (next(x["group_state"] for x in first.groups if x["group_id"] == g), offsets)
+        for g, offsets in first.committed.items()
+        if g != "app-2"  # as if new
+    }
+    moved = [dict(g, group_state="PreparingRebalance") if g["group_id"] == "app-1" else g
+             for g in admin.groups]  # fmt: skip
+    admin = fake_admin(groups=moved)
+
+    again = gather_answers(
+        admin, CollectorConfig(group_filter="app-.*"), end_offsets="none", known_committed=known
+    )
+
+    assert dict(admin.calls)["list_group_offsets"] == ["app-1", "app-2"]
+    assert again.committed["app-848"] == first.committed["app-848"]  # reused
+    assert again.end_offsets == {} and again.end_offsets_ts_ms is None
+    assert "list_partition_offsets" not in dict(admin.calls)
