@@ -177,7 +177,9 @@ def _log_bytes(data_dir: Path, topic: str) -> int:
     return sum(f.stat().st_size for d in data_dir.glob(f"{topic}-*") for f in d.glob("*.log"))
 
 
-def measure_bytes(bootstrap: str, data_dir: Path, model: Model, version: int, polls: int) -> Bytes:
+def measure_bytes(
+    bootstrap: str, data_dir: Path, model: Model, version: int, polls: int, heartbeat_s: float
+) -> Bytes:
     """Publish ``polls`` polls of the model as ``version``'s events through the collector."""
     topic = f"footprint-v{version}"
     config = CollectorConfig(
@@ -203,8 +205,10 @@ def measure_bytes(bootstrap: str, data_dir: Path, model: Model, version: int, po
     admin = collector._admin_client()
     collector._ensure_topic(admin)
     changes = Changes(
-        cluster="bench", heartbeat_interval_ms=57_500, full_interval_ms=597_500
-    )  # the loop's cadences (60 s, 600 s) less half a poll
+        cluster="bench",
+        heartbeat_interval_ms=int(heartbeat_s * 1000 - POLL_S * 500),
+        full_interval_ms=597_500,
+    )  # the loop's cadences less half a poll
     storm_poll = polls // 2
     records = 0
     storm_before = storm_records = 0
@@ -358,6 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--topics-shared", action="store_true", help="20 groups per topic")
     parser.add_argument("--hours", type=float, default=1.0, help="modelled time, version 2")
     parser.add_argument("--v1-minutes", type=float, default=5.0, help="modelled time, version 1")
+    parser.add_argument(
+        "--heartbeat", type=float, default=CollectorConfig.heartbeat_interval_s, metavar="S"
+    )
     parser.add_argument("--request-groups", type=int, default=1000, help="0: no requests run")
     parser.add_argument("--request-seconds", type=float, default=60.0)
     parser.add_argument("--json", type=Path)
@@ -385,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for version, minutes in ((2, args.hours * 60), (1, args.v1_minutes)):
                 started = time.monotonic()
                 polls = int(minutes * 60 / POLL_S)
-                b = measure_bytes(bootstrap, data_dir, model, version, polls)
+                b = measure_bytes(bootstrap, data_dir, model, version, polls, args.heartbeat)
                 results["bytes"].append(b.__dict__)
                 print(
                     f"v{version}: {polls} polls, {b.records:,} records, {_mb(b.bytes)} "

@@ -5,10 +5,9 @@ Version 2 (what the collector writes, :data:`SCHEMA_VERSION`) publishes changes:
 
     GroupEventV2      a group whose content changed, or new (key: the group id)
     ├── members: Member[] | null             DescribeGroups (classic groups only)
-    ├── unchanged_ts_ms: int[]               polls that saw the previous content since the
-    │                                        group's last event
     └── errors: Issue[]
     HeartbeatEvent    a group unchanged since its last event (key: group id + NUL + "heartbeat")
+    PollEvent         the groups a poll found unchanged (key: the cluster + NUL + "poll")
     TopicsEventV2     the topics the groups touch and the brokers, on change (key: the cluster)
     EndOffsetsEvent   end offsets that moved, per topic (key: the cluster + NUL + "end_offsets")
 
@@ -67,6 +66,7 @@ __all__ = [
     "Member",
     "Partition",
     "PartitionV2",
+    "PollEvent",
     "Stage",
     "Topic",
     "TopicEndOffsets",
@@ -266,16 +266,9 @@ class _EnvelopeV2(_Envelope, frozen=True, kw_only=True):
     """Fields every version 2 event carries (``snapshot_*``: the poll that published it)."""
 
     schema_version: Literal[2]  # type: ignore[assignment]
-    event_type: Literal["group", "heartbeat", "topics", "end_offsets"]  # type: ignore[assignment]
+    event_type: Literal["group", "heartbeat", "poll", "topics", "end_offsets"]  # type: ignore[assignment]
 
 
-TsList = Annotated[
-    list[TsMs],
-    msgspec.Meta(
-        description="Times of the collector's polls since this group's previous event that "
-        "found the group as that event described it, oldest first."
-    ),
-]
 Digest = Annotated[
     str,
     msgspec.Meta(
@@ -303,19 +296,27 @@ class GroupEventV2(_EnvelopeV2, frozen=True, kw_only=True):
     topics: list[TopicName] = []
     session_timeout_ms: Annotated[int, msgspec.Meta(ge=1)] | None = None
     digest: Digest
-    unchanged_ts_ms: TsList = []
     errors: list[Issue] = []
 
 
 class HeartbeatEvent(_EnvelopeV2, frozen=True, kw_only=True):
-    """A group unchanged since its last event (record key: the group id, a NUL character and
-    ``heartbeat``): it was polled, and looked as its event with this digest says."""
+    """A group unchanged since its last event, every heartbeat interval (record key: the
+    group id, a NUL character and ``heartbeat``): it was polled, and looked as its event with
+    this digest says."""
 
     event_type: Literal["heartbeat"]
     group_id: str
     state: str | None = None
     digest: Digest
-    unchanged_ts_ms: TsList = []
+
+
+class PollEvent(_EnvelopeV2, frozen=True, kw_only=True):
+    """One poll's groups that did not change and got no other event at it (record key: the
+    cluster label, a NUL character and ``poll``): the tracker knows every group as every
+    poll saw it, at the time of the poll, as with version 1's copies."""
+
+    event_type: Literal["poll"]
+    group_ids: list[str] = []
 
 
 class PartitionV2(_Model, frozen=True, kw_only=True):
@@ -384,13 +385,14 @@ class Unsupported(msgspec.Struct, frozen=True):
 
 
 EventV1 = GroupEvent | TopicsEvent
-EventV2 = GroupEventV2 | HeartbeatEvent | TopicsEventV2 | EndOffsetsEvent
+EventV2 = GroupEventV2 | HeartbeatEvent | PollEvent | TopicsEventV2 | EndOffsetsEvent
 Event = EventV1 | EventV2
 _TYPES: dict[int, dict[str, type[Event]]] = {
     1: {"group": GroupEvent, "topics": TopicsEvent},
     2: {
         "group": GroupEventV2,
         "heartbeat": HeartbeatEvent,
+        "poll": PollEvent,
         "topics": TopicsEventV2,
         "end_offsets": EndOffsetsEvent,
     },
@@ -466,6 +468,7 @@ _DEF_NAMES = {
     "Partition": "partition",
     "GroupEventV2": "group_event",
     "HeartbeatEvent": "heartbeat_event",
+    "PollEvent": "poll_event",
     "TopicsEventV2": "topics_event",
     "EndOffsetsEvent": "end_offsets_event",
     "TopicV2": "topic",
@@ -485,7 +488,8 @@ _DESCRIPTION = {
     2: (
         "One record of the membership topic (default rebalance-monitor.membership), written "
         "by `rebalance-monitor collect`. The collector publishes changes: a `group` event when "
-        "a group is new or its content changed, a `heartbeat` while it is unchanged, a "
+        "a group is new or its content changed, a `heartbeat` while it is unchanged, a `poll` "
+        "event naming the groups each poll found unchanged, a "
         "`topics` event when the topics or brokers changed, an `end_offsets` event at its "
         "cadence. Every property listed here is always present (null when unknown). Readers "
         "dispatch on `event_type`, must ignore properties they do not know (additive changes "

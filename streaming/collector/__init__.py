@@ -27,7 +27,8 @@ absent (``topic``)::
         ▼
     Changes.events(answers)            pure: a ``group`` event per group new or changed, a
         │                              ``heartbeat`` per unchanged group every
-        │                              heartbeat_interval_s, tombstones for gone groups, a
+        │                              heartbeat_interval_s, a ``poll`` event naming the other
+        │                              unchanged groups, tombstones for gone groups, a
         │                              ``topics`` event on change, an ``end_offsets`` event
         │                              (``build_events``: version 1's full copy)
         ▼
@@ -36,8 +37,7 @@ absent (``topic``)::
 ``Collector.run`` loops: one snapshot per interval, a progress line per snapshot, failures
 logged and retried with exponential backoff (``backoff_initial_s`` doubling up to
 ``backoff_max_s``) on fresh clients; the loop only ends when ``stop`` is set, ``duration_s``
-has passed or, with ``once``, after the first successful snapshot; on the way out it
-publishes the unchanged polls not published yet as heartbeats.
+has passed or, with ``once``, after the first successful snapshot.
 
 What the admin API cannot give. kafka-python 3.0 speaks only the classic group protocol:
 DescribeGroups on a KIP-848 ``consumer``-protocol group answers error 69

@@ -5,10 +5,13 @@ topics and of the end offsets, and turns one poll's :class:`AdminAnswers` into:
 
 * a ``group`` event for a group that is new or whose content (what the tracker uses: state,
   protocol, members, subscriptions, assignments, topics, session timeout, errors) changed,
-  keyed by the group id; it lists the polls since the group's previous event that found the
-  previous content (``unchanged_ts_ms``), so the tracker knows the group as every poll saw it;
-* a ``heartbeat`` for a group that did not change, once every ``heartbeat_interval_ms``
-  (with the polls since its previous event), keyed by the group id + NUL + ``heartbeat``;
+  keyed by the group id;
+* a ``heartbeat`` for a group that did not change, once every ``heartbeat_interval_ms``,
+  keyed by the group id + NUL + ``heartbeat``, to its group event's partition;
+* one ``poll`` event (key: the cluster + NUL + ``poll``) naming the other groups, unchanged
+  at this poll: the tracker knows every group as every poll saw it, when the poll saw it
+  (when a member was last listed, before the coordinator's record of its removal), as with
+  version 1's copies, for a few bytes a group;
 * tombstones of both keys for a group no longer listed, so compaction forgets it;
 * a ``topics`` event (key: the cluster) when the topics' metadata, the brokers, the listed
   groups or the topics any group touches changed;
@@ -43,6 +46,7 @@ from streaming.membership_event import Issue
 #: The second part of a heartbeat's and of the end offsets' record key (after a NUL).
 HEARTBEAT_KEY = "heartbeat"
 END_OFFSETS_KEY = "end_offsets"
+POLL_KEY = "poll"
 
 Json = dict[str, Any]
 
@@ -55,6 +59,10 @@ def end_offsets_key(cluster: str) -> str:
     return f"{cluster}\x00{END_OFFSETS_KEY}"
 
 
+def poll_key(cluster: str) -> str:
+    return f"{cluster}\x00{POLL_KEY}"
+
+
 def digest_of(value: Any) -> str:
     """A short hash of a JSON-able value (16 hex digits of BLAKE2b)."""
     return hashlib.blake2b(msgspec.json.encode(value), digest_size=8).hexdigest()
@@ -64,8 +72,6 @@ def digest_of(value: Any) -> str:
 class _Group:
     digest: str
     published_ts_ms: int
-    state: str | None
-    unchanged: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -83,7 +89,6 @@ class Changes:
     topics_digest: str | None = None
     end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     full_ts_ms: int | None = None
-    last_envelope: Json | None = None
 
     def events(self, answers: AdminAnswers, *, snapshot_id: str) -> list[MembershipEvent]:
         """The events of one poll, in publishing order (groups sorted by id, then the
@@ -97,7 +102,6 @@ class Changes:
             "snapshot_id": snapshot_id,
             "snapshot_ts_ms": ts,
         }
-        self.last_envelope = envelope
         group_issues: dict[str, list[Issue]] = {}
         other_issues: list[Issue] = []
         for issue in answers.issues:
@@ -109,6 +113,7 @@ class Changes:
         events: list[MembershipEvent] = []
         touched: set[str] = set()
         touched_by: dict[str, list[str]] = {}
+        unchanged: list[str] = []
         for group_id in sorted(listed):
             full, topics = group_event_v1(
                 {**envelope, "schema_version": 1},
@@ -121,7 +126,16 @@ class Changes:
             )
             touched |= topics
             touched_by[group_id] = sorted(topics)
-            events.extend(self._group(envelope, full, ts))
+            published = self._group(envelope, full, ts)
+            if published is None:
+                unchanged.append(group_id)
+            else:
+                events.extend(published)
+        if unchanged:
+            poll = wire.PollEvent(**envelope, event_type="poll", group_ids=unchanged)
+            events.append(
+                MembershipEvent.of(poll_key(self.cluster), poll, partition_key=self.cluster)
+            )
         for group_id in sorted(set(self.groups) - set(listed)):
             events.extend(self._gone(envelope, group_id))
         for issues in group_issues.values():  # about a group that was not listed
@@ -133,7 +147,11 @@ class Changes:
 
     # -- groups
 
-    def _group(self, envelope: Json, full: wire.GroupEvent, ts: int) -> list[MembershipEvent]:
+    def _group(
+        self, envelope: Json, full: wire.GroupEvent, ts: int
+    ) -> list[MembershipEvent] | None:
+        """The group's event at this poll; None when it is unchanged and no heartbeat is due
+        (the poll's ``poll`` event names it)."""
         content: Json = {
             "group_id": full.group_id,
             "group_type": full.group_type,
@@ -149,63 +167,27 @@ class Changes:
         digest = digest_of([content, full.errors])
         known = self.groups.get(full.group_id)
         if known is None or known.digest != digest:
-            unchanged = [] if known is None else known.unchanged
-            self.groups[full.group_id] = _Group(digest, ts, full.state)
+            self.groups[full.group_id] = _Group(digest, ts)
             event = wire.GroupEventV2(
-                **envelope,
-                event_type="group",
-                **content,
-                digest=digest,
-                unchanged_ts_ms=unchanged,
-                errors=full.errors,
+                **envelope, event_type="group", **content, digest=digest, errors=full.errors
             )
             return [MembershipEvent.of(full.group_id, event)]
         if ts - known.published_ts_ms < self.heartbeat_interval_ms:
-            known.unchanged.append(ts)
-            return []
+            return None
         beat = wire.HeartbeatEvent(
             **envelope,
             event_type="heartbeat",
             group_id=full.group_id,
             state=full.state,
             digest=digest,
-            unchanged_ts_ms=known.unchanged,
         )
-        self.groups[full.group_id] = _Group(digest, ts, full.state)
+        self.groups[full.group_id] = _Group(digest, ts)
         return [MembershipEvent.of(heartbeat_key(full.group_id), beat, partition_key=full.group_id)]
 
-    def pending(self) -> list[MembershipEvent]:
-        """Heartbeats of the polls not published yet (the collector stops): each at the
-        group's last poll, naming the ones before."""
-        if self.last_envelope is None:
-            return []
-        out: list[MembershipEvent] = []
-        for group_id, known in sorted(self.groups.items()):
-            if known.unchanged:
-                out.append(self._last_polls(self.last_envelope, group_id, known, known.state))
-                self.groups[group_id] = _Group(known.digest, known.unchanged[-1], known.state)
-        return out
-
-    def _last_polls(
-        self, envelope: Json, group_id: str, known: _Group, state: str | None
-    ) -> MembershipEvent:
-        beat = wire.HeartbeatEvent(
-            **{**envelope, "snapshot_ts_ms": known.unchanged[-1]},
-            event_type="heartbeat",
-            group_id=group_id,
-            state=state,
-            digest=known.digest,
-            unchanged_ts_ms=known.unchanged[:-1],
-        )
-        return MembershipEvent.of(heartbeat_key(group_id), beat, partition_key=group_id)
-
     def _gone(self, envelope: Json, group_id: str) -> list[MembershipEvent]:
-        """A group no longer listed: the polls that still saw it (a heartbeat), then the
-        tombstones of its two keys."""
-        known = self.groups.pop(group_id)
+        """A group no longer listed: the tombstones of its two keys."""
+        del self.groups[group_id]
         out: list[MembershipEvent] = []
-        if known.unchanged:
-            out.append(self._last_polls(envelope, group_id, known, known.state))
         out.append(MembershipEvent.tombstone(group_id))
         out.append(MembershipEvent.tombstone(heartbeat_key(group_id), partition_key=group_id))
         return out

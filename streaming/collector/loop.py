@@ -319,7 +319,6 @@ class Collector:
                         break
                 stop.wait(wait_s)
         finally:
-            self._publish_pending()
             self.close()
         log.info(
             "collector stopped after %d snapshots: %d events published, %d errors, "
@@ -330,21 +329,6 @@ class Collector:
             stats.failed_snapshots,
         )
         return stats
-
-    def _publish_pending(self) -> None:
-        """On the way out: the polls not published yet, as heartbeats (schema version 2), so
-        the tracker knows the groups as the last polls saw them."""
-        if self._changes is None or self._producer is None:
-            return
-        events = self._changes.pending()
-        if not events:
-            return
-        try:
-            self.publish(events)
-        except Exception as exc:
-            log.warning("the last polls' heartbeats were not published: %s", describe_error(exc))
-        else:
-            log.info("published the last polls' heartbeats of %d groups", len(events))
 
     def _log_errors(self, errors: tuple[str, ...]) -> None:
         """Each partial error at WARNING when it first appears, at DEBUG while it repeats."""

@@ -30,6 +30,7 @@ from streaming.tracking.model import (
     EndOffsetsSnapshot,
     GroupHeartbeat,
     GroupSnapshot,
+    GroupsPolled,
     MembershipPayload,
     SnapshotBroker,
     SnapshotMember,
@@ -163,7 +164,6 @@ def _group_v2(e: wire.GroupEventV2) -> GroupSnapshot:
         committed_offsets=None,
         session_timeout_ms=e.session_timeout_ms,
         digest=e.digest,
-        unchanged_ts_ms=tuple(e.unchanged_ts_ms),
     )
 
 
@@ -173,7 +173,6 @@ def _heartbeat(e: wire.HeartbeatEvent) -> GroupHeartbeat:
         group_id=e.group_id,
         state=e.state,
         digest=e.digest,
-        unchanged_ts_ms=tuple(e.unchanged_ts_ms),
     )
 
 
@@ -245,6 +244,8 @@ def parse_membership_event(obj: Any) -> MembershipPayload:
         return _group_v2(event)
     if isinstance(event, wire.HeartbeatEvent):
         return _heartbeat(event)
+    if isinstance(event, wire.PollEvent):
+        return GroupsPolled(**_envelope(event), group_ids=tuple(event.group_ids))
     if isinstance(event, wire.TopicsEventV2):
         return _topics_v2(event)
     return _end_offsets(event)

@@ -55,6 +55,7 @@ __all__ = [
     "GroupHeartbeat",
     "GroupSeen",
     "GroupSnapshot",
+    "GroupsPolled",
     "MembershipPayload",
     "Observation",
     "Payload",
@@ -141,15 +142,12 @@ class GroupSnapshot:
     it); None when the collector could not tell."""
     digest: str | None = None
     """Schema version 2: the hash of the content, which the group's heartbeats name."""
-    unchanged_ts_ms: tuple[int, ...] = ()
-    """Schema version 2: the polls since the group's previous event that found the group as
-    that event described it (the tracker applies them as :class:`GroupSeen`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class GroupHeartbeat:
     """A ``heartbeat`` event (schema version 2): the group was polled at ``snapshot_ts_ms``
-    (and at ``unchanged_ts_ms``) and looked as its ``group`` event with ``digest`` said."""
+    and looked as its ``group`` event with ``digest`` said."""
 
     cluster: str
     kafka_cluster_id: str | None
@@ -158,17 +156,30 @@ class GroupHeartbeat:
     group_id: str
     state: str | None
     digest: str
-    unchanged_ts_ms: tuple[int, ...] = ()
+    errors: tuple[CollectorIssue, ...] = ()
+    schema_version: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsPolled:
+    """A ``poll`` event (schema version 2): at ``snapshot_ts_ms`` the collector found these
+    groups as their newest ``group`` event described them. The tracker applies it to each
+    as version 1's snapshot of the same content would be."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    group_ids: tuple[str, ...]
     errors: tuple[CollectorIssue, ...] = ()
     schema_version: int = 2
 
 
 @dataclass(frozen=True, slots=True)
 class GroupSeen:
-    """One collector poll that found the group unchanged, unpacked by the reducer from a
-    version 2 ``group`` event's or heartbeat's ``unchanged_ts_ms`` (or a heartbeat itself):
-    applied as version 1's snapshot of the same content at ``ts_ms`` would be. ``digest``
-    None: the content the tracker holds (a ``group`` event's earlier polls)."""
+    """One collector poll that found the group unchanged (a heartbeat, or a ``poll`` event
+    naming it), as the reducer applies it: as version 1's snapshot of the same content at
+    ``ts_ms`` would be. ``digest`` None: the content the tracker holds."""
 
     group_id: str
     ts_ms: int
@@ -253,7 +264,7 @@ class UnsupportedEvent:
 MembershipPayload = (
     GroupSnapshot
     | GroupHeartbeat
-    | GroupSeen
+    | GroupsPolled
     | TopicsSnapshot
     | EndOffsetsSnapshot
     | UnsupportedEvent
@@ -338,10 +349,10 @@ class Observation:
         """The time the observation describes: the snapshot time of a collector event (taken
         before it was published), else the record timestamp."""
         p = self.payload
-        if isinstance(p, GroupSnapshot | TopicsSnapshot | GroupHeartbeat | EndOffsetsSnapshot):
+        if isinstance(
+            p, GroupSnapshot | TopicsSnapshot | GroupHeartbeat | GroupsPolled | EndOffsetsSnapshot
+        ):
             return p.snapshot_ts_ms
-        if isinstance(p, GroupSeen):
-            return p.ts_ms
         return self.timestamp_ms
 
 
@@ -356,9 +367,11 @@ def group_id_of(payload: Payload) -> str | None:
     if isinstance(payload, Tombstone):
         key = payload.key
         return key.group_id
-    if isinstance(payload, GroupSnapshot | GroupHeartbeat | GroupSeen):
+    if isinstance(payload, GroupSnapshot | GroupHeartbeat):
         return payload.group_id
-    if isinstance(payload, Unknown | TopicsSnapshot | EndOffsetsSnapshot | UnsupportedEvent):
+    if isinstance(
+        payload, Unknown | TopicsSnapshot | EndOffsetsSnapshot | GroupsPolled | UnsupportedEvent
+    ):
         return None
     group_id: str = payload.group_id
     return group_id
@@ -366,7 +379,7 @@ def group_id_of(payload: Payload) -> str | None:
 
 def routing_keys(payload: Payload) -> tuple[str, ...]:
     """The group ids whose state an observation must reach (see the module docstring)."""
-    if isinstance(payload, TopicsSnapshot | EndOffsetsSnapshot):
+    if isinstance(payload, TopicsSnapshot | EndOffsetsSnapshot | GroupsPolled):
         return payload.group_ids
     group_id = group_id_of(payload)
     return () if group_id is None else (group_id,)

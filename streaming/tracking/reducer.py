@@ -22,7 +22,7 @@ OffsetCommit / tombstone, CommitRun committed offset (+ PartitionLagRow); the
                                     ``offset_commits`` rows are the commit lane's
 GroupSnapshot (collector)           state history, member sightings, committed offsets
                                     the log has not shown yet (version 1)
-GroupHeartbeat, GroupSeen           version 2: polls that found the group unchanged, applied
+GroupHeartbeat, GroupsPolled        version 2: polls that found the group unchanged, applied
                                     as a snapshot of the newest group event's content
 TopicsSnapshot (collector)          partition counts, racks, topic ids and (version 1) end
                                     offsets of the topics the group touches; PartitionLagRow
@@ -81,6 +81,7 @@ from streaming.tracking.model import (
     GroupHeartbeat,
     GroupSeen,
     GroupSnapshot,
+    GroupsPolled,
     Observation,
     TopicsSnapshot,
     UnsupportedEvent,
@@ -100,21 +101,13 @@ def ordered(observations: Iterable[Observation]) -> list[Observation]:
         streams.setdefault((o.source, o.partition), []).append(o)
     if len(streams) == 1:
         (only,) = streams.values()
-        return sorted(only, key=_in_partition)
+        return sorted(only, key=lambda o: o.offset)
     runs: list[Iterator[tuple[int, int, int, int, Observation]]] = []
     for (source, partition), obs in sorted(streams.items()):
-        obs.sort(key=_in_partition)
+        obs.sort(key=lambda o: o.offset)
         rank = _SOURCE_RANK[source]
         runs.append(iter([(o.logical_ts_ms, rank, partition, o.offset, o) for o in obs]))
     return [item[4] for item in heapq.merge(*runs, key=lambda t: t[:4])]
-
-
-def _in_partition(o: Observation) -> tuple[int, int]:
-    """Offset order; the polls unpacked from a record (:class:`GroupSeen`, earlier) first."""
-    return o.offset, o.logical_ts_ms if isinstance(o.payload, GroupSeen) else _MAX_TS
-
-
-_MAX_TS = 2**63 - 1
 
 
 def interest_of(state: GroupState, observations: Iterable[Observation]) -> set[str]:
@@ -164,16 +157,13 @@ def apply(
     config: TrackerConfig = DEFAULT_CONFIG,
 ) -> tuple[GroupState, list[TrackerEvent]]:
     """Apply one batch of observations of one group (module docstring)."""
-    batch = ordered(_unpacked(state, observations))
+    batch = ordered(observations)
     work = state.copy()
     ctx = Context(
         state=work, config=config, now_ms=now_ms, interest=interest_of(work, batch), upcoming=batch
     )
     for i, obs in enumerate(batch):
         ctx.index = i
-        if isinstance(obs.payload, GroupSeen):  # part of a record applied after it
-            _seen(ctx, obs.payload)
-            continue
         key = f"{obs.source}:{obs.partition}"
         last = work.positions.get(key)
         if last is not None and obs.offset <= last:
@@ -185,35 +175,6 @@ def apply(
     if ctx.changed:
         ctx.emit(_status(work, now_ms, config))
     return work, ctx.events
-
-
-def _unpacked(state: GroupState, observations: Iterable[Observation]) -> list[Observation]:
-    """The observations, each version 2 ``group`` event's and heartbeat's earlier polls
-    (``unchanged_ts_ms``) unpacked into :class:`GroupSeen` observations of their own time,
-    so that they are ordered among the coordinator's records as version 1's snapshots were.
-    A record already applied (at or below its source partition's position) is not unpacked."""
-    out: list[Observation] = []
-    for obs in observations:
-        out.append(obs)
-        p = obs.payload
-        if not isinstance(p, GroupSnapshot | GroupHeartbeat) or not p.unchanged_ts_ms:
-            continue
-        last = state.positions.get(f"{obs.source}:{obs.partition}")
-        if last is not None and obs.offset <= last:
-            continue
-        digest = p.digest if isinstance(p, GroupHeartbeat) else None
-        state_name = p.state if isinstance(p, GroupHeartbeat) else None
-        out.extend(
-            Observation(
-                obs.source,
-                obs.partition,
-                obs.offset,
-                obs.timestamp_ms,
-                GroupSeen(p.group_id, ts, state_name, digest),
-            )
-            for ts in p.unchanged_ts_ms
-        )
-    return out
 
 
 def _dispatch(ctx: Context, obs: Observation) -> None:
@@ -248,8 +209,8 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
         _group_snapshot(ctx, p)
     elif isinstance(p, GroupHeartbeat):
         _seen(ctx, GroupSeen(p.group_id, p.snapshot_ts_ms, p.state, p.digest))
-    elif isinstance(p, GroupSeen):
-        _seen(ctx, p)
+    elif isinstance(p, GroupsPolled):
+        _seen(ctx, GroupSeen(ctx.state.group_id, p.snapshot_ts_ms, None, None))
     elif isinstance(p, TopicsSnapshot):
         _topics_snapshot(ctx, p)
     elif isinstance(p, EndOffsetsSnapshot):

@@ -538,8 +538,9 @@ def test_version_2_publishes_each_group_once_then_heartbeats_and_end_offsets(
     snapshot: Snapshot,
 ) -> None:
     """Polls a second apart for 6 s, heartbeats every 3 s, the groups settled: each group's
-    ``group`` event at the first poll, then heartbeats naming the polls between; the topics
-    once; the end offsets once (their cadence is 30 s), of the consumed partitions."""
+    ``group`` event at the first poll, then at every poll a heartbeat or a ``poll`` event
+    naming it; the topics once; the end offsets once (their cadence is 30 s), of the
+    consumed partitions."""
     validator = jsonschema.Draft202012Validator(load_schema(2))
     p = snapshot.prefix
     groups = sorted(f"{p}-{s}" for s in ("range", "rr", "kip848"))
@@ -553,14 +554,18 @@ def test_version_2_publishes_each_group_once_then_heartbeats_and_end_offsets(
     assert sorted(e["group_id"] for e in by_type["group"]) == groups
     assert [len(by_type["topics"]), len(by_type["end_offsets"])] == [1, 1]
     assert {e["group_id"] for e in by_type["heartbeat"]} == set(groups)
+    polls = sorted({v["snapshot_ts_ms"] for v in values})
+    assert len(polls) >= 4
     for group_id in groups:
         [event] = [e for e in by_type["group"] if e["group_id"] == group_id]
-        previous = event["snapshot_ts_ms"]
-        for beat in [b for b in by_type["heartbeat"] if b["group_id"] == group_id]:
-            assert beat["digest"] == event["digest"] and beat["state"] == event["state"]
-            polls = [previous, *beat["unchanged_ts_ms"], beat["snapshot_ts_ms"]]
-            assert polls == sorted(set(polls)) and len(polls) >= 3  # a poll between
-            previous = beat["snapshot_ts_ms"]
+        named = [event["snapshot_ts_ms"]]
+        for v in values:
+            if v["event_type"] == "heartbeat" and v["group_id"] == group_id:
+                assert v["digest"] == event["digest"] and v["state"] == event["state"]
+                named.append(v["snapshot_ts_ms"])
+            elif v["event_type"] == "poll" and group_id in v["group_ids"]:
+                named.append(v["snapshot_ts_ms"])
+        assert sorted(named) == polls  # every poll names the group once
     # a group's heartbeat shares its group event's partition, under its own key
     where = {k: part for k, part, v in snapshot.v2 if v is not None and v["event_type"] == "group"}
     for key, part, value in snapshot.v2:

@@ -160,12 +160,13 @@ def test_not_json_is_an_error() -> None:
 
 
 def test_version_2_docs_examples_parse() -> None:
-    from streaming.tracking.model import EndOffsetsSnapshot, GroupHeartbeat
+    from streaming.tracking.model import EndOffsetsSnapshot, GroupHeartbeat, GroupsPolled
 
-    group, beat, offsets = (parse_membership_event(e) for e in doc_examples(2))
+    group, poll, beat, offsets = (parse_membership_event(e) for e in doc_examples(2))
 
     assert isinstance(group, GroupSnapshot) and group.committed_offsets is None
-    assert group.digest == "9f3b2c1d0e4a5b6c" and len(group.unchanged_ts_ms) == 2
+    assert group.digest == "9f3b2c1d0e4a5b6c"
+    assert isinstance(poll, GroupsPolled) and routing_keys(poll) == ("orders", "payments")
     assert isinstance(beat, GroupHeartbeat) and beat.digest == group.digest
     assert isinstance(offsets, EndOffsetsSnapshot) and not offsets.full
     assert offsets.offsets == (("orders", 0, 57), ("orders", 2, 12))
