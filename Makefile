@@ -132,7 +132,7 @@ check: $(VENV)/.installed ## ruff, ruff-format and mypy --strict on assign_core,
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-schema: setup ## regenerate streaming/schemas/membership_event_v1.json from the event model
+schema: setup ## regenerate streaming/schemas/membership_event_v{1,2}.json from the event model
 	$(BIN)/python -m streaming.membership_event --write
 
 fmt: setup ## format the code

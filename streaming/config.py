@@ -468,10 +468,22 @@ class CollectorConfig:
     (:data:`JAVA_SECURITY_KEYS`, mapped); ``repr`` never shows them. ``kafka`` is the
     :class:`KafkaConnection` they make. ``topic_partitions`` and ``topic_replication_factor``
     apply when the collector creates the topic (``None``: the broker's defaults).
+
+    ``schema_version`` is the membership events' version it writes (``docs/events.md``): 2
+    publishes changes (a group's event when it changed, a heartbeat every
+    ``heartbeat_interval_s`` while it does not, the end offsets that moved every
+    ``end_offsets_interval_s`` and all of them every ``full_end_offsets_interval_s``); 1, a
+    full copy of every group and end offset every ``interval_s``, for one release. A
+    cadence shorter than ``interval_s`` (or, for the full end offsets, than
+    ``end_offsets_interval_s``) acts as that: the collector publishes only when it polls.
     """
 
     bootstrap_servers: tuple[str, ...] | str = (DEFAULT_BOOTSTRAP_SERVERS,)
     interval_s: float = 5.0
+    schema_version: int = 2
+    heartbeat_interval_s: float = 60.0
+    end_offsets_interval_s: float = 30.0
+    full_end_offsets_interval_s: float = 600.0
     topic: str = DEFAULT_MEMBERSHIP_TOPIC
     cluster: str = DEFAULT_CLUSTER
     group_filter: str = ".*"
@@ -497,6 +509,20 @@ class CollectorConfig:
             raise CollectorConfigError(
                 f"interval_s: must be positive (at most {MAX_COLLECT_S:g} s), got {self.interval_s}"
             )
+        if self.schema_version not in (1, 2) or isinstance(self.schema_version, bool):
+            raise CollectorConfigError(
+                f"schema_version: must be 1 or 2, got {self.schema_version!r}"
+            )
+        for name in (
+            "heartbeat_interval_s",
+            "end_offsets_interval_s",
+            "full_end_offsets_interval_s",
+        ):
+            value = getattr(self, name)
+            if not (_is_number(value) and 0 < value <= MAX_COLLECT_S):
+                raise CollectorConfigError(
+                    f"{name}: must be positive (at most {MAX_COLLECT_S:g} s), got {value}"
+                )
         if not is_topic_name(self.topic):
             raise CollectorConfigError(
                 f"topic: {self.topic!r} is not a valid Kafka topic name "
@@ -537,9 +563,18 @@ class CollectorConfig:
         return configs
 
     def producer_configs(self) -> dict[str, Any]:
-        """Keyword arguments for ``KafkaProducer`` (acks=all; the JSON is encoded here)."""
+        """Keyword arguments for ``KafkaProducer`` (acks=all, zstd batches; the JSON is
+        encoded here)."""
         configs = self._common_configs()
-        configs.update({"acks": "all", "linger_ms": 20, "max_block_ms": self.request_timeout_ms})
+        configs.update(
+            {
+                "acks": "all",
+                "linger_ms": 20,
+                "max_block_ms": self.request_timeout_ms,
+                # the membership topic's compression.type (streaming.collector.topic)
+                "compression_type": "zstd",
+            }
+        )
         configs.update(self.kafka.kafka_python())
         return configs
 

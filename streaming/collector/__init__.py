@@ -1,29 +1,38 @@
 """The membership collector: admin-API snapshots of every consumer group -> a Kafka topic.
 
-A package along the pipeline's seams: ``events`` (pure: answers -> events), ``admin`` (I/O:
-the admin calls), ``loop`` (I/O: :class:`Collector`), ``cli`` (``rebalance-monitor
-collect``); the settings are :class:`streaming.config.CollectorConfig`, and the events
-:mod:`streaming.membership_event`.
+A package along the pipeline's seams: ``events`` (pure: answers -> version 1's events),
+``changes`` (pure: answers -> version 2's events, what changed), ``admin`` (I/O: the admin
+calls), ``topic`` (the topic's settings), ``loop`` (I/O: :class:`Collector`), ``cli``
+(``rebalance-monitor collect``); the settings are :class:`streaming.config.CollectorConfig`,
+and the events :mod:`streaming.membership_event`.
 
 ``rebalance-monitor collect`` (``cli_collect``) asks the cluster, every ``interval_s``
-seconds, what its groups look like, and publishes the answer as JSON events (schema
-``streaming/schemas/membership_event_v1.json``, documented in ``docs/events.md``) to an
-ordinary topic, ``rebalance-monitor.membership`` by default, created if absent::
+seconds, what its groups look like, and publishes what changed as JSON events (schema
+``streaming/schemas/membership_event_v2.json``, documented in ``docs/events.md``) to a
+compacted, zstd-compressed topic, ``rebalance-monitor.membership`` by default, created if
+absent (``topic``)::
 
     gather_answers(admin, config)      I/O: describe_cluster, list_groups (filtered by the
         │                              group regex), describe_groups (classic groups only),
-        │                              list_group_offsets, describe_configs (KIP-848 groups:
-        │                              the session timeout), describe_topics (the topics the
+        │                              list_group_offsets (every group every
+        │                              end_offsets_interval_s, else only groups new or whose
+        │                              state moved), describe_configs (KIP-848 groups: the
+        │                              session timeout), describe_topics (the topics the
         │                              groups touch; every topic while a KIP-848 group has
-        │                              committed nothing), list_partition_offsets (LATEST)
+        │                              committed nothing), list_partition_offsets (LATEST,
+        │                              the consumed partitions, every end_offsets_interval_s)
         ▼
     AdminAnswers                       plain data: what the admin calls answered, and the
         │                              calls that failed (``Issue``)
         ▼
-    build_events(answers, ...)         pure: one ``group`` event per group (key: group id)
-        │                              and one ``topics`` event (key: the cluster label)
+    Changes.events(answers)            pure: a ``group`` event per group new or changed, a
+        │                              ``heartbeat`` per unchanged group every
+        │                              heartbeat_interval_s, a ``poll`` event naming the other
+        │                              unchanged groups, tombstones for gone groups, a
+        │                              ``topics`` event on change, an ``end_offsets`` event
+        │                              (``build_events``: version 1's full copy)
         ▼
-    Collector.publish(events)          I/O: KafkaProducer, acks=all, flushed per snapshot
+    Collector.publish(events)          I/O: KafkaProducer, acks=all, zstd, flushed per poll
 
 ``Collector.run`` loops: one snapshot per interval, a progress line per snapshot, failures
 logged and retried with exponential backoff (``backoff_initial_s`` doubling up to

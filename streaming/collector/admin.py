@@ -2,7 +2,7 @@
 
 A failed call is recorded as an :class:`~streaming.membership_event.Issue` against its
 group or topic; a call that finds the cluster unreachable fails the whole snapshot
-(``_CONNECTION_ERRORS``), which the loop retries with backoff.
+(``CONNECTION_ERRORS``), which the loop retries with backoff.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from streaming.collector.events import (
     AdminAnswers,
     Committed,
+    consumed_partitions,
     group_topics,
     is_classic,
     serves_offsets,
@@ -36,7 +37,7 @@ log = logging.getLogger("streaming.collector")
 
 #: Errors meaning "the cluster is unreachable": they fail the whole snapshot (and so get
 #: the loop's backoff) instead of being recorded against one group or topic.
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     kafka_errors.KafkaConnectionError,
     kafka_errors.KafkaTimeoutError,
     kafka_errors.NodeNotReadyError,
@@ -55,21 +56,34 @@ Json = dict[str, Any]
 # --------------------------------------------------------------------------- I/O: gather
 
 
+#: Which end offsets a snapshot asks for: every partition of the touched topics (schema
+#: version 1), only the partitions some group consumes (version 2), or none (version 2
+#: between its end offsets' polls).
+EndOffsets = Literal["touched", "consumed", "none"]
+
+
 def gather_answers(
-    admin: Any, config: CollectorConfig, *, clock: Callable[[], float] = time.time
+    admin: Any,
+    config: CollectorConfig,
+    *,
+    clock: Callable[[], float] = time.time,
+    end_offsets: EndOffsets = "touched",
+    known_committed: Mapping[str, tuple[Any, Mapping[tuple[str, int], Committed]]] | None = None,
 ) -> AdminAnswers:
     """Ask the cluster (through a ``KafkaAdminClient``) everything one snapshot needs.
 
     ListGroups must succeed (else the snapshot fails); the other calls are batched, fall
     back to one call per group or topic when a batch fails, and record what still fails as
-    an ``Issue``. Connection-level errors always propagate.
+    an ``Issue``. Connection-level errors always propagate. ``known_committed``: group id ->
+    (its ListGroups state, its committed offsets) of an earlier snapshot, reused for each
+    group still in that state instead of asking OffsetFetch again.
     """
     snapshot_ts_ms = int(clock() * 1000)
     issues: list[Issue] = []
     cluster: Mapping[str, Any] | None = None
     try:
         cluster = admin.describe_cluster()
-    except _CONNECTION_ERRORS:
+    except CONNECTION_ERRORS:
         raise
     except kafka_errors.KafkaError as exc:  # e.g. no DESCRIBE on the cluster: carry on
         issues.append(Issue("describe_cluster", describe_error(exc)))
@@ -90,6 +104,15 @@ def gather_answers(
 
     offset_ids = [str(g["group_id"]) for g in groups if serves_offsets(g)]
     committed: dict[str, Mapping[tuple[str, int], Committed]] = {}
+    if known_committed is not None:
+        # between the end offsets' polls: OffsetFetch only for a group that is new or whose
+        # state moved; the others' committed offsets (their topics) as last fetched
+        for g in groups:
+            group_id = str(g["group_id"])
+            known = known_committed.get(group_id)
+            if known is not None and known[0] == g.get("group_state"):
+                committed[group_id] = known[1]
+        offset_ids = [g for g in offset_ids if g not in committed]
     for chunk in _chunks(offset_ids, _BATCH):
         answer = _with_fallback(
             admin.list_group_offsets, chunk, "list_group_offsets", issues, by="group"
@@ -121,7 +144,7 @@ def gather_answers(
         # tracker can name the ids of its first target (it keeps the subscribed ones).
         try:
             touched |= {str(t) for t in admin.list_topics() if not str(t).startswith("__")}
-        except _CONNECTION_ERRORS:
+        except CONNECTION_ERRORS:
             raise
         except kafka_errors.KafkaError as exc:
             issues.append(Issue("describe_topics", describe_error(exc)))
@@ -129,7 +152,7 @@ def gather_answers(
     if touched:
         try:
             topics = list(admin.describe_topics(sorted(touched)))
-        except _CONNECTION_ERRORS:
+        except CONNECTION_ERRORS:
             raise
         except kafka_errors.KafkaError as exc:
             issues.append(Issue("describe_topics", describe_error(exc)))
@@ -139,11 +162,15 @@ def gather_answers(
         if int(meta.get("error_code") or 0) == 0 and meta.get("name"):
             name = str(meta["name"])
             specs[name] = [(name, int(p["partition_index"])) for p in meta.get("partitions") or ()]
-    end_offsets: dict[tuple[str, int], int] = {}
+    if end_offsets == "consumed":
+        consumed = set().union(*consumed_partitions(descriptions, committed).values())
+        specs = {t: [tp for tp in tps if tp in consumed] for t, tps in specs.items()}
+        specs = {t: tps for t, tps in specs.items() if tps}
+    latest: dict[tuple[str, int], int] = {}
     end_offsets_ts_ms: int | None = None
-    if specs:
+    if end_offsets != "none" and (specs or end_offsets == "consumed"):
         end_offsets_ts_ms = int(clock() * 1000)
-        end_offsets = _latest_offsets(admin, specs, issues)
+        latest = _latest_offsets(admin, specs, issues)
     return AdminAnswers(
         snapshot_ts_ms=snapshot_ts_ms,
         cluster=cluster,
@@ -151,7 +178,7 @@ def gather_answers(
         descriptions=descriptions,
         committed=committed,
         topics=topics,
-        end_offsets=end_offsets,
+        end_offsets=latest,
         end_offsets_ts_ms=end_offsets_ts_ms,
         session_timeouts=session_timeouts,
         issues=issues,
@@ -202,7 +229,7 @@ def _with_fallback(
         return {}
     try:
         return dict(call(keys))
-    except _CONNECTION_ERRORS:
+    except CONNECTION_ERRORS:
         raise
     except kafka_errors.KafkaError as exc:
         if len(keys) == 1:
@@ -213,7 +240,7 @@ def _with_fallback(
     for key in keys:
         try:
             results.update(call([key]))
-        except _CONNECTION_ERRORS:
+        except CONNECTION_ERRORS:
             raise
         except kafka_errors.KafkaError as exc:
             issues.append(_issue(stage, exc, key, by))

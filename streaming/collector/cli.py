@@ -45,6 +45,9 @@ FLAGS: dict[str, str] = {
     "cluster": "--cluster",
     "group_filter": "--group-filter",
     "kafka_options": "--kafka-option",
+    "schema_version": "--schema-version",
+    "heartbeat_interval_s": "--heartbeat-interval",
+    "end_offsets_interval_s": "--end-offsets-interval",
 }
 
 
@@ -70,6 +73,31 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help=f"time between snapshots (default {DEFAULT_INTERVAL_S:g})",
+    )
+    parser.add_argument(
+        "--heartbeat-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="an unchanged group's heartbeat every this long (default "
+        f"{CollectorConfig.heartbeat_interval_s:g}; schema version 2)",
+    )
+    parser.add_argument(
+        "--end-offsets-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the end offsets that moved every this long (default "
+        f"{CollectorConfig.end_offsets_interval_s:g}; all of them every "
+        f"{CollectorConfig.full_end_offsets_interval_s:g}; schema version 2)",
+    )
+    parser.add_argument(
+        "--schema-version",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="the membership events' version: 2 (default) publishes changes; 1, a full copy "
+        "of every group every interval, for a job older than this collector",
     )
     parser.add_argument(
         "--topic", default=None, help=f"topic to publish to (default {DEFAULT_TOPIC})"
@@ -129,6 +157,9 @@ def config_from_args(
         "topic": args.topic,
         "cluster": args.cluster,
         "group_filter": args.group_filter,
+        "schema_version": args.schema_version,
+        "heartbeat_interval_s": args.heartbeat_interval,
+        "end_offsets_interval_s": args.end_offsets_interval,
     }
     if args.kafka_option:
         overrides["kafka_options"] = dict(parse_kafka_option(t) for t in args.kafka_option)

@@ -17,7 +17,7 @@ import kafka.errors as kafka_errors
 import msgspec
 
 from streaming import membership_event as wire
-from streaming.membership_event import SCHEMA_PATH, SCHEMA_VERSION, Issue
+from streaming.membership_event import SCHEMA_PATHS, Issue
 
 #: Group types whose membership DescribeGroups reports (ListGroups v5 ``group_type``;
 #: ``""`` when the broker is older than Kafka 4.0 and does not say).
@@ -64,18 +64,29 @@ class AdminAnswers:
 @dataclass(frozen=True)
 class MembershipEvent:
     """One record for the membership topic: ``key`` (str) and ``value`` (the event as its
-    JSON object, :func:`streaming.membership_event.to_json`)."""
+    JSON object, :func:`streaming.membership_event.to_json`; None for a tombstone).
+    ``partition_key``: the key whose partition the record goes to (default: ``key``), so
+    that a group's heartbeat follows its ``group`` events on one partition."""
 
     key: str
-    value: Json
+    value: Json | None
+    partition_key: str | None = None
 
     @classmethod
-    def of(cls, key: str, event: wire.GroupEvent | wire.TopicsEvent) -> MembershipEvent:
-        return cls(key, wire.to_json(event))
+    def of(
+        cls, key: str, event: wire.Event, *, partition_key: str | None = None
+    ) -> MembershipEvent:
+        return cls(key, wire.to_json(event), partition_key)
 
-    def encode(self) -> tuple[bytes, bytes]:
-        """The record's key and value bytes (UTF-8; compact JSON)."""
-        return self.key.encode("utf-8"), msgspec.json.encode(self.value)
+    @classmethod
+    def tombstone(cls, key: str, *, partition_key: str | None = None) -> MembershipEvent:
+        """A record without a value: compaction drops every record of ``key``."""
+        return cls(key, None, partition_key)
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        """The record's key and value bytes (UTF-8; compact JSON; None for a tombstone)."""
+        value = None if self.value is None else msgspec.json.encode(self.value)
+        return self.key.encode("utf-8"), value
 
 
 def is_classic(listed: Mapping[str, Any]) -> bool:
@@ -108,11 +119,35 @@ def group_topics(
     return topics
 
 
+def consumed_partitions(
+    descriptions: Mapping[str, Mapping[str, Any]],
+    committed: Mapping[str, Mapping[tuple[str, int], Committed]],
+) -> dict[str, set[tuple[str, int]]]:
+    """Group id -> the partitions it consumes: those it has committed offsets for, and those
+    assigned to its members (groups consuming nothing left out)."""
+    out: dict[str, set[tuple[str, int]]] = {}
+    for group_id, offsets in committed.items():
+        if offsets:
+            out.setdefault(group_id, set()).update(offsets)
+    for group_id, description in descriptions.items():
+        if description.get("error") is not None:
+            continue
+        for raw in description.get("members") or ():
+            assignment = raw.get("member_assignment")
+            if isinstance(assignment, Mapping):
+                for entry in assignment.get("assigned_partitions") or ():
+                    parts = {(str(entry["topic"]), int(p)) for p in entry["partitions"] or ()}
+                    if parts:
+                        out.setdefault(group_id, set()).update(parts)
+    return out
+
+
 # --------------------------------------------------------------------------- pure: events
 
 
 def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> list[MembershipEvent]:
-    """Turn one snapshot's admin answers into its events (:mod:`streaming.membership_event`).
+    """Turn one snapshot's admin answers into its version 1 events (a full copy;
+    :mod:`streaming.collector.changes` makes version 2's, the changes).
 
     One ``group`` event per listed group (sorted by group id, key = group id), then one
     ``topics`` event (key = ``cluster``) describing the topics the groups touch, the
@@ -121,7 +156,7 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
     """
     cluster_info = answers.cluster or {}
     envelope: Json = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": 1,
         "cluster": cluster,
         "kafka_cluster_id": cluster_info.get("cluster_id"),
         "snapshot_id": snapshot_id,
@@ -139,7 +174,7 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
     events: list[MembershipEvent] = []
     touched: set[str] = set()
     for group_id in sorted(listed_by_id):
-        event, topics = _group_event(
+        event, topics = group_event_v1(
             envelope,
             listed_by_id[group_id],
             answers.descriptions.get(group_id),
@@ -156,12 +191,12 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
         if group_id not in listed_by_id:
             other_issues.extend(issues)
 
-    topics_event = _topics_event(envelope, answers, touched, other_issues, sorted(listed_by_id))
+    topics_event = topics_event_v1(envelope, answers, touched, other_issues, sorted(listed_by_id))
     events.append(MembershipEvent.of(cluster, topics_event))
     return events
 
 
-def _group_event(
+def group_event_v1(
     envelope: Json,
     listed: Mapping[str, Any],
     description: Mapping[str, Any] | None,
@@ -279,7 +314,7 @@ def _topic_partitions(entries: Iterable[Mapping[str, Any]]) -> list[wire.TopicPa
     ]
 
 
-def _topics_event(
+def topics_event_v1(
     envelope: Json,
     answers: AdminAnswers,
     touched: set[str],
@@ -372,8 +407,8 @@ def _none_if_empty(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def load_schema() -> Json:
-    """The JSON Schema (draft 2020-12) of the events, ``membership_event_v1.json``
-    (generated from :mod:`streaming.membership_event`)."""
-    schema: Json = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+def load_schema(version: int = wire.SCHEMA_VERSION) -> Json:
+    """The JSON Schema (draft 2020-12) of one version's events,
+    ``membership_event_v<version>.json`` (generated from :mod:`streaming.membership_event`)."""
+    schema: Json = json.loads(SCHEMA_PATHS[version].read_text(encoding="utf-8"))
     return schema

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,15 +25,24 @@ from kafka import (
     KafkaAdminClient,
     KafkaProducer,
 )
+from kafka.partitioner import murmur2
 
-from streaming.collector.admin import describe_error, gather_answers
-from streaming.collector.events import MembershipEvent, build_events
+from streaming.collector.admin import CONNECTION_ERRORS, describe_error, gather_answers
+from streaming.collector.changes import Changes
+from streaming.collector.events import Committed, MembershipEvent, build_events, is_classic
+from streaming.collector.topic import TOPIC_CONFIGS, config_mismatches, describe_topic_configs
 from streaming.config import (
     CollectorConfig,
 )
 from streaming.errors import EXIT_FAILED, RebalanceMonitorError
+from streaming.membership_event import Issue
 
 log = logging.getLogger("streaming.collector")
+
+
+def partition_of(key: bytes, partitions: Sequence[int]) -> int:
+    """The partition Kafka's default partitioner gives ``key`` (murmur2, as the Java client)."""
+    return partitions[(int(murmur2(key)) & 0x7FFFFFFF) % len(partitions)]
 
 
 # --------------------------------------------------------------------------- errors
@@ -110,50 +119,121 @@ class Collector:
         self._admin: Any = None
         self._producer: Any = None
         self._topic_ready = False
+        self._configs_checked = False
+        self._changes: Changes | None = None
+        self._end_offsets_ts_ms: int | None = None
+        self._committed: dict[str, tuple[Any, Mapping[tuple[str, int], Committed]]] = {}
         self._reported: frozenset[str] = frozenset()
 
     # -- one snapshot
 
     def snapshot_once(self) -> SnapshotReport:
-        """Take one snapshot and publish its events; ``SnapshotError`` if that fails."""
+        """Take one snapshot and publish its events; ``SnapshotError`` if that fails.
+
+        Schema version 2 publishes what changed since the previous snapshot
+        (:class:`~streaming.collector.changes.Changes`), and asks for end offsets, and every
+        group's committed offsets, only every ``end_offsets_interval_s`` (in between, only
+        for the groups that are new or whose state moved); a failed snapshot forgets what
+        was published, so the next one publishes every group, the topics and all end
+        offsets again.
+        """
         t0 = time.monotonic()
+        v2 = self.config.schema_version == 2
         try:
             admin = self._admin_client()
             self._ensure_topic(admin)
-            answers = gather_answers(admin, self.config, clock=self._clock)
+            due = v2 and self._end_offsets_due(self._clock() * 1000)
+            answers = gather_answers(
+                admin,
+                self.config,
+                clock=self._clock,
+                end_offsets="touched" if not v2 else "consumed" if due else "none",
+                known_committed=None if not v2 or due else self._committed,
+            )
+            if v2:
+                states = {str(g["group_id"]): g.get("group_state") for g in answers.groups}
+                self._committed = {
+                    g: (states[g], offsets)
+                    for g, offsets in answers.committed.items()
+                    if g in states
+                }
             snapshot_id = uuid.uuid4().hex
-            events = build_events(answers, cluster=self.config.cluster, snapshot_id=snapshot_id)
+            if v2:
+                events = self._changes_memory().events(answers, snapshot_id=snapshot_id)
+            else:
+                events = build_events(answers, cluster=self.config.cluster, snapshot_id=snapshot_id)
             published = self.publish(events)
+            if due:
+                self._end_offsets_ts_ms = answers.snapshot_ts_ms
         except SnapshotError:
+            self._changes = None
             raise
         except Exception as exc:
+            self._changes = None
             raise SnapshotError(describe_error(exc)) from exc
+        problems = [i for i in answers.issues]
+        for event in events:
+            if event.value is not None and event.value["event_type"] == "group":
+                problems.extend(
+                    Issue(**e) for e in event.value["errors"] if e["stage"] == "decode_member"
+                )
         return SnapshotReport(
             snapshot_id=snapshot_id,
             groups=len(answers.groups),
-            offsets_only_groups=sum(
-                1
-                for e in events
-                if e.value["event_type"] == "group"
-                and e.value["membership_source"] == "consumer_offsets"
-            ),
-            topics=len(events[-1].value["topics"]),
+            offsets_only_groups=sum(1 for g in answers.groups if not is_classic(g)),
+            topics=len(answers.topics),
             events_published=published,
             errors=tuple(
-                f"{err['stage']} ({err['group_id'] or err['topic'] or 'cluster'}): {err['message']}"
-                for e in events
-                for err in e.value["errors"]
+                f"{i.stage} ({i.group_id or i.topic or 'cluster'}): {i.message}"
+                for i in dict.fromkeys(problems)
             ),
             elapsed_s=time.monotonic() - t0,
         )
 
+    def _changes_memory(self) -> Changes:
+        if self._changes is None:
+            interval_ms = self.config.interval_s * 1000
+            # half a poll's slack: a cadence that is a multiple of the interval is kept even
+            # when a poll starts a few milliseconds early
+            self._changes = Changes(
+                cluster=self.config.cluster,
+                heartbeat_interval_ms=int(
+                    self.config.heartbeat_interval_s * 1000 - interval_ms / 2
+                ),
+                full_interval_ms=int(
+                    self.config.full_end_offsets_interval_s * 1000 - interval_ms / 2
+                ),
+            )
+            self._end_offsets_ts_ms = None
+        return self._changes
+
+    def _end_offsets_due(self, now_ms: float) -> bool:
+        if self._changes is None or self._end_offsets_ts_ms is None:
+            return True
+        slack_ms = self.config.interval_s * 1000 / 2
+        return (
+            now_ms - self._end_offsets_ts_ms >= self.config.end_offsets_interval_s * 1000 - slack_ms
+        )
+
     def publish(self, events: Sequence[MembershipEvent]) -> int:
-        """Send the events to the membership topic and wait until all are acknowledged."""
+        """Send the events to the membership topic and wait until all are acknowledged.
+
+        A record goes to the partition of its ``partition_key`` as Kafka's default
+        partitioner would place that key (murmur2), so a group's heartbeats share its
+        ``group`` events' partition."""
         producer = self._producer_client()
         futures = []
+        partitions: list[int] | None = None
         for event in events:
             key, value = event.encode()
-            futures.append(producer.send(self.config.topic, key=key, value=value))
+            partition = None
+            if event.partition_key is not None:
+                if partitions is None:
+                    partitions = sorted(producer.partitions_for(self.config.topic))
+                partition = partition_of(event.partition_key.encode("utf-8"), partitions)
+            futures.append(
+                producer.send(self.config.topic, key=key, value=value, partition=partition)
+            )
         timeout_s = self.config.request_timeout_ms / 1000
         producer.flush(timeout=timeout_s)
         for future in futures:
@@ -290,6 +370,7 @@ class Collector:
             spec = {
                 "num_partitions": self.config.topic_partitions or -1,
                 "replication_factor": self.config.topic_replication_factor or -1,
+                "configs": dict(TOPIC_CONFIGS),
             }
             answer = admin.create_topics({topic: spec}, raise_errors=False)
             [created] = answer["topics"]
@@ -298,8 +379,44 @@ class Collector:
                 error = kafka_errors.for_code(created_code)
                 raise SnapshotError(f"cannot create topic {topic}: {error.__name__}")
             admin.wait_for_topics([topic], timeout_ms=self.config.request_timeout_ms)
-            log.info("created topic %s", topic)
+            log.info(
+                "created topic %s (%s)",
+                topic,
+                ", ".join(f"{k}={v}" for k, v in TOPIC_CONFIGS.items()),
+            )
         elif code:
             error = kafka_errors.for_code(code)
             raise SnapshotError(f"cannot use topic {topic}: {error.__name__}")
+        else:
+            self._check_topic_configs(admin)
         self._topic_ready = True
+
+    def _check_topic_configs(self, admin: Any) -> None:
+        """Warn (once per collector) when the existing topic is not set up as the collector
+        would create it; the topic is used as it is, never altered."""
+        if self._configs_checked:
+            return
+        self._configs_checked = True
+        topic = self.config.topic
+        try:
+            actual = describe_topic_configs(admin, topic)
+        except CONNECTION_ERRORS:
+            raise
+        except kafka_errors.KafkaError as exc:  # e.g. no DESCRIBE_CONFIGS on the topic
+            log.warning(
+                "topic %s: its settings could not be checked (%s); the collector creates its "
+                "topic with %s",
+                topic,
+                describe_error(exc),
+                ", ".join(f"{k}={v}" for k, v in TOPIC_CONFIGS.items()),
+            )
+            return
+        mismatches = config_mismatches(actual)
+        if mismatches:
+            log.warning(
+                "topic %s exists with other settings than the collector creates it with: %s. "
+                "The collector does not change them; without compaction the topic grows with "
+                "time (docs/events.md, The topic)",
+                topic,
+                "; ".join(mismatches),
+            )

@@ -203,9 +203,7 @@ def observation_of(
             raise DecodeError("key", 0, "a __consumer_offsets record without a key")
         payload: Any = decode_record(key, value)
     elif source == MEMBERSHIP:
-        if value is None:
-            raise MembershipEventError("$", "a membership record without a value")
-        payload = parse_membership_json(value)
+        payload = parse_membership_json(value)  # no value: a tombstone, skipped
     else:
         raise ValueError(f"source: expected 'offsets' or 'membership', got {source!r}")
     return Observation(source, partition, offset, timestamp_ms, payload)  # type: ignore[arg-type]

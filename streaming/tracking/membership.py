@@ -27,7 +27,10 @@ from streaming import membership_event as wire
 from streaming.tracking.errors import MembershipEventError
 from streaming.tracking.model import (
     CollectorIssue,
+    EndOffsetsSnapshot,
+    GroupHeartbeat,
     GroupSnapshot,
+    GroupsPolled,
     MembershipPayload,
     SnapshotBroker,
     SnapshotMember,
@@ -40,7 +43,7 @@ from streaming.tracking.model import (
 
 __all__ = ["SUPPORTED_SCHEMA_VERSIONS", "parse_membership_event", "parse_membership_json"]
 
-SUPPORTED_SCHEMA_VERSIONS = frozenset({wire.SCHEMA_VERSION})
+SUPPORTED_SCHEMA_VERSIONS = frozenset(wire.SCHEMA_VERSIONS)
 
 
 def _partitions(
@@ -78,14 +81,17 @@ def _offset(o: wire.CommittedOffset) -> SnapshotOffset:
     )
 
 
-def _envelope(e: wire.GroupEvent | wire.TopicsEvent) -> dict[str, Any]:
+def _envelope(e: wire.Event) -> dict[str, Any]:
     return {
         "schema_version": e.schema_version,
         "cluster": e.cluster,
         "kafka_cluster_id": e.kafka_cluster_id,
         "snapshot_id": e.snapshot_id,
         "snapshot_ts_ms": e.snapshot_ts_ms,
-        "errors": tuple(CollectorIssue(i.stage, i.message, i.group_id, i.topic) for i in e.errors),
+        "errors": tuple(
+            CollectorIssue(i.stage, i.message, i.group_id, i.topic)
+            for i in getattr(e, "errors", ())
+        ),
     }
 
 
@@ -143,6 +149,85 @@ def _topics(e: wire.TopicsEvent) -> TopicsSnapshot:
     )
 
 
+def _group_v2(e: wire.GroupEventV2) -> GroupSnapshot:
+    return GroupSnapshot(
+        **_envelope(e),
+        group_id=e.group_id,
+        group_type=e.group_type,
+        protocol_type=e.protocol_type,
+        state=e.state,
+        protocol_name=e.protocol_name,
+        membership_source=e.membership_source,
+        member_count=e.member_count,
+        members=None if e.members is None else tuple(_member(m) for m in e.members),
+        topics=tuple(e.topics),
+        committed_offsets=None,
+        session_timeout_ms=e.session_timeout_ms,
+        digest=e.digest,
+    )
+
+
+def _heartbeat(e: wire.HeartbeatEvent) -> GroupHeartbeat:
+    return GroupHeartbeat(
+        **_envelope(e),
+        group_id=e.group_id,
+        state=e.state,
+        digest=e.digest,
+    )
+
+
+def _topics_v2(e: wire.TopicsEventV2) -> TopicsSnapshot:
+    return TopicsSnapshot(
+        **_envelope(e),
+        group_ids=tuple(e.group_ids),
+        controller_id=e.controller_id,
+        brokers=tuple(
+            SnapshotBroker(b.broker_id, b.host, b.port, b.rack, b.is_fenced) for b in e.brokers
+        ),
+        end_offsets_ts_ms=None,
+        topics=tuple(
+            SnapshotTopic(
+                topic=t.topic,
+                topic_id=t.topic_id,
+                is_internal=t.is_internal,
+                partition_count=t.partition_count,
+                error=t.error,
+                partitions=tuple(
+                    SnapshotPartition(
+                        partition=p.partition,
+                        leader_id=p.leader_id,
+                        replicas=tuple(p.replicas),
+                        isr=tuple(p.isr),
+                        offline_replicas=tuple(p.offline_replicas),
+                        replica_racks=tuple(p.replica_racks),
+                        end_offset=None,
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in e.topics
+        ),
+    )
+
+
+def _end_offsets(e: wire.EndOffsetsEvent) -> EndOffsetsSnapshot:
+    offsets: list[tuple[str, int, int]] = []
+    for i, t in enumerate(e.topics):
+        if len(t.partitions) != len(t.end_offsets):
+            raise MembershipEventError(
+                f"topics[{i}].end_offsets",
+                f"{len(t.end_offsets)} end offsets for {len(t.partitions)} partitions",
+            )
+        offsets.extend((t.topic, p, o) for p, o in zip(t.partitions, t.end_offsets, strict=True))
+    return EndOffsetsSnapshot(
+        **_envelope(e),
+        group_ids=tuple(e.group_ids),
+        end_offsets_ts_ms=e.end_offsets_ts_ms,
+        full=e.full,
+        offsets=tuple(offsets),
+    )
+
+
 def parse_membership_event(obj: Any) -> MembershipPayload:
     """One membership event (a decoded JSON object) -> its model object (module docstring)."""
     try:
@@ -153,11 +238,25 @@ def parse_membership_event(obj: Any) -> MembershipPayload:
         return UnsupportedEvent(event.schema_version, event.event_type, event.reason)
     if isinstance(event, wire.GroupEvent):
         return _group(event)
-    return _topics(event)
+    if isinstance(event, wire.TopicsEvent):
+        return _topics(event)
+    if isinstance(event, wire.GroupEventV2):
+        return _group_v2(event)
+    if isinstance(event, wire.HeartbeatEvent):
+        return _heartbeat(event)
+    if isinstance(event, wire.PollEvent):
+        return GroupsPolled(**_envelope(event), group_ids=tuple(event.group_ids))
+    if isinstance(event, wire.TopicsEventV2):
+        return _topics_v2(event)
+    return _end_offsets(event)
 
 
-def parse_membership_json(value: bytes | str) -> MembershipPayload:
-    """:func:`parse_membership_event` of a record value (UTF-8 JSON text)."""
+def parse_membership_json(value: bytes | str | None) -> MembershipPayload:
+    """:func:`parse_membership_event` of a record value (UTF-8 JSON text). A tombstone (no
+    value: the collector's way to let compaction forget a group that is gone) is an
+    :class:`UnsupportedEvent` the reader skips."""
+    if value is None:
+        return UnsupportedEvent(None, None, "a tombstone (a group the collector no longer lists)")
     try:
         obj = msgspec.json.decode(value)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:

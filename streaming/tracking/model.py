@@ -51,7 +51,11 @@ __all__ = [
     "KIP848_TOMBSTONE_TYPES",
     "CollectorIssue",
     "CommitRun",
+    "EndOffsetsSnapshot",
+    "GroupHeartbeat",
+    "GroupSeen",
     "GroupSnapshot",
+    "GroupsPolled",
     "MembershipPayload",
     "Observation",
     "Payload",
@@ -136,6 +140,69 @@ class GroupSnapshot:
     """KIP-848 groups: the group's effective ``consumer.session.timeout.ms`` (DescribeConfigs
     of the group; the broker's ``group.consumer.session.timeout.ms`` unless the group sets
     it); None when the collector could not tell."""
+    digest: str | None = None
+    """Schema version 2: the hash of the content, which the group's heartbeats name."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHeartbeat:
+    """A ``heartbeat`` event (schema version 2): the group was polled at ``snapshot_ts_ms``
+    and looked as its ``group`` event with ``digest`` said."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    group_id: str
+    state: str | None
+    digest: str
+    errors: tuple[CollectorIssue, ...] = ()
+    schema_version: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsPolled:
+    """A ``poll`` event (schema version 2): at ``snapshot_ts_ms`` the collector found these
+    groups as their newest ``group`` event described them. The tracker applies it to each
+    as version 1's snapshot of the same content would be."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    group_ids: tuple[str, ...]
+    errors: tuple[CollectorIssue, ...] = ()
+    schema_version: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSeen:
+    """One collector poll that found the group unchanged (a heartbeat, or a ``poll`` event
+    naming it), as the reducer applies it: as version 1's snapshot of the same content at
+    ``ts_ms`` would be. ``digest`` None: the content the tracker holds."""
+
+    group_id: str
+    ts_ms: int
+    state: str | None
+    digest: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsetsSnapshot:
+    """An ``end_offsets`` event (schema version 2): ``offsets`` ``(topic, partition, end
+    offset)`` read at ``end_offsets_ts_ms``; unless ``full``, every other partition the
+    tracker knows kept its end offset, except on the topics named by ``errors``."""
+
+    cluster: str
+    kafka_cluster_id: str | None
+    snapshot_id: str
+    snapshot_ts_ms: int
+    errors: tuple[CollectorIssue, ...]
+    group_ids: tuple[str, ...]
+    end_offsets_ts_ms: int
+    full: bool
+    offsets: tuple[tuple[str, int, int], ...]
+    schema_version: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +261,14 @@ class UnsupportedEvent:
     reason: str
 
 
-MembershipPayload = GroupSnapshot | TopicsSnapshot | UnsupportedEvent
+MembershipPayload = (
+    GroupSnapshot
+    | GroupHeartbeat
+    | GroupsPolled
+    | TopicsSnapshot
+    | EndOffsetsSnapshot
+    | UnsupportedEvent
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +310,7 @@ KIP848_RECORDS: tuple[type, ...] = (
 )
 #: Tombstone record types of a KIP-848 consumer group.
 KIP848_TOMBSTONE_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
-_MEMBERSHIP_TYPES: tuple[type, ...] = (GroupSnapshot, TopicsSnapshot, UnsupportedEvent)
+_MEMBERSHIP_TYPES: tuple[type, ...] = get_args(MembershipPayload)
 
 
 # -- the envelope ----------------------------------------------------------------------------
@@ -275,7 +349,9 @@ class Observation:
         """The time the observation describes: the snapshot time of a collector event (taken
         before it was published), else the record timestamp."""
         p = self.payload
-        if isinstance(p, GroupSnapshot | TopicsSnapshot):
+        if isinstance(
+            p, GroupSnapshot | TopicsSnapshot | GroupHeartbeat | GroupsPolled | EndOffsetsSnapshot
+        ):
             return p.snapshot_ts_ms
         return self.timestamp_ms
 
@@ -291,9 +367,11 @@ def group_id_of(payload: Payload) -> str | None:
     if isinstance(payload, Tombstone):
         key = payload.key
         return key.group_id
-    if isinstance(payload, GroupSnapshot):
+    if isinstance(payload, GroupSnapshot | GroupHeartbeat):
         return payload.group_id
-    if isinstance(payload, Unknown | TopicsSnapshot | UnsupportedEvent):
+    if isinstance(
+        payload, Unknown | TopicsSnapshot | EndOffsetsSnapshot | GroupsPolled | UnsupportedEvent
+    ):
         return None
     group_id: str = payload.group_id
     return group_id
@@ -301,7 +379,7 @@ def group_id_of(payload: Payload) -> str | None:
 
 def routing_keys(payload: Payload) -> tuple[str, ...]:
     """The group ids whose state an observation must reach (see the module docstring)."""
-    if isinstance(payload, TopicsSnapshot):
+    if isinstance(payload, TopicsSnapshot | EndOffsetsSnapshot | GroupsPolled):
         return payload.group_ids
     group_id = group_id_of(payload)
     return () if group_id is None else (group_id,)

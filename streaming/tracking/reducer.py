@@ -21,10 +21,14 @@ KIP-848 records 3-8, 16 / tombstones  :mod:`~streaming.tracking.consumer`
 OffsetCommit / tombstone, CommitRun committed offset (+ PartitionLagRow); the
                                     ``offset_commits`` rows are the commit lane's
 GroupSnapshot (collector)           state history, member sightings, committed offsets
-                                    the log has not shown yet
-TopicsSnapshot (collector)          partition counts, racks, topic ids and end offsets of
-                                    the topics the group touches; PartitionLagRow per
-                                    committed partition
+                                    the log has not shown yet (version 1)
+GroupHeartbeat, GroupsPolled        version 2: polls that found the group unchanged, applied
+                                    as a snapshot of the newest group event's content
+TopicsSnapshot (collector)          partition counts, racks, topic ids and (version 1) end
+                                    offsets of the topics the group touches; PartitionLagRow
+                                    per committed partition
+EndOffsetsSnapshot (collector)      version 2: end offsets (those not repeated kept theirs);
+                                    PartitionLagRow per committed partition
 share / streams records, Unknown    skipped, counted
 ==================================  ========================================================
 
@@ -83,7 +87,11 @@ from streaming.tracking.model import (
     KIP848_RECORDS,
     KIP848_TOMBSTONE_TYPES,
     CommitRun,
+    EndOffsetsSnapshot,
+    GroupHeartbeat,
+    GroupSeen,
     GroupSnapshot,
+    GroupsPolled,
     Observation,
     TopicsSnapshot,
     UnsupportedEvent,
@@ -220,8 +228,14 @@ def _dispatch(ctx: Context, obs: Observation) -> None:
         apply_consumer_record(ctx, obs, p)  # type: ignore[arg-type]
     elif isinstance(p, GroupSnapshot):
         _group_snapshot(ctx, p)
+    elif isinstance(p, GroupHeartbeat):
+        _seen(ctx, GroupSeen(p.group_id, p.snapshot_ts_ms, p.state, p.digest))
+    elif isinstance(p, GroupsPolled):
+        _seen(ctx, GroupSeen(ctx.state.group_id, p.snapshot_ts_ms, None, None))
     elif isinstance(p, TopicsSnapshot):
         _topics_snapshot(ctx, p)
+    elif isinstance(p, EndOffsetsSnapshot):
+        _end_offsets_snapshot(ctx, p)
     elif isinstance(p, UnsupportedEvent):
         ctx.skip("unsupported_event")
     elif isinstance(p, Unknown):
@@ -358,16 +372,60 @@ def _commit_deleted(ctx: Context, obs: Observation, rec: OffsetCommitTombstone) 
 # -- collector events --------------------------------------------------------------------------
 
 
-def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
-    state, config = ctx.state, ctx.config
-    col = state.collector
-    ts = ev.snapshot_ts_ms
+def _note_state(ctx: Context, ts: int, name: str | None) -> bool:
+    """Record the group's state at a poll; whether the poll is the newest seen."""
+    col, config = ctx.state.collector, ctx.config
     newest = col.last_ts_ms is None or ts >= col.last_ts_ms
-    if ev.state is not None:
+    if name is not None:
         states = [s for s in col.states if s[0] != ts]
-        states.append((ts, ev.state))
+        states.append((ts, name))
         states.sort()
         col.states = tuple(states[-config.snapshot_history :])
+    return newest
+
+
+def _sighting(state: GroupState, ts: int, listed: set[str]) -> None:
+    """A poll at ``ts`` listed these members (and no other of the current generation)."""
+    col = state.collector
+    current: set[str] = set(listed)
+    if state.classic is not None:
+        current.update(m.member_id for m in state.classic.members)
+    seen = {k: v for k, v in col.member_seen.items() if k in current}
+    for member_id in listed:
+        if seen.get(member_id, -1) < ts:
+            seen[member_id] = ts
+    col.member_seen = seen
+    # members of the generation this snapshot no longer lists: removed by ``ts`` (a
+    # LeaveGroup, a session timeout); the first such snapshot after the last listing
+    gone = {k: v for k, v in col.member_gone.items() if k in current and v > seen.get(k, -1)}
+    for member_id in current - listed:
+        if ts > seen.get(member_id, -1) and ts < gone.get(member_id, ts + 1):
+            gone[member_id] = ts
+    col.member_gone = gone
+
+
+def _seen(ctx: Context, ev: GroupSeen) -> None:
+    """A poll that found the group as its newest ``group`` event described it: applied as
+    that event's content would be at ``ev.ts_ms``. A heartbeat naming another digest (its
+    ``group`` event was not read) gives the state and the time only."""
+    col = ctx.state.collector
+    same = ev.digest is None or ev.digest == col.digest
+    newest = _note_state(ctx, ev.ts_ms, ev.state if ev.state is not None else col.state)
+    if newest:
+        col.last_ts_ms = ev.ts_ms
+        if ev.state is not None:
+            col.state = ev.state
+    if same and col.listed is not None:
+        _sighting(ctx.state, ev.ts_ms, set(col.listed))
+    ctx.interest.update(col.topics)
+    ctx.changed = True
+
+
+def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
+    state = ctx.state
+    col = state.collector
+    ts = ev.snapshot_ts_ms
+    newest = _note_state(ctx, ts, ev.state)
     if newest:
         if ev.session_timeout_ms is not None:
             col.session_timeout_ms = ev.session_timeout_ms
@@ -378,23 +436,11 @@ def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
         col.group_type = ev.group_type
         col.membership_source = ev.membership_source
         col.topics = tuple(sorted(set(ev.topics)))
+        if ev.schema_version >= 2:  # what its heartbeats refer to
+            col.digest = ev.digest
+            col.listed = None if ev.members is None else tuple(m.member_id for m in ev.members)
     if ev.members is not None:
-        listed = {m.member_id for m in ev.members}
-        current: set[str] = set(listed)
-        if state.classic is not None:
-            current.update(m.member_id for m in state.classic.members)
-        seen = {k: v for k, v in col.member_seen.items() if k in current}
-        for member_id in listed:
-            if seen.get(member_id, -1) < ts:
-                seen[member_id] = ts
-        col.member_seen = seen
-        # members of the generation this snapshot no longer lists: removed by ``ts`` (a
-        # LeaveGroup, a session timeout); the first such snapshot after the last listing
-        gone = {k: v for k, v in col.member_gone.items() if k in current and v > seen.get(k, -1)}
-        for member_id in current - listed:
-            if ts > seen.get(member_id, -1) and ts < gone.get(member_id, ts + 1):
-                gone[member_id] = ts
-        col.member_gone = gone
+        _sighting(state, ts, {m.member_id for m in ev.members})
     if state.kind is None and ev.group_type in ("classic", "consumer"):
         state.kind = ev.group_type
     # OffsetFetch answers fill in partitions the log has not shown a commit for, unless the
@@ -463,11 +509,41 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
             entry = state.commits.get(tp)
             if entry is not None and newest:
                 rows.append(_lag_row(ctx, tp, entry.offset, measured, "snapshot"))
-    if state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms:
+    if ev.schema_version == 1 and (
+        state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms
+    ):
         state.end_offsets_ts_ms = measured
     ctx.emit(*rows)
     ctx.changed = True
     settle_deferred(ctx)  # a KIP-848 target epoch may have waited for these topic ids
+
+
+def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
+    """Version 2's end offsets: a point per partition of the topics the group touches, the
+    partitions not repeated (unless ``full``) at the end offset they had, except on topics
+    whose end offsets could not be read; a lag row per committed partition."""
+    state, config, interest = ctx.state, ctx.config, ctx.interest
+    measured = ev.end_offsets_ts_ms
+    for tp in [tp for tp in state.end_offsets if tp.topic not in interest]:
+        del state.end_offsets[tp]
+    given = {TopicPartition(t, p): o for t, p, o in ev.offsets if t in interest}
+    if not ev.full:
+        failed = {i.topic for i in ev.errors if i.topic is not None}
+        for tp, history in state.end_offsets.items():
+            if tp not in given and tp.topic not in failed and history:
+                given[tp] = history[-1][1]
+    rows: list[PartitionLagRow] = []
+    for tp, offset in sorted(given.items()):
+        history = state.end_offsets.get(tp, ())
+        newest = not history or measured >= history[-1][0]
+        state.end_offsets[tp] = add_point(history, measured, offset, config.end_offset_history)
+        entry = state.commits.get(tp)
+        if entry is not None and newest:
+            rows.append(_lag_row(ctx, tp, entry.offset, measured, "snapshot"))
+    if state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms:
+        state.end_offsets_ts_ms = measured
+    ctx.emit(*rows)
+    ctx.changed = True
 
 
 # -- status ------------------------------------------------------------------------------------

@@ -258,6 +258,11 @@ class CollectorView:
     topics: tuple[str, ...] = ()
     session_timeout_ms: int | None = None
     """The group's KIP-848 session timeout as the broker reported it (DescribeConfigs)."""
+    digest: str | None = None
+    """The newest ``group`` event's digest (schema version 2): what its heartbeats name."""
+    listed: tuple[str, ...] | None = None
+    """The member ids the newest ``group`` event listed (None: it listed none, or was of
+    schema version 1): the members a heartbeat says are still there."""
 
     def copy(self) -> CollectorView:
         return CollectorView(
@@ -272,6 +277,8 @@ class CollectorView:
             member_gone=dict(self.member_gone),
             topics=self.topics,
             session_timeout_ms=self.session_timeout_ms,
+            digest=self.digest,
+            listed=self.listed,
         )
 
 
@@ -808,6 +815,10 @@ def _enc_collector(c: CollectorView) -> dict[str, Any]:
         out["session"] = c.session_timeout_ms
     if c.topics:
         out["topics"] = list(c.topics)
+    if c.digest is not None:
+        out["digest"] = c.digest
+    if c.listed is not None:
+        out["listed"] = list(c.listed)
     return out
 
 
@@ -824,4 +835,6 @@ def _dec_collector(d: Mapping[str, Any]) -> CollectorView:
         member_gone={_s(k): _i(v) for k, v in d.get("gone", {}).items()},
         topics=tuple(_s(t) for t in d.get("topics", [])),
         session_timeout_ms=_oi(d.get("session")),
+        digest=_os(d.get("digest")),
+        listed=None if d.get("listed") is None else tuple(_s(m) for m in d["listed"]),
     )

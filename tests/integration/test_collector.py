@@ -14,6 +14,7 @@ Groups (ids share a unique prefix, which is also the collector's ``--group-filte
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from kafka.structs import MemberState
 
 from streaming import kafka_local
 from streaming.collector import cli_collect, load_schema
+from streaming.collector.topic import TOPIC_CONFIGS, describe_topic_configs
 from streaming.kafka_local import BrokerInfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -130,6 +132,7 @@ class Snapshot:
     keys: list[str]
     expected: dict[str, dict[str, dict[str, Any]]]  # group -> member_id -> consumer's view
     java_assignment: str
+    v2: list[tuple[str, int, dict[str, Any] | None]]  # (key, partition, value) in offset order
 
     def group(self, suffix: str) -> dict[str, Any]:
         [event] = [
@@ -280,7 +283,8 @@ def snapshot(
             before = _views(groups)
             code = cli_collect(
                 ["--bootstrap-server", bootstrap, "--once", "--duration", "30",
-                 "--topic", monitor_topic, "--cluster", "itest", "--group-filter", f"{prefix}-.*"]
+                 "--topic", monitor_topic, "--cluster", "itest", "--group-filter", f"{prefix}-.*",
+                 "--schema-version", "1"]
             )  # fmt: skip
             assert code == 0
             if _views(groups) == before:
@@ -289,6 +293,15 @@ def snapshot(
             pytest.fail("the groups kept rebalancing during the snapshots")
 
         events, keys = _read_last_snapshot(bootstrap, monitor_topic)
+        # the same groups through version 2: two polls, the second unchanged
+        v2_topic = f"{prefix}.membership-v2"
+        code = cli_collect(
+            ["--bootstrap-server", bootstrap, "--interval", "1", "--duration", "6",
+             "--heartbeat-interval", "3", "--topic", v2_topic, "--cluster", "itest",
+             "--group-filter", f"{prefix}-.*"]
+        )  # fmt: skip
+        assert code == 0
+        v2_records = _read_all(bootstrap, v2_topic)
         yield Snapshot(
             prefix=prefix,
             topics=topics,
@@ -296,6 +309,7 @@ def snapshot(
             keys=keys,
             expected=before,
             java_assignment=java_line,
+            v2=v2_records,
         )
     finally:
         for members in groups.values():
@@ -309,6 +323,29 @@ def snapshot(
             java_proc.kill()
             java_proc.wait()
         java_log.close()
+
+
+def _read_all(bootstrap: str, topic: str) -> list[tuple[str, int, dict[str, Any] | None]]:
+    """Every record of ``topic``: (key, partition, JSON value or None for a tombstone)."""
+    reader = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        parts = [TopicPartition(topic, p) for p in sorted(reader.partitions_for_topic(topic))]
+        reader.assign(parts)
+        reader.seek_to_beginning()
+        end = reader.end_offsets(parts)
+        records = []
+        deadline = time.monotonic() + 20
+        while any(reader.position(tp) < end[tp] for tp in parts):
+            assert time.monotonic() < deadline, "membership topic not read in time"
+            for batch in reader.poll(timeout_ms=500).values():
+                records.extend(batch)
+    finally:
+        reader.close()
+    records.sort(key=lambda r: (r.partition, r.offset))
+    return [
+        (r.key.decode(), r.partition, None if r.value is None else json.loads(r.value))
+        for r in records
+    ]
 
 
 def _read_last_snapshot(bootstrap: str, topic: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -337,7 +374,7 @@ def _read_last_snapshot(bootstrap: str, topic: str) -> tuple[list[dict[str, Any]
 
 
 def test_every_event_validates_against_the_schema(snapshot: Snapshot) -> None:
-    validator = jsonschema.Draft202012Validator(load_schema())
+    validator = jsonschema.Draft202012Validator(load_schema(1))
 
     for event in snapshot.events:
         errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(event)]
@@ -454,3 +491,99 @@ def test_the_collector_created_its_topic(kafka_broker: BrokerInfo, snapshot: Sna
         admin.close()
 
     assert meta["error_code"] == 0
+
+
+def test_the_topic_is_created_compacted_compressed_and_bounded(
+    kafka_broker: BrokerInfo, snapshot: Snapshot
+) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        actual = describe_topic_configs(admin, f"{snapshot.prefix}.membership")
+    finally:
+        admin.close()
+
+    assert {k: actual.get(k) for k in TOPIC_CONFIGS} == dict(TOPIC_CONFIGS)
+    assert actual["cleanup.policy"] == "compact"
+    assert actual["compression.type"] == "zstd"
+
+
+def test_an_existing_topic_with_other_settings_is_named_in_a_warning_not_changed(
+    kafka_broker: BrokerInfo, caplog: pytest.LogCaptureFixture
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = f"{unique('plain')}.membership"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics(
+            {topic: {"num_partitions": 1, "replication_factor": 1}}, wait_for_metadata=True
+        )
+        with caplog.at_level(logging.WARNING, logger="streaming.collector"):
+            code = cli_collect(
+                ["--bootstrap-server", bootstrap, "--once", "--duration", "30",
+                 "--topic", topic, "--group-filter", "no-such-group-.*"]
+            )  # fmt: skip
+        after = describe_topic_configs(admin, topic)
+    finally:
+        admin.close()
+
+    assert code == 0
+    [warning] = [r.getMessage() for r in caplog.records if "other settings" in r.getMessage()]
+    assert topic in warning
+    assert "cleanup.policy=delete (wanted compact)" in warning
+    assert "segment.ms=604800000 (wanted 3600000)" in warning
+    assert after["cleanup.policy"] == "delete"  # used as it is, not altered
+
+
+def test_version_2_publishes_each_group_once_then_heartbeats_and_end_offsets(
+    snapshot: Snapshot,
+) -> None:
+    """Polls a second apart for 6 s, heartbeats every 3 s, the groups settled: each group's
+    ``group`` event at the first poll, then at every poll a heartbeat or a ``poll`` event
+    naming it; the topics once; the end offsets once (their cadence is 30 s), of the
+    consumed partitions."""
+    validator = jsonschema.Draft202012Validator(load_schema(2))
+    p = snapshot.prefix
+    groups = sorted(f"{p}-{s}" for s in ("range", "rr", "kip848"))
+    values = [v for _, _, v in snapshot.v2 if v is not None]
+    for value in values:
+        assert list(validator.iter_errors(value)) == []
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for value in values:
+        by_type.setdefault(value["event_type"], []).append(value)
+
+    assert sorted(e["group_id"] for e in by_type["group"]) == groups
+    assert [len(by_type["topics"]), len(by_type["end_offsets"])] == [1, 1]
+    assert {e["group_id"] for e in by_type["heartbeat"]} == set(groups)
+    polls = sorted({v["snapshot_ts_ms"] for v in values})
+    assert len(polls) >= 4
+    for group_id in groups:
+        [event] = [e for e in by_type["group"] if e["group_id"] == group_id]
+        named = [event["snapshot_ts_ms"]]
+        for v in values:
+            if v["event_type"] == "heartbeat" and v["group_id"] == group_id:
+                assert v["digest"] == event["digest"] and v["state"] == event["state"]
+                named.append(v["snapshot_ts_ms"])
+            elif v["event_type"] == "poll" and group_id in v["group_ids"]:
+                named.append(v["snapshot_ts_ms"])
+        assert sorted(named) == polls  # every poll names the group once
+    # a group's heartbeat shares its group event's partition, under its own key
+    where = {k: part for k, part, v in snapshot.v2 if v is not None and v["event_type"] == "group"}
+    for key, part, value in snapshot.v2:
+        if value is not None and value["event_type"] == "heartbeat":
+            assert key == f"{value['group_id']}\x00heartbeat"
+            assert part == where[value["group_id"]]
+    group = next(e for e in by_type["group"] if e["group_id"] == f"{p}-range")
+    assert "committed_offsets" not in group
+    assert group["members"] == snapshot.group("range")["members"]
+    # end offsets: the partitions the groups consume, all of them (the first event is full)
+    [offsets] = by_type["end_offsets"]
+    assert offsets["full"] is True and offsets["group_ids"] == groups
+    got = {
+        (t["topic"], q): o
+        for t in offsets["topics"]
+        for q, o in zip(t["partitions"], t["end_offsets"], strict=True)
+    }
+    expected = {
+        (snapshot.topics[n], q): c for n, counts in PRODUCED.items() for q, c in enumerate(counts)
+    }
+    assert got == expected

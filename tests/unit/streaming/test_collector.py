@@ -36,6 +36,7 @@ from streaming.collector import (
     load_schema,
     parse_kafka_option,
 )
+from streaming.collector.topic import TOPIC_CONFIGS, config_mismatches
 
 pytestmark = pytest.mark.unit
 
@@ -178,7 +179,7 @@ def events_of(a: AdminAnswers) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.Draft202012Validator:
-    schema = load_schema()
+    schema = load_schema(1)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
@@ -511,7 +512,7 @@ def test_events_carry_exactly_the_declared_properties_all_required(
 ) -> None:
     """The schema is open for readers (additive changes), so closedness is checked here:
     the collector emits every declared property, and nothing undeclared."""
-    props, required = _declared(load_schema(), definition)
+    props, required = _declared(load_schema(1), definition)
     emitted = pick(events_of(answers()))
 
     assert props == required
@@ -519,29 +520,38 @@ def test_events_carry_exactly_the_declared_properties_all_required(
 
 
 def test_error_objects_carry_the_declared_properties() -> None:
-    props, required = _declared(load_schema(), "error")
+    props, required = _declared(load_schema(1), "error")
     [error] = events_of(SCENARIOS["failures"])["g-classic"]["errors"]
 
     assert set(error) == props
     assert required == props  # the writer's contract: every property, null when unknown
 
 
-def test_every_schema_property_is_documented() -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_every_schema_property_is_documented(version: int) -> None:
     docs = DOCS.read_text(encoding="utf-8")
-    schema = load_schema()
+    schema = load_schema(version)
     names = {p for body in schema["$defs"].values() for p in body.get("properties", {})}
 
     undocumented = sorted(n for n in names if f"`{n}`" not in docs)
     assert undocumented == []
 
 
-def test_docs_examples_validate(validator: jsonschema.Draft202012Validator) -> None:
+def test_docs_examples_validate() -> None:
     blocks = re.findall(r"```json\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
     examples = [json.loads(b) for b in blocks]
+    validators = {v: jsonschema.Draft202012Validator(load_schema(v)) for v in (1, 2)}
 
-    assert {e["event_type"] for e in examples} == {"group", "topics"}
+    assert {(e["schema_version"], e["event_type"]) for e in examples} == {
+        (1, "group"),
+        (1, "topics"),
+        (2, "group"),
+        (2, "poll"),
+        (2, "heartbeat"),
+        (2, "end_offsets"),
+    }
     for example in examples:
-        assert_valid(validator, example)
+        assert_valid(validators[example["schema_version"]], example)
 
 
 def test_schema_rejects_what_it_should(validator: jsonschema.Draft202012Validator) -> None:
@@ -709,6 +719,7 @@ class FakeAdmin:
         self.fail = dict(fail or {})
         self.calls: list[tuple[str, Any]] = []
         self.created: list[Any] = []
+        self.topic_configs: dict[str, dict[str, str]] = {}
         self.closed = False
 
     def _maybe_fail(self, method: str, keys: Sequence[Any]) -> None:
@@ -736,9 +747,17 @@ class FakeAdmin:
 
     def describe_configs(self, resources: list[Any], config_filter: str = "modified") -> Any:
         self._maybe_fail("describe_configs", [r.name for r in resources])
-        return {
-            "group": {r.name: {"consumer.session.timeout.ms": {"value": "6000"}} for r in resources}
+        topics = {
+            r.name: {k: {"value": v} for k, v in self.topic_configs.get(r.name, {}).items()}
+            for r in resources
+            if r.name in self.topics
         }
+        groups = {
+            r.name: {"consumer.session.timeout.ms": {"value": "6000"}}
+            for r in resources
+            if r.name not in self.topics
+        }
+        return {"group": groups, "topic": topics}
 
     def list_topics(self) -> Any:
         self._maybe_fail("list_topics", [])
@@ -877,9 +896,14 @@ class FakeProducer:
         self.error = error
         self.closed = False
 
-    def send(self, topic: str, *, key: bytes, value: bytes) -> FakeFuture:
+    def send(
+        self, topic: str, *, key: bytes, value: bytes | None, partition: int | None = None
+    ) -> FakeFuture:
         self.sent.append((topic, key, value))
         return FakeFuture(self.error)
+
+    def partitions_for(self, topic: str) -> set[int]:
+        return {0, 1, 2}
 
     def flush(self, timeout: float | None = None) -> None:
         pass
@@ -895,12 +919,16 @@ def test_snapshot_creates_the_topic_and_publishes_keyed_events(
     validator: jsonschema.Draft202012Validator,
 ) -> None:
     admin, producer = fake_admin(), FakeProducer()
-    config = CollectorConfig(topic="mon", cluster="prod", topic_partitions=3, **FAST)
+    config = CollectorConfig(
+        topic="mon", cluster="prod", topic_partitions=3, schema_version=1, **FAST
+    )
     c = Collector(config, admin_factory=lambda _: admin, producer_factory=lambda _: producer)
 
     report = c.snapshot_once()
 
-    assert admin.created == [{"mon": {"num_partitions": 3, "replication_factor": -1}}]
+    assert admin.created == [
+        {"mon": {"num_partitions": 3, "replication_factor": -1, "configs": dict(TOPIC_CONFIGS)}}
+    ]
     assert report.groups == 5 and report.offsets_only_groups == 2
     assert report.events_published == 6 == len(producer.sent)
     assert {t for t, _, _ in producer.sent} == {"mon"}
@@ -915,6 +943,50 @@ def test_snapshot_creates_the_topic_and_publishes_keyed_events(
     assert len(admin.created) == 1
     c.close()
     assert admin.closed and producer.closed
+
+
+def test_topic_settings_as_created_have_no_mismatch_others_are_named() -> None:
+    assert config_mismatches(dict(TOPIC_CONFIGS)) == []
+    # compact+delete still compacts; "producer" keeps the producer's zstd batches
+    also_fine = {
+        **TOPIC_CONFIGS,
+        "cleanup.policy": "compact,delete",
+        "compression.type": "producer",
+    }
+    assert config_mismatches(also_fine) == []
+
+    broker_defaults = {**TOPIC_CONFIGS, "cleanup.policy": "delete", "segment.ms": "604800000"}
+    del broker_defaults["delete.retention.ms"]
+
+    assert config_mismatches(broker_defaults) == [
+        "cleanup.policy=delete (wanted compact)",
+        "segment.ms=604800000 (wanted 3600000)",
+        "delete.retention.ms=(unknown) (wanted 86400000)",
+    ]
+
+
+def test_an_existing_topic_with_other_settings_is_used_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    admin, producer = fake_admin(), FakeProducer()
+    admin.topics["mon"] = topic_meta("mon", 1)
+    admin.topic_configs["mon"] = {**TOPIC_CONFIGS, "cleanup.policy": "delete"}
+    c = Collector(
+        CollectorConfig(topic="mon", **FAST),
+        admin_factory=lambda _: admin,
+        producer_factory=lambda _: producer,
+    )
+
+    with caplog.at_level(logging.WARNING, logger="streaming.collector"):
+        c.snapshot_once()
+        c.close()
+        c.snapshot_once()  # a new connection: the settings are not checked again
+
+    assert admin.created == []
+    warnings = [r.getMessage() for r in caplog.records if "other settings" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "cleanup.policy=delete (wanted compact)" in warnings[0]
+    assert "segment.ms" not in warnings[0]
 
 
 def test_run_retries_with_backoff_until_the_cluster_answers() -> None:
@@ -934,7 +1006,7 @@ def test_run_retries_with_backoff_until_the_cluster_answers() -> None:
 
     assert (stats.snapshots, stats.failed_snapshots) == (1, 2)
     assert "Unable to bootstrap" in (stats.last_error or "")
-    assert stats.events_published == 6
+    assert stats.events_published == 7  # 5 groups, the topics, the end offsets
 
 
 def test_run_once_without_duration_tries_once() -> None:
@@ -1125,11 +1197,12 @@ def test_cli_usage_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_published_schema_is_generated_from_the_model() -> None:
-    """``streaming/schemas/membership_event_v1.json`` is what ``make schema`` writes from
-    :mod:`streaming.membership_event`: the file and the model cannot drift apart."""
+    """``streaming/schemas/membership_event_v<N>.json`` is what ``make schema`` writes from
+    :mod:`streaming.membership_event`: the files and the model cannot drift apart."""
     from streaming import membership_event
 
-    assert load_schema() == membership_event.json_schema()
+    for version in membership_event.SCHEMA_VERSIONS:
+        assert load_schema(version) == membership_event.json_schema(version)
     assert membership_event.main(["--check"]) == 0
 
 
@@ -1170,3 +1243,115 @@ def test_schema_and_model_reject_the_same_mutations(
     for event in (good, {**good, "a_future_additive_field": 1}):
         assert validator.is_valid(event)
         assert isinstance(membership_event.decode(event), membership_event.GroupEvent)
+
+
+# --------------------------------------------------------------------------- version 2
+
+
+def _v2(events: Sequence[MembershipEvent]) -> list[tuple[str, str | None]]:
+    """(key, event_type or None for a tombstone) of each event."""
+    return [(e.key, None if e.value is None else e.value["event_type"]) for e in events]
+
+
+def test_changes_publish_a_group_once_then_heartbeats_then_tombstones() -> None:
+    from streaming.collector.changes import Changes
+
+    changes = Changes(cluster="c", heartbeat_interval_ms=10_000, full_interval_ms=60_000)
+    one = answers()
+    first = changes.events(one, snapshot_id="1")
+    groups = sorted(g["group_id"] for g in one.groups)
+
+    assert _v2(first) == [*((g, "group") for g in groups), ("c", "topics"),
+                          ("c\x00end_offsets", "end_offsets")]  # fmt: skip
+    later = dataclasses.replace(one, snapshot_ts_ms=one.snapshot_ts_ms + 5_000)
+    polled = changes.events(dataclasses.replace(later, end_offsets_ts_ms=None), snapshot_id="2")
+    assert _v2(polled) == [("c\x00poll", "poll")]  # unchanged: named in the poll's event
+    assert polled[0].value is not None and polled[0].value["group_ids"] == groups
+    beat_ts = one.snapshot_ts_ms + 10_000
+    beats = changes.events(
+        dataclasses.replace(one, snapshot_ts_ms=beat_ts, end_offsets_ts_ms=None), snapshot_id="3"
+    )
+    assert _v2(beats) == [(f"{g}\x00heartbeat", "heartbeat") for g in groups]
+    assert all(b.partition_key == b.value["group_id"] for b in beats if b.value)
+    # a group that changed: its event; the others are named in the poll's event
+    g = groups[0]
+    moved = dict(one.descriptions[g], group_state="PreparingRebalance")
+    changed = dataclasses.replace(
+        one,
+        snapshot_ts_ms=beat_ts + 5_000,
+        descriptions={**one.descriptions, g: moved},
+        end_offsets_ts_ms=None,
+    )
+    event, poll = changes.events(changed, snapshot_id="4")
+    assert event.key == g and event.value is not None
+    assert event.value["state"] == "PreparingRebalance"
+    assert poll.value is not None and poll.value["group_ids"] == groups[1:]
+    # a group no longer listed: the tombstones of its two keys
+    rest = [x for x in one.groups if x["group_id"] != groups[-1]]
+    gone_ts = beat_ts + 10_000
+    changes.events(dataclasses.replace(changed, snapshot_ts_ms=beat_ts + 7_000), snapshot_id="5")
+    out = changes.events(
+        dataclasses.replace(changed, snapshot_ts_ms=gone_ts, groups=rest), snapshot_id="6"
+    )
+    last = groups[-1]
+    assert (last, None) in _v2(out) and (f"{last}\x00heartbeat", None) in _v2(out)
+    assert ("c", "topics") in _v2(out)  # the listed groups changed
+
+
+def test_changes_publish_end_offsets_that_moved_and_all_of_them_at_the_full_cadence() -> None:
+    from streaming.collector.changes import Changes
+
+    changes = Changes(cluster="c", heartbeat_interval_ms=60_000, full_interval_ms=60_000)
+    one = answers()
+
+    def offsets(a: AdminAnswers, sid: str) -> dict[str, Any]:
+        [e] = [x for x in changes.events(a, snapshot_id=sid) if x.key == "c\x00end_offsets"]
+        assert e.value is not None
+        return e.value
+
+    first = offsets(one, "1")
+    assert first["full"] is True and first["topics"]
+    moved = dict(one.end_offsets)
+    (topic, partition), value = next(iter(sorted(moved.items())))
+    moved[(topic, partition)] = value + 7
+    second = offsets(
+        dataclasses.replace(one, snapshot_ts_ms=one.snapshot_ts_ms + 30_000, end_offsets=moved),
+        "2",
+    )
+    assert second["full"] is False
+    assert second["topics"] == [
+        {"topic": topic, "partitions": [partition], "end_offsets": [value + 7]}
+    ]
+    third = offsets(
+        dataclasses.replace(one, snapshot_ts_ms=one.snapshot_ts_ms + 45_000, end_offsets=moved), "3"
+    )
+    assert third["topics"] == []  # nothing moved: published all the same (freshness)
+    fourth = offsets(
+        dataclasses.replace(one, snapshot_ts_ms=one.snapshot_ts_ms + 60_000, end_offsets=moved), "4"
+    )
+    assert fourth["full"] is True
+    assert sum(len(t["partitions"]) for t in fourth["topics"]) == sum(
+        len(t["partitions"]) for t in first["topics"]
+    )
+
+
+def test_gather_asks_offset_fetch_only_for_groups_new_or_whose_state_moved() -> None:
+    admin = fake_admin()
+    first = gather_answers(admin, CollectorConfig(group_filter="app-.*"))
+    known = {
+        g: (next(x["group_state"] for x in first.groups if x["group_id"] == g), offsets)
+        for g, offsets in first.committed.items()
+        if g != "app-2"  # as if new
+    }
+    moved = [dict(g, group_state="PreparingRebalance") if g["group_id"] == "app-1" else g
+             for g in admin.groups]  # fmt: skip
+    admin = fake_admin(groups=moved)
+
+    again = gather_answers(
+        admin, CollectorConfig(group_filter="app-.*"), end_offsets="none", known_committed=known
+    )
+
+    assert dict(admin.calls)["list_group_offsets"] == ["app-1", "app-2"]
+    assert again.committed["app-848"] == first.committed["app-848"]  # reused
+    assert again.end_offsets == {} and again.end_offsets_ts_ms is None
+    assert "list_partition_offsets" not in dict(admin.calls)

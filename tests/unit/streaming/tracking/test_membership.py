@@ -27,10 +27,11 @@ pytestmark = pytest.mark.unit
 DOCS = Path(__file__).resolve().parents[4] / "docs" / "events.md"
 
 
-def doc_examples() -> list[dict[str, Any]]:
-    """The two JSON examples at the end of docs/events.md (group event, topics event)."""
+def doc_examples(version: int = 1) -> list[dict[str, Any]]:
+    """The JSON examples of one schema version in docs/events.md (version 1: the group
+    event, the topics event)."""
     blocks = re.findall(r"```json\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
-    return [json.loads(b) for b in blocks]
+    return [e for e in map(json.loads, blocks) if e["schema_version"] == version]
 
 
 def test_docs_examples_parse() -> None:
@@ -143,9 +144,9 @@ def test_errors_name_the_field(mutate: Any, field: str) -> None:
 
 def test_unknown_versions_and_types_are_unsupported_not_errors() -> None:
     group_json, _ = doc_examples()
-    v2 = dict(group_json, schema_version=2)
+    v3 = dict(group_json, schema_version=3)
     other = dict(group_json, event_type="brokers")
-    for e in (v2, other):
+    for e in (v3, other):
         parsed = parse_membership_event(e)
         assert isinstance(parsed, UnsupportedEvent)
         assert routing_keys(parsed) == ()
@@ -156,3 +157,21 @@ def test_not_json_is_an_error() -> None:
         parse_membership_json(b"{nope")
     with pytest.raises(MembershipEventError):
         parse_membership_event([1, 2])
+
+
+def test_version_2_docs_examples_parse() -> None:
+    from streaming.tracking.model import EndOffsetsSnapshot, GroupHeartbeat, GroupsPolled
+
+    group, poll, beat, offsets = (parse_membership_event(e) for e in doc_examples(2))
+
+    assert isinstance(group, GroupSnapshot) and group.committed_offsets is None
+    assert group.digest == "9f3b2c1d0e4a5b6c"
+    assert isinstance(poll, GroupsPolled) and routing_keys(poll) == ("orders", "payments")
+    assert isinstance(beat, GroupHeartbeat) and beat.digest == group.digest
+    assert isinstance(offsets, EndOffsetsSnapshot) and not offsets.full
+    assert offsets.offsets == (("orders", 0, 57), ("orders", 2, 12))
+    assert routing_keys(offsets) == ("orders",)
+
+
+def test_a_tombstone_is_skipped_not_an_error() -> None:
+    assert isinstance(parse_membership_json(None), UnsupportedEvent)
