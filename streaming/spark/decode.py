@@ -63,7 +63,15 @@ import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 from streaming.codec import DecodeError, decode_record
 from streaming.tracking.errors import MembershipEventError
 from streaming.tracking.membership import parse_membership_json
-from streaming.tracking.model import GroupSnapshot, Observation, TopicsSnapshot, routing_keys
+from streaming.tracking.model import (
+    EndOffsetsSnapshot,
+    GroupHeartbeat,
+    GroupSnapshot,
+    GroupsPolled,
+    Observation,
+    TopicsSnapshot,
+    routing_keys,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -219,8 +227,9 @@ class Decoded:
     error_type: str | None = None
     error_field: str | None = None
     error_offset: int | None = None
-    #: a collector event's times: ``snapshot_ts_ms`` of a ``group`` event,
-    #: ``end_offsets_ts_ms`` of a ``topics`` event (the inputs' freshness, :func:`source_stats`)
+    #: a collector event's times: ``snapshot_ts_ms`` of a poll of the groups (``group``,
+    #: ``heartbeat``, ``poll``), ``end_offsets_ts_ms`` of end offsets (``topics``,
+    #: ``end_offsets``): the inputs' freshness, :func:`source_stats`
     snapshot_ts_ms: int | None = None
     end_offsets_ts_ms: int | None = None
 
@@ -236,9 +245,10 @@ def _decode_one(source: str, key: bytes | None, value: bytes | None) -> Decoded:
         return Decoded((None,), None, str(e) or type(e).__name__, type(e).__name__, None, None)
     keys: tuple[str | None, ...] = routing_keys(obs.payload) or (None,)
     payload = obs.payload
-    if isinstance(payload, GroupSnapshot):
+    # a poll of the groups: version 1's snapshots, version 2's changes, heartbeats and polls
+    if isinstance(payload, GroupSnapshot | GroupHeartbeat | GroupsPolled):
         return Decoded(keys, type(payload).__name__, snapshot_ts_ms=payload.snapshot_ts_ms)
-    if isinstance(payload, TopicsSnapshot):
+    if isinstance(payload, TopicsSnapshot | EndOffsetsSnapshot):
         ts = payload.end_offsets_ts_ms
         return Decoded(keys, type(payload).__name__, end_offsets_ts_ms=ts)
     return Decoded(keys, type(obs.payload).__name__)

@@ -257,3 +257,27 @@ def test_a_heartbeat_without_its_group_event_gives_the_state_only() -> None:
 
     assert t.state.collector.states == ((2 * S, "Stable"),)
     assert t.state.collector.member_seen == {}
+
+
+def test_every_version_2_poll_keeps_the_inputs_fresh() -> None:
+    """The job's freshness of its inputs (``rebalance_monitor_*_age_seconds``) counts every
+    poll of version 2: a group event only when the group changed, else heartbeats and poll
+    events; end offsets in ``end_offsets`` events."""
+    from streaming.spark.decode import MEMBERSHIP, _decode_one
+
+    changes = Changes(cluster=CLUSTER, heartbeat_interval_ms=3 * S, full_interval_ms=0)
+    owned = {"C1": (TopicPartition("Order", 0),)}
+    times: dict[str, list[tuple[int | None, int | None]]] = {}
+    for i, ts in enumerate((1 * S, 2 * S, 3 * S, 4 * S)):
+        for e in changes.events(answers(ts, "Stable", owned), snapshot_id=f"{i}"):
+            if e.value is None:
+                continue
+            key, value = e.encode()
+            d = _decode_one(MEMBERSHIP, key, value)
+            times.setdefault(e.value["event_type"], []).append(
+                (d.snapshot_ts_ms, d.end_offsets_ts_ms)
+            )
+    assert times["group"] == [(1 * S, None)]  # the group changed once
+    assert times["poll"] == [(2 * S, None), (3 * S, None)]  # then unchanged
+    assert times["heartbeat"] == [(4 * S, None)]  # its heartbeat fell due
+    assert [ends for _snap, ends in times["end_offsets"]] == [1 * S, 2 * S, 3 * S, 4 * S]
