@@ -95,7 +95,12 @@ def _envelope(e: wire.Event) -> dict[str, Any]:
     }
 
 
-def _group(e: wire.GroupEvent) -> GroupSnapshot:
+def _group(e: wire.GroupEvent | wire.GroupEventV2) -> GroupSnapshot:
+    """A ``group`` event of either version: version 1 carries the committed offsets, version
+    2 the digest its heartbeats name."""
+    committed, digest = (
+        (e.committed_offsets, None) if isinstance(e, wire.GroupEvent) else (None, e.digest)
+    )
     return GroupSnapshot(
         **_envelope(e),
         group_id=e.group_id,
@@ -107,14 +112,14 @@ def _group(e: wire.GroupEvent) -> GroupSnapshot:
         member_count=e.member_count,
         members=None if e.members is None else tuple(_member(m) for m in e.members),
         topics=tuple(e.topics),
-        committed_offsets=(
-            None if e.committed_offsets is None else tuple(_offset(o) for o in e.committed_offsets)
-        ),
+        committed_offsets=None if committed is None else tuple(_offset(o) for o in committed),
         session_timeout_ms=e.session_timeout_ms,
+        digest=digest,
     )
 
 
-def _topic(t: wire.Topic) -> SnapshotTopic:
+def _topic(t: wire.Topic | wire.TopicV2) -> SnapshotTopic:
+    """A topic of a ``topics`` event; version 2 sends end offsets apart (``end_offsets``)."""
     return SnapshotTopic(
         topic=t.topic,
         topic_id=t.topic_id,
@@ -129,14 +134,14 @@ def _topic(t: wire.Topic) -> SnapshotTopic:
                 isr=tuple(p.isr),
                 offline_replicas=tuple(p.offline_replicas),
                 replica_racks=tuple(p.replica_racks),
-                end_offset=p.end_offset,
+                end_offset=p.end_offset if isinstance(p, wire.Partition) else None,
             )
             for p in t.partitions
         ),
     )
 
 
-def _topics(e: wire.TopicsEvent) -> TopicsSnapshot:
+def _topics(e: wire.TopicsEvent | wire.TopicsEventV2) -> TopicsSnapshot:
     return TopicsSnapshot(
         **_envelope(e),
         group_ids=tuple(e.group_ids),
@@ -144,26 +149,8 @@ def _topics(e: wire.TopicsEvent) -> TopicsSnapshot:
         brokers=tuple(
             SnapshotBroker(b.broker_id, b.host, b.port, b.rack, b.is_fenced) for b in e.brokers
         ),
-        end_offsets_ts_ms=e.end_offsets_ts_ms,
+        end_offsets_ts_ms=e.end_offsets_ts_ms if isinstance(e, wire.TopicsEvent) else None,
         topics=tuple(_topic(t) for t in e.topics),
-    )
-
-
-def _group_v2(e: wire.GroupEventV2) -> GroupSnapshot:
-    return GroupSnapshot(
-        **_envelope(e),
-        group_id=e.group_id,
-        group_type=e.group_type,
-        protocol_type=e.protocol_type,
-        state=e.state,
-        protocol_name=e.protocol_name,
-        membership_source=e.membership_source,
-        member_count=e.member_count,
-        members=None if e.members is None else tuple(_member(m) for m in e.members),
-        topics=tuple(e.topics),
-        committed_offsets=None,
-        session_timeout_ms=e.session_timeout_ms,
-        digest=e.digest,
     )
 
 
@@ -173,40 +160,6 @@ def _heartbeat(e: wire.HeartbeatEvent) -> GroupHeartbeat:
         group_id=e.group_id,
         state=e.state,
         digest=e.digest,
-    )
-
-
-def _topics_v2(e: wire.TopicsEventV2) -> TopicsSnapshot:
-    return TopicsSnapshot(
-        **_envelope(e),
-        group_ids=tuple(e.group_ids),
-        controller_id=e.controller_id,
-        brokers=tuple(
-            SnapshotBroker(b.broker_id, b.host, b.port, b.rack, b.is_fenced) for b in e.brokers
-        ),
-        end_offsets_ts_ms=None,
-        topics=tuple(
-            SnapshotTopic(
-                topic=t.topic,
-                topic_id=t.topic_id,
-                is_internal=t.is_internal,
-                partition_count=t.partition_count,
-                error=t.error,
-                partitions=tuple(
-                    SnapshotPartition(
-                        partition=p.partition,
-                        leader_id=p.leader_id,
-                        replicas=tuple(p.replicas),
-                        isr=tuple(p.isr),
-                        offline_replicas=tuple(p.offline_replicas),
-                        replica_racks=tuple(p.replica_racks),
-                        end_offset=None,
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in e.topics
-        ),
     )
 
 
@@ -236,18 +189,14 @@ def parse_membership_event(obj: Any) -> MembershipPayload:
         raise MembershipEventError(e.field, e.message) from None
     if isinstance(event, wire.Unsupported):
         return UnsupportedEvent(event.schema_version, event.event_type, event.reason)
-    if isinstance(event, wire.GroupEvent):
+    if isinstance(event, wire.GroupEvent | wire.GroupEventV2):
         return _group(event)
-    if isinstance(event, wire.TopicsEvent):
+    if isinstance(event, wire.TopicsEvent | wire.TopicsEventV2):
         return _topics(event)
-    if isinstance(event, wire.GroupEventV2):
-        return _group_v2(event)
     if isinstance(event, wire.HeartbeatEvent):
         return _heartbeat(event)
     if isinstance(event, wire.PollEvent):
         return GroupsPolled(**_envelope(event), group_ids=tuple(event.group_ids))
-    if isinstance(event, wire.TopicsEventV2):
-        return _topics_v2(event)
     return _end_offsets(event)
 
 
