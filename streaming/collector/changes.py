@@ -39,6 +39,8 @@ from streaming.collector.events import (
     MembershipEvent,
     consumed_partitions,
     group_event_v1,
+    poll_envelope,
+    split_issues,
     topics_event_v1,
 )
 from streaming.membership_event import Issue
@@ -94,21 +96,8 @@ class Changes:
         """The events of one poll, in publishing order (groups sorted by id, then the
         ``topics`` event, then the ``end_offsets`` event); updates what was published."""
         ts = answers.snapshot_ts_ms
-        cluster_info = answers.cluster or {}
-        envelope: Json = {
-            "schema_version": 2,
-            "cluster": self.cluster,
-            "kafka_cluster_id": cluster_info.get("cluster_id"),
-            "snapshot_id": snapshot_id,
-            "snapshot_ts_ms": ts,
-        }
-        group_issues: dict[str, list[Issue]] = {}
-        other_issues: list[Issue] = []
-        for issue in answers.issues:
-            if issue.group_id is not None:
-                group_issues.setdefault(issue.group_id, []).append(issue)
-            else:
-                other_issues.append(issue)
+        envelope = poll_envelope(answers, 2, self.cluster, snapshot_id)
+        group_issues, other_issues = split_issues(answers.issues)
         listed = {str(g["group_id"]): g for g in answers.groups}
         events: list[MembershipEvent] = []
         touched: set[str] = set()

@@ -145,6 +145,29 @@ def consumed_partitions(
 # --------------------------------------------------------------------------- pure: events
 
 
+def poll_envelope(answers: AdminAnswers, version: int, cluster: str, snapshot_id: str) -> Json:
+    """The fields every event of one poll carries."""
+    return {
+        "schema_version": version,
+        "cluster": cluster,
+        "kafka_cluster_id": (answers.cluster or {}).get("cluster_id"),
+        "snapshot_id": snapshot_id,
+        "snapshot_ts_ms": answers.snapshot_ts_ms,
+    }
+
+
+def split_issues(issues: Iterable[Issue]) -> tuple[dict[str, list[Issue]], list[Issue]]:
+    """A poll's issues: those about one group, by group id, and the others."""
+    by_group: dict[str, list[Issue]] = {}
+    others: list[Issue] = []
+    for issue in issues:
+        if issue.group_id is not None:
+            by_group.setdefault(issue.group_id, []).append(issue)
+        else:
+            others.append(issue)
+    return by_group, others
+
+
 def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> list[MembershipEvent]:
     """Turn one snapshot's admin answers into its version 1 events (a full copy;
     :mod:`streaming.collector.changes` makes version 2's, the changes).
@@ -154,21 +177,8 @@ def build_events(answers: AdminAnswers, *, cluster: str, snapshot_id: str) -> li
     brokers, and the partitions' end offsets. Errors about one group go into that group's
     event; all others into the ``topics`` event. Pure: no I/O, no clock.
     """
-    cluster_info = answers.cluster or {}
-    envelope: Json = {
-        "schema_version": 1,
-        "cluster": cluster,
-        "kafka_cluster_id": cluster_info.get("cluster_id"),
-        "snapshot_id": snapshot_id,
-        "snapshot_ts_ms": answers.snapshot_ts_ms,
-    }
-    group_issues: dict[str, list[Issue]] = {}
-    other_issues: list[Issue] = []
-    for issue in answers.issues:
-        if issue.group_id is not None:
-            group_issues.setdefault(issue.group_id, []).append(issue)
-        else:
-            other_issues.append(issue)
+    envelope = poll_envelope(answers, 1, cluster, snapshot_id)
+    group_issues, other_issues = split_issues(answers.issues)
 
     listed_by_id = {str(g["group_id"]): g for g in answers.groups}
     events: list[MembershipEvent] = []
