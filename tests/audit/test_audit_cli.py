@@ -134,9 +134,8 @@ def test_history_csv_and_table_say_the_same(
     ]
     # cooperative: C2's join revokes 3 partitions, nothing moves in that round
     assert (records[2]["moved"], records[2]["revoked"]) == ("0", "3")
-    assert records[2]["divergent"] == (
-        "cooperative-sticky,range,roundrobin,server-range,sticky,uniform"
-    )
+    # kafka-python's cooperative-sticky (the group's own) is not modelled: no verdict on it
+    assert records[2]["divergent"] == "range,roundrobin,server-range,sticky,uniform"
     assert records[0]["divergent"] == ""
 
     code, out, _ = audit(capsys, audit_tables, "history", COOP)
@@ -415,14 +414,18 @@ def test_advise_says_when_the_history_is_too_short(
 def test_diverging_against_the_own_strategy_and_another(
     capsys: pytest.CaptureFixture[str], audit_tables: AuditTables
 ) -> None:
-    rows, _ = audit_json(capsys, audit_tables, "diverging")
+    # the golden groups' leaders are kafka-python's: its range and roundrobin are modelled
+    # and match, its sticky algorithms are not modelled (no verdict): none diverges from its
+    # own strategy
+    code, out, err = audit(capsys, audit_tables, "diverging")
+    assert (code, out.strip().splitlines()[1:]) == (0, [])
+    assert "diverges from their own strategy" in err
+
     # sticky's latest written generation (5): kafka-python's leader kept other partitions
     # than Java's StickyAssignor would (tests/unit/streaming/tracking/test_golden.py)
-    assert [(r["group_id"], r["generation"], r["members"], r["checked"]) for r in rows] == [
-        (STICKY, 5, 2, "sticky")
-    ]
-    assert rows[0]["divergent"] == ["range", "roundrobin", "server-range", "sticky", "uniform"]
-    assert rows[0]["divergent_members"] >= 1
+    rows, _ = audit_json(capsys, audit_tables, "diverging", "--strategy", "sticky")
+    assert (STICKY, 5, "sticky") in {(r["group_id"], r["generation"], r["strategy"]) for r in rows}
+    assert {r["checked"] for r in rows} == {"sticky"}
 
     rows, _ = audit_json(capsys, audit_tables, "diverging", "--strategy", "range")
     assert [(r["group_id"], r["generation"], r["strategy"]) for r in rows] == [

@@ -102,7 +102,7 @@ def _end_offsets(bootstrap: str, topic: str) -> dict[int, int] | None:
         admin.close()
     if described["error_code"] == 3:  # UNKNOWN_TOPIC_OR_PARTITION: no group ever committed
         return None
-    partitions = [TopicPartition(topic, p["partition"]) for p in described["partitions"]]
+    partitions = [TopicPartition(topic, p["partition_index"]) for p in described["partitions"]]
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)
     try:
         return {tp.partition: o for tp, o in consumer.end_offsets(partitions).items()}
