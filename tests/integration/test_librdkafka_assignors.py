@@ -12,10 +12,18 @@ give identical lists, order included.
 The topics have distinct partition counts, so the order of ``range`` topics that tie (same
 subscribers, same count: the broker's metadata response order) is not exercised here.
 
+``cooperative-sticky`` groups see members join and leave one by one (static and dynamic,
+identical and different subscriptions), so most runs start from owned partitions. The log
+does not list those, so each run is replayed on the subscriptions the broker recorded for
+the generation it made, with the topics in the order of the leader's metadata response
+(``debug=metadata``): its lists must equal the logged ones (before the cooperative
+adjustment), and after
+:func:`~assign_core.assignors.librdkafka_cooperative_sticky.cooperative_adjust` the
+generation's recorded assignment, order included.
+
 The tracker's side is checked on the broker's own records: the GroupMetadata record of each
 generation, read back from ``__consumer_offsets``, identifies the leader as librdkafka, and
-the tracker's verdict on it is no divergence (``range``, ``roundrobin``) or no verdict
-(``cooperative-sticky``, librdkafka's own sticky algorithm, not modelled).
+the tracker's verdict on it is no divergence.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import logging
 import random
 import re
 import threading
+from collections import Counter
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -295,26 +304,6 @@ def test_librdkafka_assignments_match(
     assert judged >= SCENARIOS * 2
 
 
-def test_librdkafka_cooperative_sticky_is_identified_and_not_judged(
-    kafka_broker: BrokerInfo, topics: dict[str, int]
-) -> None:
-    """librdkafka's cooperative-sticky is its own port of the sticky algorithm, not modelled:
-    the tracker names the leader's library and gives no verdict instead of a divergence."""
-    groups = []
-    for scenario in range(3):
-        _runs, _ids, group = _play(
-            kafka_broker.bootstrap_servers, "cooperative-sticky", scenario, topics
-        )
-        groups.append(group)
-    records = [r for g in groups for r in group_records(kafka_broker.bootstrap_servers, g)]
-    assert len(records) >= 3
-    for record in records:
-        implementation, own = tracker_verdict(record, topics)
-        leader = next(m for m in record.members if m.member_id == record.leader)
-        assert implementation == "librdkafka", leader.subscription
-        assert own.divergent is None and own.error.startswith("not modelled")  # type: ignore[attr-defined]
-
-
 _METADATA_HEAD = re.compile(r"(?P<b>\d+) brokers, (?P<t>\d+) topics")
 _METADATA_TOPIC = re.compile(r"  Topic (?P<topic>\S+) with (?P<n>\d+) partitions")
 _OWNED = re.compile(r' Member "[^"]+"(?: \(me\))? with (?P<k>\d+) owned')
@@ -495,7 +484,8 @@ def test_librdkafka_cooperative_sticky_matches(
     recorded for its generation, gives librdkafka's lists before the cooperative adjustment,
     and the adjustment gives the generation's recorded assignment, order included."""
     runs_total = identical = adjusted = unmatched = scenarios = 0
-    with_owned = 0
+    with_owned = same_subscriptions = judged = 0
+    metadata_orders: Counter[str] = Counter()
     failures: list[str] = []
     for scenario in range(SCENARIOS_COOPERATIVE):
         runs, group = _play_cooperative(kafka_broker.bootstrap_servers, scenario, topics)
@@ -519,6 +509,9 @@ def test_librdkafka_cooperative_sticky_matches(
             record = records[match]
             spec = _sticky_spec(run, record, topics)
             with_owned += any(m.owned_partitions for m in spec.members)
+            same_subscriptions += len({frozenset(m.topics) for m in spec.members}) == 1
+            order = list(spec.topics)
+            metadata_orders["sorted" if order == sorted(order) else "unsorted"] += 1
             ours = sticky_lists(spec)
             if ours != run.run.assigned:
                 failures.append(f"{scenario} gen {record.generation}: {spec} ours {ours} "
@@ -535,13 +528,23 @@ def test_librdkafka_cooperative_sticky_matches(
                                 f"recorded {recorded}")
                 continue
             adjusted += 1
+        for record in records:
+            implementation, own = tracker_verdict(record, topics)
+            assert implementation == "librdkafka"
+            assert own.error is None and own.implementation == "librdkafka"  # type: ignore[attr-defined]
+            if own.divergent is not False:  # type: ignore[attr-defined]
+                failures.append(f"{scenario} gen {record.generation}: the tracker diverges")
+            judged += 1
     print(
         f"librdkafka cooperative-sticky: {scenarios} scenarios, {runs_total} runs, "
         f"{runs_total - unmatched} matched to their generation's record ({with_owned} with "
-        f"owned partitions), {identical} identical, {adjusted} adjusted identically"
+        f"owned partitions, {same_subscriptions} with one subscription), {identical} "
+        f"identical, {adjusted} adjusted identically; leader's metadata topic order "
+        f"{dict(metadata_orders)}; {judged} generations judged by the tracker"
     )
     for failure in failures:
         print(failure)
     assert not failures
     assert with_owned >= SCENARIOS_COOPERATIVE
     assert identical >= runs_total - unmatched > SCENARIOS_COOPERATIVE * 2
+    assert same_subscriptions > 0 and judged >= SCENARIOS_COOPERATIVE * 2
