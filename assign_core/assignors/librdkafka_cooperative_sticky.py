@@ -27,7 +27,8 @@ but given to nobody goes back to its owner. Each member's list is: the partition
 (in the assignor's order), the ones nobody owned, then owned ones nobody was given.
 
 The members are in JoinGroup order and the topics in the leader's metadata order
-(``GroupSpec.topics`` order). Rack-aware assignment (members with ``client.rack``) is not
+(``GroupSpec.topics`` order). Rack-aware assignment (when librdkafka's KIP-881 gate passes:
+a member's rack holds replicas and not every partition has replicas on every rack) is not
 reproduced: :class:`~assign_core.errors.AssignmentError`. Where librdkafka would abort on an
 assertion, :class:`~assign_core.errors.AssignmentError` is raised too.
 
@@ -61,7 +62,8 @@ low Order partitions (Java's answer moves the high ones)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 
 from assign_core.errors import AssignmentError
 from assign_core.model import AssignmentResult, GroupSpec, Member, Side, TopicPartition
@@ -71,8 +73,8 @@ __all__ = ["LibrdkafkaCooperativeStickyAssignor", "cooperative_adjust", "sticky_
 _Pair = tuple[str, str]
 
 
-def _newest_first(d: dict[TopicPartition, object]) -> list[TopicPartition]:
-    return list(reversed(d))
+def _newest_first(d: Mapping[TopicPartition, object]) -> list[TopicPartition]:
+    return list(d)[::-1]
 
 
 class _Movements:
@@ -128,7 +130,7 @@ class _Run:
 
     def __init__(self, spec: GroupSpec) -> None:
         self.members = spec.members
-        if any(m.rack for m in self.members):
+        if _rack_aware(spec):
             raise AssignmentError("librdkafka's rack-aware sticky assignment is not modelled")
         ids = [m.member_id for m in self.members]
         if len(set(ids)) != len(ids):
@@ -151,9 +153,9 @@ class _Run:
             for tp in m.owned_partitions:
                 claims.setdefault(tp, []).append((m.member_id, gen))
                 self.owner[tp] = m.member_id
-        for tp in _newest_first(claims):  # type: ignore[arg-type]
+        for tp in _newest_first(claims):
             pairs = sorted(claims[tp], key=lambda c: c[1])  # stable, like glibc's msort
-            if any(a[1] == b[1] for a, b in zip(pairs, pairs[1:], strict=False)):
+            if any(a[1] == b[1] for a, b in pairwise(pairs)):
                 del self.owner[tp]  # claimed twice in one generation: nobody's
                 continue
             self.current[pairs[-1][0]].append(tp)
@@ -208,7 +210,7 @@ class _Run:
             order.sort(key=lambda m: (len(remaining[m]), m))
         was_empty = not out
         listed = set(out)
-        for tp in _newest_first(self.consumers):  # type: ignore[arg-type]
+        for tp in _newest_first(self.consumers):
             if tp not in listed:
                 out.append(tp)
                 listed.add(tp)
@@ -256,7 +258,7 @@ class _Run:
                     self.owner[tp] = member_id
                     self._resort()
                     break
-        for tp in _newest_first(self.consumers):  # type: ignore[arg-type]
+        for tp in _newest_first(self.consumers):
             if len(self.consumers[tp]) < 2:
                 _remove_first(sorted_partitions, tp)
                 _remove_first(unassigned, tp)
@@ -355,6 +357,26 @@ class _Run:
         _remove_first(self.current[old], moving)
         self.owner[moving] = new
         self._resort()
+
+
+def _rack_aware(spec: GroupSpec) -> bool:
+    """``rd_kafka_use_rack_aware_assignment``: a member of an eligible topic has a rack, it
+    is the rack of some replica, and not every partition has replicas on every rack."""
+    eligible = [t for t in spec.topics if any(t in m.topics for m in spec.members)]
+    consumer_racks = {
+        m.rack for m in spec.members if m.rack and any(t in m.topics for t in eligible)
+    }
+    if not consumer_racks:
+        return False
+    per_partition = []
+    for topic in eligible:
+        racks = spec.partition_racks.get(topic, ())
+        for p in range(spec.topics[topic]):
+            per_partition.append(set(racks[p]) if p < len(racks) else set())
+    every = set().union(*per_partition)
+    if not every or not consumer_racks & every:
+        return False
+    return any(len(racks) != len(every) for racks in per_partition)
 
 
 def _remove_first(lst: list[TopicPartition], tp: TopicPartition) -> None:

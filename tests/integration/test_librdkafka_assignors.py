@@ -33,8 +33,8 @@ import logging
 import random
 import re
 import threading
-from collections import Counter
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,12 +42,12 @@ from typing import Any
 import pytest
 
 from assign_core.assignors import get_assignor
+from assign_core.assignors.librdkafka_cooperative_sticky import cooperative_adjust, sticky_lists
 from assign_core.model import GroupSpec, Member, TopicPartition
 from assign_core.placement import coordinator_partition
 from streaming.codec import decode_record
 from streaming.codec.model import GroupMetadata
 from streaming.kafka_local import BrokerInfo
-from assign_core.assignors.librdkafka_cooperative_sticky import cooperative_adjust, sticky_lists
 from streaming.tracking.expected import (
     classic_specs,
     flatten,
@@ -396,10 +396,8 @@ def _play_cooperative(
             }
             if rnd.random() < 0.5:
                 conf["group.instance.id"] = instance_ids.pop()
-            if rnd.random() < 0.5:
-                subscription = shared  # identical subscriptions take another path
-            else:
-                subscription = rnd.sample(names, k=rnd.randint(1, 3))
+            # identical subscriptions take another path
+            subscription = shared if rnd.random() < 0.5 else rnd.sample(names, k=rnd.randint(1, 3))
             consumer = confluent_kafka.Consumer(conf)
             consumer.subscribe(subscription)
             members.append((consumer, handler))
@@ -467,8 +465,7 @@ def _record_key(record: GroupMetadata, order: list[str]) -> tuple[tuple[str, int
     if set(by_id) != set(order):
         return ()
     return tuple(
-        (m, len(owned_for_strategy("cooperative-sticky", by_id[m].subscription)[0]))
-        for m in order
+        (m, len(owned_for_strategy("cooperative-sticky", by_id[m].subscription)[0])) for m in order
     )
 
 
@@ -514,8 +511,10 @@ def test_librdkafka_cooperative_sticky_matches(
             metadata_orders["sorted" if order == sorted(order) else "unsorted"] += 1
             ours = sticky_lists(spec)
             if ours != run.run.assigned:
-                failures.append(f"{scenario} gen {record.generation}: {spec} ours {ours} "
-                                f"theirs {run.run.assigned}")
+                failures.append(
+                    f"{scenario} gen {record.generation}: {spec} ours {ours} "
+                    f"theirs {run.run.assigned}"
+                )
                 continue
             identical += 1
             lists, _withheld = cooperative_adjust(spec.members, ours)
@@ -524,8 +523,9 @@ def test_librdkafka_cooperative_sticky_matches(
                 for m in record.members
             }
             if lists != recorded:
-                failures.append(f"{scenario} gen {record.generation} adjusted: ours {lists} "
-                                f"recorded {recorded}")
+                failures.append(
+                    f"{scenario} gen {record.generation} adjusted: ours {lists} recorded {recorded}"
+                )
                 continue
             adjusted += 1
         for record in records:

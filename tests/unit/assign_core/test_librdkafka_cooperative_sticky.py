@@ -68,8 +68,12 @@ def _generations(seed: int, steps: int = 12) -> list[GroupSpec]:
             ),
         )
         specs.append(spec)
-        owned = {m: list(tps) for m, tps in get_assignor(
-            "cooperative-sticky", "librdkafka").assign(spec).assignment.items()}
+        owned = {
+            m: list(tps)
+            for m, tps in get_assignor("cooperative-sticky", "librdkafka")
+            .assign(spec)
+            .assignment.items()
+        }
     return specs
 
 
@@ -114,17 +118,17 @@ def test_withheld_partitions_follow_in_the_next_generation() -> None:
     topics = {"Order": 7, "Stock": 5}
     both = ("Order", "Stock")
     first = sticky_lists(GroupSpec(topics, (Member("C1", both), Member("C2", both))))
-    joined = GroupSpec(
-        topics,
-        tuple(Member(c, both, owned_partitions=tuple(tps), generation=1) for c, tps in first.items())
-        + (Member("C3", both),),
-    )
+    owners = [
+        Member(c, both, owned_partitions=tuple(tps), generation=1) for c, tps in first.items()
+    ]
+    joined = GroupSpec(topics, (*owners, Member("C3", both)))
     adjusted, withheld = cooperative_adjust(joined.members, sticky_lists(joined))
     assert set(withheld.values()) == {"C3"} and len(withheld) == 4
     follow_up = GroupSpec(
         topics,
         tuple(
-            Member(c, both, owned_partitions=tuple(tps), generation=2) for c, tps in adjusted.items()
+            Member(c, both, owned_partitions=tuple(tps), generation=2)
+            for c, tps in adjusted.items()
         ),
     )
     lists, again = cooperative_adjust(follow_up.members, sticky_lists(follow_up))
@@ -149,7 +153,16 @@ def test_a_partition_claimed_twice_in_one_generation_is_nobodys() -> None:
     assert (tp in withheld) == (holder != "b")
 
 
-def test_racks_are_not_modelled() -> None:
-    spec = GroupSpec({"Order": 2}, (Member("a", ("Order",), rack="r1"),))
+def test_rack_aware_runs_are_not_modelled() -> None:
+    members = (Member("a", ("Order",), rack="r1"), Member("b", ("Order",)))
+    gated = GroupSpec({"Order": 2}, members, partition_racks={"Order": (("r1",), ("r2",))})
     with pytest.raises(AssignmentError, match="rack-aware"):
-        sticky_lists(spec)
+        sticky_lists(gated)
+    # replicas on every rack, or no replica on a member's rack: the gate is shut
+    everywhere = GroupSpec({"Order": 2}, members, partition_racks={"Order": (("r1", "r2"),) * 2})
+    elsewhere = GroupSpec({"Order": 2}, members, partition_racks={"Order": (("r2",), ("r3",))})
+    for spec in (everywhere, elsewhere, GroupSpec({"Order": 2}, members)):
+        assert sticky_lists(spec) == {
+            "a": [TopicPartition("Order", 0)],
+            "b": [TopicPartition("Order", 1)],
+        }

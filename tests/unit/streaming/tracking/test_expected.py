@@ -402,7 +402,9 @@ def test_an_unmodelled_implementation_gives_no_verdict() -> None:
 
 
 @pytest.mark.parametrize(("actual_a", "divergent"), [((0, 2), False), ((0, 1), True)])
-def test_librdkafka_cooperative_sticky_is_judged(actual_a: tuple[int, ...], divergent: bool) -> None:
+def test_librdkafka_cooperative_sticky_is_judged(
+    actual_a: tuple[int, ...], divergent: bool
+) -> None:
     spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
     actual = {"a": tps("t", *actual_a), "b": tps("t", *(p for p in range(4) if p not in actual_a))}
     own, *_ = run_strategies(
