@@ -481,7 +481,7 @@ def test_librdkafka_cooperative_sticky_matches(
     recorded for its generation, gives librdkafka's lists before the cooperative adjustment,
     and the adjustment gives the generation's recorded assignment, order included."""
     runs_total = identical = adjusted = unmatched = scenarios = 0
-    with_owned = same_subscriptions = judged = 0
+    with_owned = same_subscriptions = judged = order_decides = 0
     metadata_orders: Counter[str] = Counter()
     failures: list[str] = []
     for scenario in range(SCENARIOS_COOPERATIVE):
@@ -517,6 +517,8 @@ def test_librdkafka_cooperative_sticky_matches(
                 )
                 continue
             identical += 1
+            by_name = sticky_lists(GroupSpec(dict(sorted(spec.topics.items())), spec.members))
+            order_decides += any(set(by_name[m]) != set(ours[m]) for m in ours)
             lists, _withheld = cooperative_adjust(spec.members, ours)
             recorded = {
                 m.member_id: list(flatten(m.assignment.assigned_partitions if m.assignment else ()))
@@ -540,7 +542,8 @@ def test_librdkafka_cooperative_sticky_matches(
         f"{runs_total - unmatched} matched to their generation's record ({with_owned} with "
         f"owned partitions, {same_subscriptions} with one subscription), {identical} "
         f"identical, {adjusted} adjusted identically; leader's metadata topic order "
-        f"{dict(metadata_orders)}; {judged} generations judged by the tracker"
+        f"{dict(metadata_orders)} ({order_decides} runs whose partitions it decides); {judged} "
+        "generations judged by the tracker"
     )
     for failure in failures:
         print(failure)
