@@ -7,7 +7,8 @@ keeps the two apart here).
 
 A classic strategy is computed by the group leader's client library, so each has one variant
 per client implementation (:data:`IMPLEMENTATIONS`, Java's first): ``java`` (kafka-clients),
-``librdkafka`` and ``kafka-python`` where their answers can differ from Java's.
+``librdkafka`` (``range``, ``roundrobin``, ``cooperative-sticky``) and ``kafka-python``
+(``range``, ``roundrobin``) where their answers can differ from Java's.
 :data:`UNMODELLED` lists implementations known to run a strategy with their own algorithm
 that is not reproduced here.
 """
@@ -28,14 +29,14 @@ IMPLEMENTATIONS: dict[str, tuple[str, ...]] = {
     "range": ("java", "librdkafka", "kafka-python"),
     "roundrobin": ("java", "librdkafka", "kafka-python"),
     "sticky": ("java",),
-    "cooperative-sticky": ("java",),
+    "cooperative-sticky": ("java", "librdkafka"),
 }
 
 #: Implementations that run a strategy with their own algorithm, not reproduced here: a group
 #: whose leader runs one of them cannot be judged.
 UNMODELLED: dict[str, tuple[str, ...]] = {
     "sticky": ("librdkafka", "kafka-python", "franz-go"),
-    "cooperative-sticky": ("librdkafka", "kafka-python", "franz-go"),
+    "cooperative-sticky": ("kafka-python", "franz-go"),
 }
 
 DEFAULT_IMPLEMENTATION = "java"
@@ -45,6 +46,10 @@ _VARIANTS = {
     ("roundrobin", "librdkafka"): (
         "assign_core.assignors.librdkafka_roundrobin",
         "LibrdkafkaRoundRobinAssignor",
+    ),
+    ("cooperative-sticky", "librdkafka"): (
+        "assign_core.assignors.librdkafka_cooperative_sticky",
+        "LibrdkafkaCooperativeStickyAssignor",
     ),
     ("range", "kafka-python"): (
         "assign_core.assignors.kafka_python_range",

@@ -12,10 +12,18 @@ give identical lists, order included.
 The topics have distinct partition counts, so the order of ``range`` topics that tie (same
 subscribers, same count: the broker's metadata response order) is not exercised here.
 
+``cooperative-sticky`` groups see members join and leave one by one (static and dynamic,
+identical and different subscriptions), so most runs start from owned partitions. The log
+does not list those, so each run is replayed on the subscriptions the broker recorded for
+the generation it made, with the topics in the order of the leader's metadata response
+(``debug=metadata``): its lists must equal the logged ones (before the cooperative
+adjustment), and after
+:func:`~assign_core.assignors.librdkafka_cooperative_sticky.cooperative_adjust` the
+generation's recorded assignment, order included.
+
 The tracker's side is checked on the broker's own records: the GroupMetadata record of each
 generation, read back from ``__consumer_offsets``, identifies the leader as librdkafka, and
-the tracker's verdict on it is no divergence (``range``, ``roundrobin``) or no verdict
-(``cooperative-sticky``, librdkafka's own sticky algorithm, not modelled).
+the tracker's verdict on it is no divergence.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +42,7 @@ from typing import Any
 import pytest
 
 from assign_core.assignors import get_assignor
+from assign_core.assignors.librdkafka_cooperative_sticky import cooperative_adjust, sticky_lists
 from assign_core.model import GroupSpec, Member, TopicPartition
 from assign_core.placement import coordinator_partition
 from streaming.codec import decode_record
@@ -42,6 +52,7 @@ from streaming.tracking.expected import (
     classic_specs,
     flatten,
     leader_implementation,
+    owned_for_strategy,
     run_strategies,
 )
 
@@ -293,21 +304,250 @@ def test_librdkafka_assignments_match(
     assert judged >= SCENARIOS * 2
 
 
-def test_librdkafka_cooperative_sticky_is_identified_and_not_judged(
+_METADATA_HEAD = re.compile(r"(?P<b>\d+) brokers, (?P<t>\d+) topics")
+_METADATA_TOPIC = re.compile(r"  Topic (?P<topic>\S+) with (?P<n>\d+) partitions")
+_OWNED = re.compile(r' Member "[^"]+"(?: \(me\))? with (?P<k>\d+) owned')
+_SEQUENCE = iter(range(1 << 62))
+
+
+class _StickyLines(logging.Handler):
+    """``ASSIGN`` and ``METADATA`` lines of one consumer, each numbered in the order the
+    callbacks of all consumers delivered them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[tuple[int, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        tag = message.split(" ", 1)[0]
+        if tag in ("ASSIGN", "METADATA"):
+            text = message.split("]: ", 1)[1] if "]: " in message else message
+            self.lines.append((next(_SEQUENCE), tag, text))
+
+
+@dataclass
+class _StickyRun:
+    """A logged assignor run, with its place in time and the leader's metadata topic order."""
+
+    sequence: int
+    run: _Run
+    topic_order: list[str]
+    owned_counts: list[int]
+
+
+def sticky_runs(handler: _StickyLines) -> list[_StickyRun]:
+    """The complete runs in one consumer's lines, each with the topic order of the last
+    metadata response the consumer parsed before it (the one the assignor runs on)."""
+    texts: list[str] = []
+    starts: list[tuple[int, int, list[str]]] = []
+    order: list[str] = []
+    pending: list[str] = []
+    for seq, tag, text in handler.lines:
+        if tag == "METADATA":
+            if _METADATA_HEAD.search(text):
+                pending = []
+            elif m := _METADATA_TOPIC.search(text):
+                pending.append(m["topic"])
+                order = list(pending)
+        else:
+            if _RUN.search(text):
+                starts.append((len(texts), seq, order))
+            texts.append(text)
+    out: list[_StickyRun] = []
+    for k, (index, seq, topic_order) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else len(texts)
+        runs = parse_runs(texts[index:end])
+        if runs:
+            owned = [int(m["k"]) for t in texts[index:end] if (m := _OWNED.search(t))]
+            out.append(_StickyRun(seq, runs[0], topic_order, owned[: len(runs[0].members)]))
+    return out
+
+
+def _play_cooperative(
+    bootstrap: str, scenario: int, topics: dict[str, int]
+) -> tuple[list[_StickyRun], str]:
+    """Members join one by one, then leave one by one (the last stays until the end); each
+    step waits until the group settled (every member's assignment stable)."""
+    rnd = random.Random(f"cooperative-sticky-{scenario}")
+    group = f"rk-coop-{scenario}-{time.monotonic_ns()}"
+    names = list(topics)
+    members: list[tuple[Any, _StickyLines]] = []
+    handlers: list[_StickyLines] = []
+    instance_ids = rnd.sample(INSTANCE_IDS, k=len(INSTANCE_IDS))
+    shared = rnd.sample(names, k=rnd.randint(1, 3))
+    try:
+        for i in range(rnd.randint(2, 4)):
+            handler = _StickyLines()
+            logger = logging.getLogger(f"librdkafka-coop.{group}.{i}")
+            logger.handlers[:] = [handler]
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
+            conf: dict[str, object] = {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": rnd.choice(CLIENT_IDS),
+                "partition.assignment.strategy": "cooperative-sticky",
+                "debug": "assignor,metadata",
+                "logger": logger,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 200,
+                "enable.auto.commit": False,
+            }
+            if rnd.random() < 0.5:
+                conf["group.instance.id"] = instance_ids.pop()
+            # identical subscriptions take another path
+            subscription = shared if rnd.random() < 0.5 else rnd.sample(names, k=rnd.randint(1, 3))
+            consumer = confluent_kafka.Consumer(conf)
+            consumer.subscribe(subscription)
+            members.append((consumer, handler))
+            handlers.append(handler)
+            _settle(members)
+        while len(members) > 1:
+            consumer, handler = members.pop(rnd.randrange(len(members)))
+            consumer.close()
+            _settle(members)
+        runs = [r for h in handlers for r in sticky_runs(h)]
+        return sorted(runs, key=lambda r: r.sequence), group
+    finally:
+        for consumer, _ in members:
+            consumer.close()
+
+
+def _assign_lines(handler: _StickyLines) -> int:
+    return sum(tag == "ASSIGN" for _, tag, _ in handler.lines)
+
+
+def _settle(members: list[tuple[Any, _StickyLines]]) -> None:
+    """Poll every member until no assignor run was logged for 3 s (the follow-up rebalance
+    of withheld partitions included)."""
+    deadline = time.monotonic() + 40
+    quiet_since = time.monotonic()
+    seen = sum(_assign_lines(h) for _, h in members)
+    while time.monotonic() < deadline:
+        for consumer, _ in members:
+            consumer.poll(0.02)
+        now = sum(_assign_lines(h) for _, h in members)
+        if now != seen:
+            seen, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since > 3:
+            return
+    raise AssertionError("the group did not settle within 40 s")
+
+
+def _sticky_spec(run: _StickyRun, record: GroupMetadata, topics: dict[str, int]) -> GroupSpec:
+    """The run's input: its members in JoinGroup order with the subscriptions (owned
+    partitions, generation) the broker recorded, the topics in the leader's metadata order."""
+    by_id = {m.member_id: m for m in record.members}
+    members = []
+    for member_id, subscribed in run.run.members:
+        recorded = by_id[member_id]
+        owned, generation = owned_for_strategy("cooperative-sticky", recorded.subscription)
+        members.append(
+            Member(
+                member_id,
+                tuple(subscribed),
+                group_instance_id=recorded.group_instance_id,
+                owned_partitions=owned,
+                generation=generation,
+            )
+        )
+    order = [t for t in run.topic_order if t in topics]
+    return GroupSpec(topics={t: topics[t] for t in order}, members=tuple(members))
+
+
+def _run_key(run: _StickyRun) -> tuple[tuple[str, int], ...]:
+    return tuple(zip([m for m, _ in run.run.members], run.owned_counts, strict=True))
+
+
+def _record_key(record: GroupMetadata, order: list[str]) -> tuple[tuple[str, int], ...]:
+    by_id = {m.member_id: m for m in record.members}
+    if set(by_id) != set(order):
+        return ()
+    return tuple(
+        (m, len(owned_for_strategy("cooperative-sticky", by_id[m].subscription)[0])) for m in order
+    )
+
+
+SCENARIOS_COOPERATIVE = 10
+
+
+@pytest.mark.timeout(1200)
+def test_librdkafka_cooperative_sticky_matches(
     kafka_broker: BrokerInfo, topics: dict[str, int]
 ) -> None:
-    """librdkafka's cooperative-sticky is its own port of the sticky algorithm, not modelled:
-    the tracker names the leader's library and gives no verdict instead of a divergence."""
-    groups = []
-    for scenario in range(3):
-        _runs, _ids, group = _play(
-            kafka_broker.bootstrap_servers, "cooperative-sticky", scenario, topics
+    """Members join one by one and leave one by one (static and dynamic, identical and
+    different subscriptions): each logged run, replayed on the subscriptions the broker
+    recorded for its generation, gives librdkafka's lists before the cooperative adjustment,
+    and the adjustment gives the generation's recorded assignment, order included."""
+    runs_total = identical = adjusted = unmatched = scenarios = 0
+    with_owned = same_subscriptions = judged = order_decides = 0
+    metadata_orders: Counter[str] = Counter()
+    failures: list[str] = []
+    for scenario in range(SCENARIOS_COOPERATIVE):
+        runs, group = _play_cooperative(kafka_broker.bootstrap_servers, scenario, topics)
+        scenarios += 1
+        records = sorted(
+            group_records(kafka_broker.bootstrap_servers, group), key=lambda r: r.generation
         )
-        groups.append(group)
-    records = [r for g in groups for r in group_records(kafka_broker.bootstrap_servers, g)]
-    assert len(records) >= 3
-    for record in records:
-        implementation, own = tracker_verdict(record, topics)
-        leader = next(m for m in record.members if m.member_id == record.leader)
-        assert implementation == "librdkafka", leader.subscription
-        assert own.divergent is None and own.error.startswith("not modelled")  # type: ignore[attr-defined]
+        position = 0
+        for run in runs:
+            runs_total += 1
+            order = [m for m, _ in run.run.members]
+            key = _run_key(run)
+            match = next(
+                (i for i in range(position, len(records)) if _record_key(records[i], order) == key),
+                None,
+            )
+            if match is None:
+                unmatched += 1
+                continue
+            position = match + 1
+            record = records[match]
+            spec = _sticky_spec(run, record, topics)
+            with_owned += any(m.owned_partitions for m in spec.members)
+            same_subscriptions += len({frozenset(m.topics) for m in spec.members}) == 1
+            order = list(spec.topics)
+            metadata_orders["sorted" if order == sorted(order) else "unsorted"] += 1
+            ours = sticky_lists(spec)
+            if ours != run.run.assigned:
+                failures.append(
+                    f"{scenario} gen {record.generation}: {spec} ours {ours} "
+                    f"theirs {run.run.assigned}"
+                )
+                continue
+            identical += 1
+            by_name = sticky_lists(GroupSpec(dict(sorted(spec.topics.items())), spec.members))
+            order_decides += any(set(by_name[m]) != set(ours[m]) for m in ours)
+            lists, _withheld = cooperative_adjust(spec.members, ours)
+            recorded = {
+                m.member_id: list(flatten(m.assignment.assigned_partitions if m.assignment else ()))
+                for m in record.members
+            }
+            if lists != recorded:
+                failures.append(
+                    f"{scenario} gen {record.generation} adjusted: ours {lists} recorded {recorded}"
+                )
+                continue
+            adjusted += 1
+        for record in records:
+            implementation, own = tracker_verdict(record, topics)
+            assert implementation == "librdkafka"
+            assert own.error is None and own.implementation == "librdkafka"  # type: ignore[attr-defined]
+            if own.divergent is not False:  # type: ignore[attr-defined]
+                failures.append(f"{scenario} gen {record.generation}: the tracker diverges")
+            judged += 1
+    print(
+        f"librdkafka cooperative-sticky: {scenarios} scenarios, {runs_total} runs, "
+        f"{runs_total - unmatched} matched to their generation's record ({with_owned} with "
+        f"owned partitions, {same_subscriptions} with one subscription), {identical} "
+        f"identical, {adjusted} adjusted identically; leader's metadata topic order "
+        f"{dict(metadata_orders)} ({order_decides} runs whose partitions it decides); {judged} "
+        "generations judged by the tracker"
+    )
+    for failure in failures:
+        print(failure)
+    assert not failures
+    assert with_owned >= SCENARIOS_COOPERATIVE
+    assert identical >= runs_total - unmatched > SCENARIOS_COOPERATIVE * 2
+    assert same_subscriptions > 0 and judged >= SCENARIOS_COOPERATIVE * 2

@@ -394,8 +394,30 @@ def test_an_unmodelled_implementation_gives_no_verdict() -> None:
         identities={},
         max_members=10,
         max_partitions=100,
-        own_implementation="librdkafka",
+        own_implementation="kafka-python",
     )
     assert own.divergent is None and own.assignment is None
-    assert own.implementation == "librdkafka"
+    assert own.implementation == "kafka-python"
     assert own.error is not None and own.error.startswith("not modelled")
+
+
+@pytest.mark.parametrize(("actual_a", "divergent"), [((0, 2), False), ((0, 1), True)])
+def test_librdkafka_cooperative_sticky_is_judged(
+    actual_a: tuple[int, ...], divergent: bool
+) -> None:
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    actual = {"a": tps("t", *actual_a), "b": tps("t", *(p for p in range(4) if p not in actual_a))}
+    own, *_ = run_strategies(
+        own="cooperative-sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual=actual,
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="librdkafka",
+    )
+    assert own.error is None and own.implementation == "librdkafka"
+    assert own.divergent is divergent
