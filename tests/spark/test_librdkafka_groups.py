@@ -241,7 +241,7 @@ def _divergence_cases() -> list[Any]:
     return [
         pytest.param(s, stage, id=f"{s}-{stage}")
         for s in LABELS
-        if s != "cooperative-sticky"  # test_cooperative_sticky_is_named_not_judged
+        if s != "cooperative-sticky"  # its own test, below
         for stage in JUDGED_STAGES
     ]
 
@@ -266,7 +266,7 @@ def test_own_strategy_divergence(tracked: Tracked, strategy: str, stage: str) ->
         assert {e.own_strategy_implementation for e in judged} == {"librdkafka"}
 
 
-def test_cooperative_sticky_is_named_not_judged(tracked: Tracked) -> None:
+def test_cooperative_sticky_is_judged_against_librdkafkas_port(tracked: Tracked) -> None:
     """librdkafka's cooperative-sticky is its own port of the sticky algorithm: every judged
     row names librdkafka and, judged against that port, does not diverge."""
     judged = [e for st in JUDGED_STAGES for e in _judged(tracked, "cooperative-sticky", st)]
