@@ -421,11 +421,10 @@ def test_diverging_against_the_own_strategy_and_another(
     assert (code, out.strip().splitlines()[1:]) == (0, [])
     assert "diverges from their own strategy" in err
 
-    # sticky's latest written generation (5): kafka-python's leader kept other partitions
-    # than Java's StickyAssignor would (tests/unit/streaming/tracking/test_golden.py)
+    # against Java's StickyAssignor: range's generation 4 (C2 left) would have kept more in
+    # place; the sticky group itself has no verdict on its own (kafka-python's) algorithm
     rows, _ = audit_json(capsys, audit_tables, "diverging", "--strategy", "sticky")
-    assert (STICKY, 5, "sticky") in {(r["group_id"], r["generation"], r["strategy"]) for r in rows}
-    assert {r["checked"] for r in rows} == {"sticky"}
+    assert [(r["group_id"], r["generation"], r["checked"]) for r in rows] == [(RANGE, 4, "sticky")]
 
     rows, _ = audit_json(capsys, audit_tables, "diverging", "--strategy", "range")
     assert [(r["group_id"], r["generation"], r["strategy"]) for r in rows] == [
