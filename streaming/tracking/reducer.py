@@ -35,9 +35,10 @@ share / streams records, Unknown    skipped, counted
 A tombstone that deletes the group empties its state there (rule F1 of
 :mod:`~streaming.tracking.forget`): the adapter drops a state left empty.
 
-Freshness. End offsets come only from the collector's ``topics`` snapshots. Lag measured
-more than ``config.end_offsets_max_age_ms`` after a partition's newest end offset (a commit
-row's commit time, a status's ``now_ms``) is unknown: the row has no lag, method
+Freshness. End offsets come only from the collector (``topics`` events of version 1,
+``end_offsets`` events of version 2). Lag measured more than ``config.end_offsets_max_age_ms``
+after a partition's newest end offset (a commit row's commit time, a status's ``now_ms``) is
+unknown: the row has no lag, method
 ``unknown`` and no status, and the group's totals and lag status are None, never 0 or OK.
 
 After the observations, a KIP-848 rebalance that has waited for reconciliation longer than
