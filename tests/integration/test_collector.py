@@ -349,24 +349,10 @@ def _read_all(bootstrap: str, topic: str) -> list[tuple[str, int, dict[str, Any]
 
 
 def _read_last_snapshot(bootstrap: str, topic: str) -> tuple[list[dict[str, Any]], list[str]]:
-    reader = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        parts = [TopicPartition(topic, p) for p in sorted(reader.partitions_for_topic(topic))]
-        reader.assign(parts)
-        reader.seek_to_beginning()
-        end = reader.end_offsets(parts)
-        records = []
-        deadline = time.monotonic() + 20
-        while any(reader.position(tp) < end[tp] for tp in parts):
-            assert time.monotonic() < deadline, "membership topic not read in time"
-            for batch in reader.poll(timeout_ms=500).values():
-                records.extend(batch)
-    finally:
-        reader.close()
-    values = [json.loads(r.value) for r in records]
-    last = max(values, key=lambda v: v["snapshot_ts_ms"])["snapshot_id"]
-    chosen = [(r.key.decode(), v) for r, v in zip(records, values, strict=True)]
-    chosen = [(k, v) for k, v in chosen if v["snapshot_id"] == last]
+    """The events of the newest poll in ``topic`` (values, keys)."""
+    records = [(k, v) for k, _partition, v in _read_all(bootstrap, topic) if v is not None]
+    last = max(records, key=lambda r: r[1]["snapshot_ts_ms"])[1]["snapshot_id"]
+    chosen = [(k, v) for k, v in records if v["snapshot_id"] == last]
     return [v for _, v in chosen], [k for k, _ in chosen]
 
 
