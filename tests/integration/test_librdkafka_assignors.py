@@ -95,6 +95,15 @@ class _Lines(logging.Handler):
             self.lines.append(message.split("]: ", 1)[1] if "]: " in message else message)
 
 
+def _capturing_logger(name: str, handler: logging.Handler) -> logging.Logger:
+    """A logger of its own for one consumer's librdkafka debug lines, into ``handler`` only."""
+    logger = logging.getLogger(name)
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    return logger
+
+
 def parse_runs(lines: list[str]) -> list[_Run]:
     """The complete assignor runs in a leader's ``ASSIGN`` debug lines."""
     runs: list[_Run] = []
@@ -207,10 +216,7 @@ def _play(
     try:
         for i in range(rnd.randint(2, 4)):
             handler = _Lines()
-            logger = logging.getLogger(f"librdkafka-differential.{group}.{i}")
-            logger.handlers[:] = [handler]
-            logger.setLevel(logging.DEBUG)
-            logger.propagate = False
+            logger = _capturing_logger(f"librdkafka-differential.{group}.{i}", handler)
             conf: dict[str, object] = {
                 "bootstrap.servers": bootstrap,
                 "group.id": group,
@@ -379,10 +385,7 @@ def _play_cooperative(
     try:
         for i in range(rnd.randint(2, 4)):
             handler = _StickyLines()
-            logger = logging.getLogger(f"librdkafka-coop.{group}.{i}")
-            logger.handlers[:] = [handler]
-            logger.setLevel(logging.DEBUG)
-            logger.propagate = False
+            logger = _capturing_logger(f"librdkafka-coop.{group}.{i}", handler)
             conf: dict[str, object] = {
                 "bootstrap.servers": bootstrap,
                 "group.id": group,
