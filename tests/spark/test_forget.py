@@ -1,9 +1,9 @@
 """Forgetting and filtering on the real job (real broker, Spark, RocksDB state, Delta, the
 exporter over HTTP, the collector): a group the collector listed and then deleted with
 DeleteGroups leaves the job's state (the tracked groups gauge counts the buckets' states) and
-the exporter, and a group outside
-``--group-filter`` never reaches a table or a series. (The rules: ``tests/unit/streaming/
-tracking/test_forget.py``.)"""
+the exporter; a group idle for ``--group-retention`` of record time, measured by a later
+record in its bucket, leaves them too (rule F3); and a group outside ``--group-filter`` never
+reaches a table or a series. (The rules: ``tests/unit/streaming/tracking/test_forget.py``.)"""
 
 from __future__ import annotations
 
@@ -53,8 +53,9 @@ def _until(what: str, done: Callable[[], bool], timeout_s: float = 240.0) -> Non
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _join_commit_leave(bootstrap: str, group: str) -> None:
-    """A real member joins ``group`` (a generation), commits every partition and leaves."""
+def _join_commit_leave(bootstrap: str, group: str, topic: str = TOPIC) -> None:
+    """A real member joins ``group`` (a generation), commits every partition of ``topic``
+    and leaves."""
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(
@@ -65,7 +66,7 @@ def _join_commit_leave(bootstrap: str, group: str) -> None:
         session_timeout_ms=10_000,
         heartbeat_interval_ms=500,
     )
-    consumer.subscribe([TOPIC])
+    consumer.subscribe([topic])
     deadline = time.monotonic() + 60
     while not consumer.assignment() and time.monotonic() < deadline:
         consumer.poll(200)
@@ -169,3 +170,101 @@ def test_a_deleted_group_leaves_the_state_and_the_exporter_and_a_filtered_one_ne
     assert kept in written  # its rebalance and commits went to the tables
     assert filtered not in written  # the filter held for every table
     assert {r["group_id"] for r in tables["rebalance_events"]} == {kept}
+
+
+def _same_bucket(spark: SparkSession, group: str, prefix: str) -> str:
+    """A group id starting with ``prefix`` whose state lives in ``group``'s bucket (the
+    stateful step's ``xxhash64(group id) mod BUCKETS``, computed by Spark itself)."""
+    from pyspark.sql import functions as F
+
+    from streaming.spark.stateful import BUCKETS
+
+    names = [group] + [f"{prefix}-{i}" for i in range(20 * BUCKETS)]
+    frame = spark.createDataFrame([(n,) for n in names], "g string")
+    buckets = {
+        r.g: r.b
+        for r in frame.select("g", F.pmod(F.xxhash64("g"), F.lit(BUCKETS)).alias("b")).collect()
+    }
+    return next(n for n in names[1:] if buckets[n] == buckets[group])
+
+
+def test_an_idle_group_is_forgotten_when_record_time_in_its_bucket_passes_the_retention(
+    spark: SparkSession, kafka_broker: BrokerInfo, tmp_path: Path
+) -> None:
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+
+    from streaming.job import launch
+
+    bootstrap = kafka_broker.bootstrap_servers
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    run_id = uuid.uuid4().hex[:8]
+    topic, membership = f"idle-test-{run_id}", f"idle-test-{run_id}.membership"
+    admin.create_topics(
+        [
+            NewTopic(topic, num_partitions=2, replication_factor=1),
+            NewTopic(membership, num_partitions=1, replication_factor=1),
+        ]
+    )
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(4):
+        producer.send(topic, value=b"x", partition=i % 2)
+    producer.flush()
+    producer.close()
+    idle = f"idle-{run_id}"
+    waker = _same_bucket(spark, idle, f"waker-{run_id}")
+    retention_s = 20.0
+    _join_commit_leave(bootstrap, idle, topic)
+    idle_last_s = time.time()  # its last record: the member's leave, written before this
+
+    (port,) = free_ports(1)
+    config = load_config(
+        environ={},
+        overrides={
+            "bootstrap_servers": bootstrap,
+            "membership_topic": membership,  # no collector writes it: no sightings
+            "checkpoint_dir": str(tmp_path / "checkpoint"),
+            "delta_path": str(tmp_path / "delta"),
+            "metrics_port": port,
+            "trigger_interval_s": 1.0,
+            "group_filter": f"(idle|waker)-{run_id}.*",
+            "group_retention_s": retention_s,
+        },
+    )
+
+    def groups_in_exporter() -> set[str]:
+        return {labels["group"] for _n, labels, _v in _samples(port) if "group" in labels}
+
+    def tracked() -> float | None:
+        values = [v for n, _l, v in _samples(port) if n == "rebalance_monitor_tracked_groups"]
+        return values[0] if values else None
+
+    deleted: list[dict[str, Any]] = []
+
+    def on_events(rows: list[dict[str, Any]]) -> None:
+        deleted.extend(r for r in rows if r["kind"] == "group_deleted")
+
+    job = launch(config, spark=spark, progress=lambda _line: None, on_events=on_events)
+    try:
+        _until(f"{idle} in the exporter", lambda: idle in groups_in_exporter())
+        assert tracked() == 1
+        # wall time is record time here: the coordinator stamps its records when it writes them
+        time.sleep(max(0.0, idle_last_s + retention_s + 1.0 - time.time()))
+        assert idle in groups_in_exporter()  # no record in its bucket since: nothing forgets it
+        _join_commit_leave(
+            bootstrap, waker, topic
+        )  # a record in the same bucket, past the retention
+        _until(f"{idle} gone from the exporter", lambda: idle not in groups_in_exporter())
+        _until(f"{waker} in the exporter", lambda: waker in groups_in_exporter())
+        assert tracked() == 1  # the waker's state alone
+    finally:
+        job.stop()
+
+    forgotten = [r for r in deleted if r["group_id"] == idle]
+    assert [r["reason"] for r in forgotten] == ["forgotten"]
+    assert forgotten[0]["event_ts_ms"] >= (idle_last_s + retention_s) * 1000
+    assert not [r for r in deleted if r["group_id"] == waker]
+    events = spark.read.format("delta").load(str(tmp_path / "delta" / "rebalance_events"))
+    # forgetting drops state and series, never history
+    assert {r.group_id for r in events.select("group_id").collect()} == {idle, waker}
