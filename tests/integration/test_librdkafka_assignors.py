@@ -36,6 +36,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -487,8 +488,16 @@ def test_librdkafka_cooperative_sticky_matches(
     with_owned = same_subscriptions = judged = order_decides = 0
     metadata_orders: Counter[str] = Counter()
     failures: list[str] = []
-    for scenario in range(SCENARIOS_COOPERATIVE):
-        runs, group = _play_cooperative(kafka_broker.bootstrap_servers, scenario, topics)
+    # the groups are independent and each step mostly waits for its group to settle: played
+    # side by side
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        played = list(
+            pool.map(
+                lambda s: _play_cooperative(kafka_broker.bootstrap_servers, s, topics),
+                range(SCENARIOS_COOPERATIVE),
+            )
+        )
+    for scenario, (runs, group) in enumerate(played):
         scenarios += 1
         records = sorted(
             group_records(kafka_broker.bootstrap_servers, group), key=lambda r: r.generation
