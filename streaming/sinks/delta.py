@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DeltaSink", "added_columns"]
 
+#: How many of a table's newest commits are searched for a batch's append.
+_HISTORY_SCAN = 10
+
 
 def _properties(table: str) -> dict[str, str]:
     """The Delta table properties ``table`` is given (:data:`streaming.sinks.tables.
@@ -226,14 +229,18 @@ class DeltaSink:
         self.pauser.reach("after-append", batch_id, table)
 
     def _rows_written(self, table: str, marker: str) -> int | None:
-        """Delta's count of the rows of the table's newest commit when it is this batch's
-        append (its ``userMetadata`` is ``marker``); None otherwise."""
+        """Delta's count of the rows of this batch's append (the commit whose
+        ``userMetadata`` is ``marker``, among the table's newest :data:`_HISTORY_SCAN`: table
+        maintenance may commit beside the job); None when the append was skipped."""
+        from pyspark.sql import functions as F
+
         where = self.path(table).replace("`", "``")
-        newest = (
-            self.spark.sql(f"DESCRIBE HISTORY delta.`{where}` LIMIT 1")
-            .select("userMetadata", "operationMetrics")
+        ours = (
+            self.spark.sql(f"DESCRIBE HISTORY delta.`{where}` LIMIT {_HISTORY_SCAN}")
+            .where(F.col("userMetadata") == marker)
+            .select("operationMetrics")
             .first()
         )
-        if newest is None or newest["userMetadata"] != marker:
+        if ours is None:
             return None
-        return int((newest["operationMetrics"] or {}).get("numOutputRows", 0))
+        return int((ours["operationMetrics"] or {}).get("numOutputRows", 0))

@@ -203,6 +203,29 @@ def test_a_replayed_batch_is_written_once_and_a_later_batch_appends(
     assert commits(sink, t.GROUP_METRICS) == before + 1
 
 
+def test_rows_written_count_this_batch_append_past_a_maintenance_commit(
+    spark: SparkSession,
+    tmp_path: Path,
+    rows: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    first, second = (table_frames_of(spark, batch, i) for i, batch in enumerate(rows))
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    sink.ensure_tables()
+    told: list[tuple[str, int]] = []
+    sink.on_rows_written = lambda table, n: told.append((table, n))
+    table = t.MEMBER_ASSIGNMENTS
+    sink.write_batch(0, {table: first[table]})
+    sink.write_batch(0, {table: first[table]})  # a replay: skipped, nothing counted
+    assert told == [(table, first[table].count())]
+
+    # maintenance commits between the append and the count: the append is still found
+    where = sink.path(table)
+    sink.write_batch(1, {table: second[table]})
+    spark.sql(f"OPTIMIZE delta.`{where}`").collect()
+    assert sink._rows_written(table, "app-1:1") == second[table].count()
+    assert sink._rows_written(table, "app-1:7") is None
+
+
 def test_bad_records_keep_the_raw_bytes(spark: SparkSession, tmp_path: Path) -> None:
     from streaming.sinks.micro_batch import table_frames
     from streaming.spark.stateful import EVENTS_SCHEMA, bad_record_struct
