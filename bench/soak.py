@@ -17,7 +17,8 @@ the broker would find none of them, and ``partition_lag`` would stay empty.
 Every ``--sample-every-s`` (default 60 s) one sample, a JSON line in ``samples.jsonl`` under
 ``--out`` (default ``.local/bench-soak-out``) and a progress line on stderr: per Delta table
 (every folder under the job's Delta path, so new tables are sampled as they appear) its
-bytes, data files and ``_delta_log`` files; the streaming checkpoint's bytes and files; each
+bytes, data files and ``_delta_log`` files; the streaming checkpoint's bytes (and its state
+stores' part) and files; each
 process's memory as PSS (job driver Python, JVM, Python workers, collector, broker, and the
 bench's producer); the micro-batch durations of the minute (p50 / p95 of the job's
 ``[events] batch N: ... in X s`` lines, and of its Delta part); the job's input rate
@@ -158,7 +159,7 @@ class Quantity:
     """How one sampled series is judged: its unit, how it projects, whether it must be flat."""
 
     key: str
-    unit: Literal["bytes", "files", "s", "ms", "records/s"]
+    unit: Literal["bytes", "files", "s", "ms", "records/s", "records"]
     scaling: Scaling
     flat_target: bool
 
@@ -221,6 +222,8 @@ def quantities(samples: Sequence[Mapping[str, Any]]) -> list[Quantity]:
             out.append(Quantity(k, "bytes", "groups", False))
         elif k == "checkpoint.bytes":
             out.append(Quantity(k, "bytes", "groups", True))
+        elif k == "checkpoint.state_bytes":
+            out.append(Quantity(k, "bytes", "groups", False))
         elif k == "checkpoint.files":
             out.append(Quantity(k, "files", "time", False))
         elif k.startswith("pss."):
@@ -234,6 +237,8 @@ def quantities(samples: Sequence[Mapping[str, Any]]) -> list[Quantity]:
             out.append(Quantity(k, "ms", "none", False))
         elif k.endswith("_rate"):
             out.append(Quantity(k, "records/s", "none", False))
+        elif k == "job_behind_records":
+            out.append(Quantity(k, "records", "none", False))
     return out
 
 
@@ -292,13 +297,20 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:,.0f}"
 
 
-def markdown(growths: Sequence[Growth], checks: Sequence[Verdict], window_min: float) -> str:
+#: Series the markdown table leaves out (kept in ``samples.csv`` and ``summary.json``).
+_DETAIL = (".data_bytes", ".log_bytes")
+
+
+def markdown(growths: Sequence[Growth], checks: Sequence[Verdict], since_s: float) -> str:
     lines = [
-        f"| quantity | start | end | per hour (run) | per hour (last {window_min:g} min) "
-        f"| %/h (last) | 30 days at {REFERENCE_GROUPS:,} groups | flat target |",
+        f"| quantity | start | end | per hour (run) | per hour (from {since_s / 60:.0f} min) "
+        f"| %/h (from {since_s / 60:.0f} min) | 30 days at {REFERENCE_GROUPS:,} groups "
+        "| flat target |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for g in growths:
+        if g.key.endswith(_DETAIL):
+            continue
         per_h = "—" if g.whole is None else _fmt(g.whole.slope_per_h, g.unit)
         last = "—" if g.last is None else _fmt(g.last.slope_per_h, g.unit)
         pct = "—" if g.last is None else f"{g.last.pct_per_h:+.1f}"
@@ -738,6 +750,8 @@ class Sampler:
             "batch.delta_p95_s": quantile(delta_s, 0.95),
             "input_rate": (read - self._last_read) / minute,
             "produce_rate": (acked - self._last_acked + events - self._last_events) / minute,
+            # produced (the producer's acks, the collector's events) and not read yet
+            "job_behind_records": acked + events - read,
             "trials.count": len(lat),
             "trials.p50_ms": quantile(lat, 0.5),
             "trials.p95_ms": quantile(lat, 0.95),
@@ -758,6 +772,8 @@ class Sampler:
         s["tables.bytes"] = sum(t["bytes"] for t in tables.values())
         files, size = tree_stats(self.job_folder / "checkpoint")
         s["checkpoint.files"], s["checkpoint.bytes"] = files, size
+        states = [d for d in (self.job_folder / "checkpoint").glob("**/state") if d.is_dir()]
+        s["checkpoint.state_bytes"] = sum(tree_stats(d)[1] for d in states)
         self._last_at, self._last_read, self._last_acked = now, read, acked
         self._last_events = events
         self.samples.append(s)
@@ -781,7 +797,8 @@ def progress_line(s: Mapping[str, Any]) -> str:
         f"[soak {s['t_s'] / 60:5.1f} min] tables {_size(s['tables.bytes'])}, checkpoint "
         f"{_size(s['checkpoint.bytes'])} ({s['checkpoint.files']} files); batches "
         f"{s['batch.count']} p50 {s['batch.p50_s']:.1f} s p95 {s['batch.p95_s']:.1f} s; input "
-        f"{s['input_rate']:,.0f}/s vs produced {s['produce_rate']:,.0f}/s; trials "
+        f"{s['input_rate']:,.0f}/s vs produced {s['produce_rate']:,.0f}/s, behind "
+        f"{s['job_behind_records']:,}; trials "
         f"{s['trials.count']} p95 {s['trials.p95_ms']:.0f} ms; PSS JVM {jvm:.2f} driver "
         f"{drv:.2f} workers {wrk:.2f} collector {s['pss.collector'] / gib:.2f} GiB; "
         f"maintenance lines {s['maintenance_lines']}; load {s['load']:.1f}"
@@ -979,7 +996,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{quantile(lat, 0.95):.0f} ms, max {max(lat, default=0):.0f} ms",
         "",
     ]
-    text = "\n".join(head) + markdown(growths, checks, args.flat_window_min)
+    text = "\n".join(head) + markdown(growths, checks, since)
     print()
     print(text)
     (args.out / "report.md").write_text(text + "\n")

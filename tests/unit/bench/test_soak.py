@@ -132,3 +132,27 @@ def test_the_model_commits_what_the_live_writer_commits(soak: ModuleType, tmp_pa
     # classic captures are described with their stable member; KIP-848 ones are not
     kinds = {cluster.listed()[i]["group_type"] for i in range(len(groups))}
     assert kinds == {"classic", "consumer"}
+
+
+def test_each_table_folder_is_sampled_with_its_data_and_log_files_apart(
+    soak: ModuleType, tmp_path: Path
+) -> None:
+    lag = tmp_path / "delta" / "partition_lag"
+    (lag / "_delta_log").mkdir(parents=True)
+    (lag / "date=2026-11-28").mkdir()
+    (lag / "date=2026-11-28" / "part-0.parquet").write_bytes(b"p" * 100)
+    (lag / "date=2026-11-28" / ".part-0.parquet.crc").write_bytes(b"c" * 3)
+    (lag / "_delta_log" / "00000000000000000000.json").write_bytes(b"j" * 40)
+    (lag / "_delta_log" / "00000000000000000000.crc").write_bytes(b"k" * 2)
+    (tmp_path / "delta" / "new_table" / "_delta_log").mkdir(parents=True)  # appears later
+    got = soak.delta_tables(tmp_path / "delta")
+    assert got == {
+        "new_table": {"bytes": 0, "data_files": 0, "data_bytes": 0, "log_files": 0, "log_bytes": 0},
+        "partition_lag": {
+            "bytes": 145,
+            "data_files": 1,
+            "data_bytes": 100,
+            "log_files": 2,
+            "log_bytes": 42,
+        },
+    }
