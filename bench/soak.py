@@ -18,12 +18,12 @@ Every ``--sample-every-s`` (default 60 s) one sample, a JSON line in ``samples.j
 ``--out`` (default ``.local/bench-soak-out``) and a progress line on stderr: per Delta table
 (every folder under the job's Delta path, so new tables are sampled as they appear) its
 bytes, data files and ``_delta_log`` files; the streaming checkpoint's bytes (and its state
-stores' part) and files; each
-process's memory as PSS (job driver Python, JVM, Python workers, collector, broker, and the
-bench's producer); the micro-batch durations of the minute (p50 / p95 of the job's
-``[events] batch N: ... in X s`` lines, and of its Delta part); the job's input rate
-against the produce rate; the detection latency trials seen in the minute; the job's lines
-matching ``--maintenance-pattern`` (maintenance cycles, once the job runs them).
+stores' part) and files; each process's memory as PSS (job driver Python, JVM, Python
+workers, collector, broker, and the bench's producer); the micro-batch durations of the
+minute (p50 / p95 of the job's ``[events] batch N: ... in X s`` lines, and of its Delta
+part); the job's input rate against the produce rate; the detection latency trials seen in
+the minute; the job's lines matching ``--maintenance-pattern`` (maintenance cycles, once the
+job runs them).
 
 At the end (``report.md``, ``summary.json``, ``samples.csv``): each quantity's growth per hour
 (a least-squares line over the run and over the last ``--flat-window-min`` minutes, from the
