@@ -10,7 +10,7 @@ MVN := mvn -B -q -s jvm/settings.xml
 LOCALFS_JAR := $(JARS)/localfs/rebalance-monitor-localfs.jar
 UDF_JAR := $(JARS)/udf/rebalance-monitor-udf.jar
 
-.PHONY: help setup test-tools jars test test-unit test-oracle chaos check schema fmt bench bench-stream bench-steady bench-live demo clean
+.PHONY: help setup test-tools jars test test-unit test-oracle chaos check schema fmt bench bench-stream bench-steady bench-live bench-soak demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -150,6 +150,9 @@ bench-steady: setup ## the job vs Burrow, KMinion and the loop on a steady commi
 
 bench-live: setup ## detection latency while the job consumes the steady workload live at its real rate (bench/live.py)
 	$(BIN)/python bench/live.py $(ARGS)
+
+bench-soak: setup ## the live workload with the collector for an hour: growth of tables, checkpoint, memory, batch time (bench/soak.py)
+	$(BIN)/python bench/soak.py $(ARGS)
 
 demo: setup ## everything live: local broker, simulated groups, collector, the job, metrics (Ctrl-C stops)
 	$(BIN)/rebalance-monitor demo $(ARGS)
