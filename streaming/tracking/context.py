@@ -163,11 +163,8 @@ def commit_interval_ms(state: GroupState, partitions: Iterable[TopicPartition]) 
 
 
 def snapshot_interval_ms(state: GroupState) -> int | None:
-    """The collector's polling interval: the gap between the newest ``group`` event and the
-    poll before it (schema version 2), else the median gap between its snapshots of the
-    group (None: fewer than two)."""
-    if state.collector.poll_gap_ms is not None:
-        return state.collector.poll_gap_ms
+    """The collector's polling interval: the median gap between its snapshots of the group
+    (None: fewer than two)."""
     ts = [t for t, _ in state.collector.states]
     gaps = [b - a for a, b in pairwise(ts) if b > a]
     return int(statistics.median(gaps)) if gaps else None

@@ -427,8 +427,6 @@ def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
     col = state.collector
     ts = ev.snapshot_ts_ms
     prev = ev.previous_poll_ts_ms
-    if prev is not None and prev < ts:
-        col.poll_gap_ms = ts - prev
     if (
         prev is not None
         and prev < ts

@@ -263,9 +263,6 @@ class CollectorView:
     listed: tuple[str, ...] | None = None
     """The member ids the newest ``group`` event listed (None: it listed none, or was of
     schema version 1): the members a heartbeat says are still there."""
-    poll_gap_ms: int | None = None
-    """The collector's polling interval as the newest ``group`` event naming the poll before
-    it shows (schema version 2, whose ``poll`` events are sparser than its polls)."""
 
     def copy(self) -> CollectorView:
         return CollectorView(
@@ -282,7 +279,6 @@ class CollectorView:
             session_timeout_ms=self.session_timeout_ms,
             digest=self.digest,
             listed=self.listed,
-            poll_gap_ms=self.poll_gap_ms,
         )
 
 
@@ -823,8 +819,6 @@ def _enc_collector(c: CollectorView) -> dict[str, Any]:
         out["digest"] = c.digest
     if c.listed is not None:
         out["listed"] = list(c.listed)
-    if c.poll_gap_ms is not None:
-        out["gap"] = c.poll_gap_ms
     return out
 
 
@@ -843,5 +837,4 @@ def _dec_collector(d: Mapping[str, Any]) -> CollectorView:
         session_timeout_ms=_oi(d.get("session")),
         digest=_os(d.get("digest")),
         listed=None if d.get("listed") is None else tuple(_s(m) for m in d["listed"]),
-        poll_gap_ms=_oi(d.get("gap")),
     )

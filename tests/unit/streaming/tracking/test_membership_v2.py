@@ -157,13 +157,13 @@ def run(
 
 
 def _crash_scenario(
-    next_gen_s: int, listed_until_s: int, c3_last_commit_s: int
+    next_gen_s: int, listed_until_s: int, c3_last_commit_s: int, poll_s: int = 1
 ) -> tuple[list[Poll], Callable[[Log], None]]:
     members = [("C1", SUBS), ("C2", SUBS), ("C3", SUBS)]
     before = assign("roundrobin", members, TOPICS)
     after = assign("roundrobin", members[:2], TOPICS, owned={m: before[m] for m in ("C1", "C2")})
     polls: list[Poll] = []
-    for second in range(11, next_gen_s + 20, 1):
+    for second in range(11, next_gen_s + 20, poll_s):
         ts = second * S + 1
         if second <= listed_until_s:
             polls.append((ts, "Stable", {m: tuple(before[m]) for m, _ in members}))
@@ -286,6 +286,34 @@ def test_sparse_poll_events_keep_a_long_rebalance_s_start_past_the_state_history
             duration_max_ms=146 * S + 400 - 120 * S - 1,
         ),
     ]
+
+
+@pytest.mark.parametrize("poll_event_s", [15, 30])
+def test_a_rebalance_between_two_polls_is_judged_by_the_last_poll_event(poll_event_s: int) -> None:
+    """Polls every 5 s; C3 last listed at 146 s, the next generation recorded at 149 s, the
+    next poll at 151 s: the group's change (naming the poll at 146 s) comes after the record.
+    Version 1 judges C3 by its listing at 146 s; sparse ``poll`` events by the last one that
+    named the group (136 s, within ``poll_event_s``): a shorter silence, the same verdict."""
+    polls, records = _crash_scenario(149, 146, 100, poll_s=5)
+
+    v1 = [e for e in run(1, polls, records, 60).events if isinstance(e, RebalanceEvent)]
+    v2 = [
+        e
+        for e in run(2, polls, records, 60, poll_event_s=poll_event_s).events
+        if isinstance(e, RebalanceEvent)
+    ]
+
+    [c3] = v1[1].departures
+    assert (c3.member_id, c3.kind, c3.removed_after_ts_ms) == ("C3", "crash", 146 * S + 1)
+    [late] = v2[1].departures
+    assert late == dataclasses.replace(
+        c3, removed_after_ts_ms=136 * S + 1, silence_ms=c3.silence_ms - 5 * S
+    )
+    assert 146 * S - late.removed_after_ts_ms <= poll_event_s * S
+    assert v2[0] == v1[0]
+    assert dataclasses.replace(v2[1], departures=v1[1].departures, cause_detail="") == (
+        dataclasses.replace(v1[1], cause_detail="")
+    )
 
 
 def test_version_2_publishes_far_fewer_bytes_for_the_same_polls() -> None:
