@@ -58,6 +58,7 @@ import argparse
 import collections
 import datetime
 import json
+import random
 import re
 import tempfile
 import threading
@@ -182,6 +183,12 @@ class Model:
 # -- bytes ----------------------------------------------------------------------------------
 
 
+def snapshot_id(poll: int) -> str:
+    """A poll's snapshot id as the collector makes them (``uuid4().hex``: 32 random hex
+    digits, which no compression packs), the same at every run."""
+    return f"{random.Random(poll).getrandbits(128):032x}"
+
+
 @dataclass
 class Bytes:
     version: int
@@ -249,9 +256,9 @@ def measure_bytes(
         answers = model.answers(poll, end_offsets=due, storm_poll=storm_poll)
         events: list[MembershipEvent]
         if version == 1:
-            events = build_events(answers, cluster="bench", snapshot_id=f"{poll:032x}")
+            events = build_events(answers, cluster="bench", snapshot_id=snapshot_id(poll))
         else:
-            events = changes.events(answers, snapshot_id=f"{poll:032x}")
+            events = changes.events(answers, snapshot_id=snapshot_id(poll))
         if poll == storm_poll:
             collector._producer_client().flush()
             storm_before = _log_bytes(data_dir, topic)

@@ -490,7 +490,7 @@ class CollectorConfig:
     end_offsets_interval_s: float = 30.0
     full_end_offsets_interval_s: float = 600.0
     describe_interval_s: float = 30.0
-    poll_event_interval_s: float = 15.0
+    poll_event_interval_s: float = 20.0
     topic: str = DEFAULT_MEMBERSHIP_TOPIC
     cluster: str = DEFAULT_CLUSTER
     group_filter: str = ".*"
