@@ -14,8 +14,9 @@ topics and of the end offsets, and turns one poll's :class:`AdminAnswers` into:
 * in a ``group`` event, the poll before it (``previous_poll_ts_ms``, with the digest that
   poll found): the last time the group was seen as it was, which no ``poll`` event may
   have named. The tracker learns when a group was last seen settled and when a member was
-  last listed (before the coordinator's record of its removal) to the poll, as with version
-  1's copies at every poll;
+  last listed to the poll, as with version 1's copies at every poll, when the change comes
+  before the coordinator's record of it (a rebalance that starts and ends between two polls
+  is judged by the last ``poll`` event or heartbeat naming the group: ``docs/events.md``);
 * tombstones of both keys for a group no longer listed, so compaction forgets it;
 * a ``topics`` event (key: the cluster) when the topics' metadata, the brokers, the listed
   groups or the topics any group touches changed;
