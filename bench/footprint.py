@@ -21,11 +21,31 @@ events); version 1, whose every poll is a full copy, runs ``--v1-minutes`` (defa
 is scaled to a day (its bytes x 86,400 s / the modelled seconds) and to one group, and
 extrapolated to 10,000 groups from the measured per-group rate.
 
+Version 2 runs twice: ``poll`` events at the collector's default cadence
+(``poll_event_interval_s``, 30 s), and at every poll, as the collector published them before
+that setting.
+
 **Requests.** ``--request-groups`` real groups on the broker (offsets committed with the
-admin API; no live members, so they are ``Empty``: each is listed, described and
-fetched as a stable group is) and the real collector (``Collector.run``) at its default
-5 s interval for ``--request-seconds``, once per schema version, each request counted on
-the wire by its API (kafka-python's connection, patched in this process).
+admin API; no live members, so they are ``Empty``: each is listed, described and fetched as
+a settled group is), then one watcher at a time against them, each counted on the broker
+(its request logger, ``kafka.request.logger`` at DEBUG, set through the admin API: one line
+per request with the client id and the API) over ``--request-seconds`` after
+``--request-warmup`` seconds:
+
+* the collector (``Collector.run``) at its defaults (5 s polls): schema version 1; version
+  2 describing every classic group every poll (``describe_interval_s`` = the interval, as
+  before that setting); version 2 at its defaults (DescribeGroups every 30 s, and in
+  between for groups new, unsettled or whose ListGroups state moved);
+* **Burrow** 1.9.5 and **KMinion** 2.3.5 at their defaults, built from the archives in
+  ``../shared/peers`` into ``.cache/peers`` (``bench/steady.py``'s ``ensure_peers``): Burrow
+  reads ``__consumer_offsets`` and asks for every partition's end offset every 10 s
+  (``offset-refresh``) and the metadata every 60 s (``topic-refresh``); KMinion's default
+  ``scrapeMode: adminApi`` asks the cluster at each Prometheus scrape of its ``/metrics``,
+  which this bench makes every ``--kminion-scrape`` seconds (15 s: Prometheus's example
+  scrape interval).
+
+A watcher's bytes written to Kafka are the records it produces (Produce) and the offsets it
+commits (OffsetCommit): the broker counts both requests; neither peer sends any.
 
 Run it::
 
@@ -36,12 +56,15 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
+import datetime
 import json
+import random
+import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,9 +183,16 @@ class Model:
 # -- bytes ----------------------------------------------------------------------------------
 
 
+def snapshot_id(poll: int) -> str:
+    """A poll's snapshot id as the collector makes them (``uuid4().hex``: 32 random hex
+    digits, which no compression packs), the same at every run."""
+    return f"{random.Random(poll).getrandbits(128):032x}"
+
+
 @dataclass
 class Bytes:
     version: int
+    poll_event_s: float
     modelled_s: int
     records: int
     bytes: int
@@ -178,10 +208,17 @@ def _log_bytes(data_dir: Path, topic: str) -> int:
 
 
 def measure_bytes(
-    bootstrap: str, data_dir: Path, model: Model, version: int, polls: int, heartbeat_s: float
+    bootstrap: str,
+    data_dir: Path,
+    model: Model,
+    version: int,
+    polls: int,
+    heartbeat_s: float,
+    poll_event_s: float,
 ) -> Bytes:
-    """Publish ``polls`` polls of the model as ``version``'s events through the collector."""
-    topic = f"footprint-v{version}"
+    """Publish ``polls`` polls of the model as ``version``'s events through the collector
+    (version 2: a ``poll`` event every ``poll_event_s``)."""
+    topic = f"footprint-v{version}-{poll_event_s:g}"
     config = CollectorConfig(
         bootstrap_servers=bootstrap, topic=topic, schema_version=version, cluster="bench"
     )
@@ -208,6 +245,7 @@ def measure_bytes(
         cluster="bench",
         heartbeat_interval_ms=int(heartbeat_s * 1000 - POLL_S * 500),
         full_interval_ms=597_500,
+        poll_event_interval_ms=int(poll_event_s * 1000 - POLL_S * 500),
     )  # the loop's cadences less half a poll
     storm_poll = polls // 2
     records = 0
@@ -218,9 +256,9 @@ def measure_bytes(
         answers = model.answers(poll, end_offsets=due, storm_poll=storm_poll)
         events: list[MembershipEvent]
         if version == 1:
-            events = build_events(answers, cluster="bench", snapshot_id=f"{poll:032x}")
+            events = build_events(answers, cluster="bench", snapshot_id=snapshot_id(poll))
         else:
-            events = changes.events(answers, snapshot_id=f"{poll:032x}")
+            events = changes.events(answers, snapshot_id=snapshot_id(poll))
         if poll == storm_poll:
             collector._producer_client().flush()
             storm_before = _log_bytes(data_dir, topic)
@@ -232,36 +270,71 @@ def measure_bytes(
     collector.close()
     time.sleep(1)
     return Bytes(
-        version, polls * POLL_S, records, _log_bytes(data_dir, topic), storm_bytes, storm_records
+        version,
+        poll_event_s,
+        polls * POLL_S,
+        records,
+        _log_bytes(data_dir, topic),
+        storm_bytes,
+        storm_records,
     )
 
 
 # -- requests -------------------------------------------------------------------------------
 
 
-class RequestCounter:
-    """Counts the requests kafka-python sends in this process, by API."""
+_REQUEST = re.compile(
+    r'^\[(?P<ts>[^\]]+)\] DEBUG Completed request:\{.*?"clientId":(?:"(?P<client>[^"]*)"|null),'
+    r'"requestApiKeyName":"(?P<api>\w+)"'
+)
 
-    def __init__(self) -> None:
-        self.counts: collections.Counter[str] = collections.Counter()
-        self._lock = threading.Lock()
 
-    @contextlib.contextmanager
-    def patched(self) -> Iterator[None]:
-        from kafka.net.connection import KafkaConnection
+class BrokerRequests:
+    """Counts requests on the broker by client id and API: its request logger at DEBUG logs
+    one ``Completed request`` line per request (``kafka.request.logger``, set through the
+    admin API with IncrementalAlterConfigs on the broker's loggers)."""
 
-        original = KafkaConnection._send_request
+    def __init__(self, bootstrap: str, log_path: Path) -> None:
+        self.bootstrap = bootstrap
+        self.log_path = log_path
 
-        def counting(conn: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                self.counts[type(request).__name__.removesuffix("Request")] += 1
-            return original(conn, request, *args, **kwargs)
+    def enable(self) -> None:
+        from kafka import KafkaAdminClient
+        from kafka.admin import ConfigResource, ConfigResourceType
 
-        KafkaConnection._send_request = counting
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="footprint-setup")
         try:
-            yield
+            for broker in admin.describe_cluster()["brokers"]:
+                resource = ConfigResource(
+                    ConfigResourceType.BROKER_LOGGER,
+                    str(broker["node_id"] if "node_id" in broker else broker["broker_id"]),
+                    configs={"kafka.request.logger": "DEBUG"},
+                )
+                answer = admin.alter_configs([resource])
+                if "OK" not in json.dumps(answer):
+                    raise SystemExit(f"cannot turn the broker's request logger on: {answer}")
         finally:
-            KafkaConnection._send_request = original
+            admin.close()
+
+    def counts(self, client_prefix: str, since_s: float, until_s: float) -> dict[str, int]:
+        """The requests of clients whose id starts with ``client_prefix`` completed within
+        ``[since_s, until_s)`` (wall time), by API."""
+        out: collections.Counter[str] = collections.Counter()
+        files = sorted(self.log_path.parent.glob(self.log_path.name + "*"))
+        if any(f.name.endswith(".3") for f in files):
+            print(f"  warning: {self.log_path} rolled over 3 times: older requests are lost")
+        for path in files:
+            with path.open(encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if "Completed request" not in line:
+                        continue
+                    m = _REQUEST.match(line)
+                    if m is None or not (m["client"] or "").startswith(client_prefix):
+                        continue
+                    ts = datetime.datetime.strptime(m["ts"], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                    if since_s <= ts < until_s:
+                        out[m["api"]] += 1
+        return dict(out)
 
 
 def make_groups(bootstrap: str, n: int, partitions: int) -> None:
@@ -300,18 +373,208 @@ def make_groups(bootstrap: str, n: int, partitions: int) -> None:
         admin.close()
 
 
-def measure_requests(bootstrap: str, version: int, seconds: float) -> tuple[dict[str, int], int]:
-    counter = RequestCounter()
-    config = CollectorConfig(
-        bootstrap_servers=bootstrap,
-        topic=f"footprint-requests-v{version}",
-        schema_version=version,
-        group_filter="req-group-.*",
-    )
+@dataclass
+class Requests:
+    """One watcher's requests on the broker over ``seconds`` (after its warm-up)."""
+
+    name: str
+    seconds: float
+    counts: dict[str, int]
+    note: str = ""
+
+    #: what writes to Kafka: records produced, offsets committed
+    WRITES = ("PRODUCE", "OFFSET_COMMIT")
+
+    def rate(self) -> float:
+        return sum(v for k, v in self.counts.items() if k not in self.WRITES) / self.seconds
+
+
+def measure_collector(
+    broker: BrokerRequests,
+    name: str,
+    client_id: str,
+    config: CollectorConfig,
+    warmup_s: float,
+    seconds: float,
+) -> Requests:
+    """The real collector (``Collector.run``) for ``warmup_s + seconds``."""
+    stop = threading.Event()
     collector = Collector(config)
-    with counter.patched():
-        stats = collector.run(duration_s=seconds)
-    return dict(counter.counts), stats.snapshots
+    thread = threading.Thread(target=lambda: collector.run(stop=stop), daemon=True)
+    thread.start()
+    try:
+        time.sleep(warmup_s)
+        since = time.time()
+        time.sleep(seconds)
+        until = time.time()
+    finally:
+        stop.set()
+        thread.join(60)
+    return Requests(name, seconds, broker.counts(client_id, since, until))
+
+
+def _steady() -> Any:
+    """``bench/steady.py`` (the peers' build and process handling), imported as the other
+    benches import it: from the ``bench`` folder."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import steady
+
+    return steady
+
+
+def burrow_defaults(bootstrap: str, port: int) -> str:
+    """Burrow's configuration: the broker and its HTTP port; every interval its default."""
+    return f"""# written by bench/footprint.py: the loopback broker, Burrow's defaults
+[general]
+pidfile = "burrow.pid"
+
+[logging]
+level = "info"
+
+[client-profile.footprint]
+client-id = "footprint-burrow"
+kafka-version = "3.6.0"
+
+[cluster.local]
+class-name = "kafka"
+client-profile = "footprint"
+servers = {json.dumps([bootstrap])}
+
+[consumer.local]
+class-name = "kafka"
+cluster = "local"
+client-profile = "footprint"
+servers = {json.dumps([bootstrap])}
+
+[storage.default]
+class-name = "inmemory"
+
+[evaluator.default]
+class-name = "caching"
+
+[httpserver.default]
+address = "127.0.0.1:{port}"
+"""
+
+
+def kminion_defaults(bootstrap: str, port: int) -> str:
+    """KMinion's configuration: the broker, its client id and port; the rest its defaults
+    (consumer groups ``scrapeMode: adminApi``, topics and log dirs on, end-to-end off)."""
+    return f"""# written by bench/footprint.py: the loopback broker, KMinion's defaults
+kafka:
+  brokers: [ "{bootstrap}" ]
+  clientId: "footprint-kminion"
+exporter:
+  host: "127.0.0.1"
+  port: {port}
+"""
+
+
+def measure_peer(
+    broker: BrokerRequests,
+    name: str,
+    client_id: str,
+    cmd: list[str],
+    work: Path,
+    env: dict[str, str],
+    warmup_s: float,
+    seconds: float,
+    scrape: tuple[str, float] | None = None,
+) -> Requests:
+    """A peer process for ``warmup_s + seconds``; ``scrape``: (its metrics URL, a GET of it
+    every this many seconds, as Prometheus would)."""
+    import os
+
+    steady = _steady()
+    proc = steady.Process(cmd, work / f"{client_id}.log", cwd=work, env={**os.environ, **env})
+    stop = threading.Event()
+    scrapes = 0
+
+    def scraper(url: str, every_s: float) -> None:
+        nonlocal scrapes
+        while not stop.wait(every_s):
+            try:
+                with urllib.request.urlopen(url, timeout=every_s) as resp:
+                    resp.read()
+                scrapes += 1
+            except OSError:
+                pass  # not up yet: the next scrape
+
+    thread = None
+    if scrape is not None:
+        thread = threading.Thread(target=scraper, args=scrape, daemon=True)
+        thread.start()
+    try:
+        time.sleep(warmup_s)
+        proc.check_alive()
+        since = time.time()
+        time.sleep(seconds)
+        until = time.time()
+        proc.check_alive()
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join(30)
+        proc.stop()
+    note = f"{scrapes} scrapes" if scrape is not None else ""
+    return Requests(name, seconds, broker.counts(client_id, since, until), note)
+
+
+def measure_requests(
+    bootstrap: str, broker: BrokerRequests, tmp: Path, warmup_s: float, seconds: float,
+    kminion_scrape_s: float,
+) -> list[Requests]:  # fmt: skip
+    """The collector's three shapes, then Burrow and KMinion if they can be built."""
+    from tests.conftest import free_ports
+
+    out: list[Requests] = []
+    for label, version, describe_s in (
+        ("collector, schema 1", 1, None),
+        ("collector, schema 2, DescribeGroups every poll", 2, float(POLL_S)),
+        ("collector, schema 2 (defaults)", 2, None),
+    ):
+        client_id = f"footprint-collector-{len(out)}"
+        config = CollectorConfig(
+            bootstrap_servers=bootstrap,
+            topic=f"footprint-requests-{len(out)}",
+            schema_version=version,
+            group_filter="req-group-.*",
+            client_id=client_id,
+            describe_interval_s=describe_s or CollectorConfig.describe_interval_s,
+        )
+        r = measure_collector(broker, label, client_id, config, warmup_s, seconds)
+        print(f"{label}: {r.counts}", flush=True)
+        out.append(r)
+
+    peers = _steady().ensure_peers()
+    if peers is None:
+        return out
+    burrow, kminion = peers
+    (port,) = free_ports(1)
+    work = tmp / "burrow"
+    work.mkdir()
+    (work / "burrow.toml").write_text(burrow_defaults(bootstrap, port), encoding="utf-8")
+    r = measure_peer(
+        broker, "Burrow 1.9.5 (defaults)", "footprint-burrow",
+        [str(burrow), "--config-dir", str(work)], work, {}, warmup_s, seconds,
+    )  # fmt: skip
+    print(f"{r.name}: {r.counts}", flush=True)
+    out.append(r)
+    (port,) = free_ports(1)
+    work = tmp / "kminion"
+    work.mkdir()
+    config_path = work / "kminion.yaml"
+    config_path.write_text(kminion_defaults(bootstrap, port), encoding="utf-8")
+    r = measure_peer(
+        broker, f"KMinion 2.3.5 (defaults, scraped every {kminion_scrape_s:g} s)",
+        "footprint-kminion", [str(kminion)], work, {"CONFIG_FILEPATH": str(config_path)},
+        warmup_s, seconds, scrape=(f"http://127.0.0.1:{port}/metrics", kminion_scrape_s),
+    )  # fmt: skip
+    print(f"{r.name}: {r.counts}", flush=True)
+    out.append(r)
+    return out
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -321,18 +584,34 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:,.1f} MB" if n >= 1e5 else f"{n / 1e3:,.1f} KB"
 
 
+def _writes_per_day(results: dict[str, Any], r: dict[str, Any]) -> str:
+    """Bytes a watcher writes to Kafka a day at the request bench's group count: the
+    collector's from the bytes bench when it modelled as many groups, a peer's none when it
+    sent no Produce and no OffsetCommit."""
+    writes = sum(r["counts"].get(k, 0) for k in Requests.WRITES)
+    if r.get("version") is None:
+        return "0 B (no Produce, no OffsetCommit)" if writes == 0 else f"{writes} write requests"
+    if results["groups"] != results["request_groups"]:
+        return "-"
+    for b in results["bytes"]:
+        if b["version"] == r["version"] and b["poll_event_s"] == r["poll_event_s"]:
+            return _mb(b["bytes"] * DAY_S / b["modelled_s"]) + " a day"
+    return "-"
+
+
 def report(results: dict[str, Any]) -> str:
     lines = ["", "bytes written to Kafka (log segments, before replication):", ""]
     lines.append(
-        "| schema | groups | modelled | records | bytes | per day | per group per day | "
-        "10,000 groups per day (extrapolated) | storm poll |"
+        "| schema | poll events | groups | modelled | records | bytes | per day | "
+        "per group per day | 10,000 groups per day (extrapolated) | storm poll |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for b in results["bytes"]:
         per_day = b["bytes"] * DAY_S / b["modelled_s"]
         per_group = per_day / results["groups"]
+        every = "-" if b["version"] == 1 else f"every {b['poll_event_s']:g} s"
         lines.append(
-            f"| {b['version']} | {results['groups']:,} | {b['modelled_s'] // 60} min | "
+            f"| {b['version']} | {every} | {results['groups']:,} | {b['modelled_s'] // 60} min | "
             f"{b['records']:,} | {_mb(b['bytes'])} | {_mb(per_day)} | {per_group / 1e3:,.1f} KB | "
             f"{_mb(per_group * 10_000)} | {b['storm_records']:,} records, "
             f"{_mb(b['storm_bytes'])} |"
@@ -340,17 +619,21 @@ def report(results: dict[str, Any]) -> str:
     lines += ["", f"targets: <= {_mb(TARGET_DAY_BYTES_10K)} a day at 10,000 groups, "
               f"<= {_mb(TARGET_GROUP_DAY_BYTES)} per stable group per day"]  # fmt: skip
     if results.get("requests"):
-        lines += ["", f"admin requests against {results['request_groups']:,} groups:", ""]
-        lines.append("| schema | polls | seconds | requests/s | by API (per poll) |")
+        lines += ["", f"requests to the broker, {results['request_groups']:,} groups "
+                  "(counted by the broker; writes apart):", ""]  # fmt: skip
+        lines.append("| watcher | requests/s | of which Fetch | by API, per second | "
+                     "written to Kafka |")  # fmt: skip
         lines.append("|---|---|---|---|---|")
         for r in results["requests"]:
-            admin = {k: v for k, v in r["counts"].items() if k not in ("Produce",)}
-            per_poll = ", ".join(
-                f"{k} {v / max(r['polls'], 1):.1f}" for k, v in sorted(admin.items())
+            reads = {k: v for k, v in r["counts"].items() if k not in Requests.WRITES}
+            by_api = ", ".join(
+                f"{k} {v / r['seconds']:.2f}" for k, v in sorted(reads.items(), key=lambda x: -x[1])
             )
+            total = sum(reads.values()) / r["seconds"]
+            note = f" ({r['note']})" if r.get("note") else ""
             lines.append(
-                f"| {r['version']} | {r['polls']} | {r['seconds']:g} | "
-                f"{sum(admin.values()) / r['seconds']:.1f} | {per_poll} |"
+                f"| {r['name']}{note} | {total:.2f} | {reads.get('FETCH', 0) / r['seconds']:.2f} | "
+                f"{by_api} | {_writes_per_day(results, r)} |"
             )
     return "\n".join(lines)
 
@@ -365,8 +648,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--heartbeat", type=float, default=CollectorConfig.heartbeat_interval_s, metavar="S"
     )
+    parser.add_argument(
+        "--poll-event-interval",
+        type=float,
+        default=CollectorConfig.poll_event_interval_s,
+        metavar="S",
+        help="version 2's poll events (also measured at every poll)",
+    )
     parser.add_argument("--request-groups", type=int, default=1000, help="0: no requests run")
     parser.add_argument("--request-seconds", type=float, default=60.0)
+    parser.add_argument("--request-warmup", type=float, default=15.0, metavar="S")
+    parser.add_argument("--kminion-scrape", type=float, default=15.0, metavar="S")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
@@ -389,25 +681,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             bootstrap = info.bootstrap_servers
             data_dir = Path(tmp) / "data"
-            for version, minutes in ((2, args.hours * 60), (1, args.v1_minutes)):
+            runs = [
+                (2, args.hours * 60, args.poll_event_interval),
+                (2, args.hours * 60, float(POLL_S)),
+                (1, args.v1_minutes, 0.0),
+            ]
+            for version, minutes, poll_event_s in runs:
                 started = time.monotonic()
                 polls = int(minutes * 60 / POLL_S)
-                b = measure_bytes(bootstrap, data_dir, model, version, polls, args.heartbeat)
+                b = measure_bytes(
+                    bootstrap, data_dir, model, version, polls, args.heartbeat, poll_event_s
+                )
                 results["bytes"].append(b.__dict__)
                 print(
-                    f"v{version}: {polls} polls, {b.records:,} records, {_mb(b.bytes)} "
-                    f"in {time.monotonic() - started:.0f} s",
+                    f"v{version} (poll events every {poll_event_s:g} s): {polls} polls, "
+                    f"{b.records:,} records, {_mb(b.bytes)} in {time.monotonic() - started:.0f} s",
                     flush=True,
                 )
             if args.request_groups:
                 make_groups(bootstrap, args.request_groups, args.partitions)
-                for version in (1, 2):
-                    counts, polls = measure_requests(bootstrap, version, args.request_seconds)
-                    results["requests"].append(
-                        {"version": version, "counts": counts, "polls": polls,
-                         "seconds": args.request_seconds}
-                    )  # fmt: skip
-                    print(f"v{version} requests: {counts}", flush=True)
+                broker = BrokerRequests(bootstrap, config.log_path)
+                broker.enable()
+                measured = measure_requests(
+                    bootstrap, broker, Path(tmp), args.request_warmup, args.request_seconds,
+                    args.kminion_scrape,
+                )  # fmt: skip
+                versions = [(1, 0.0), (2, float(POLL_S)), (2, args.poll_event_interval)]
+                for i, r in enumerate(measured):
+                    row = {"name": r.name, "seconds": r.seconds, "counts": r.counts,
+                           "note": r.note}  # fmt: skip
+                    if i < len(versions):  # the collector's: its bytes at the same cadence
+                        row["version"], row["poll_event_s"] = versions[i]
+                    results["requests"].append(row)
         finally:
             kafka_local.stop(config)
     print(report(results))

@@ -472,10 +472,15 @@ class CollectorConfig:
     ``schema_version`` is the membership events' version it writes (``docs/events.md``): 2
     publishes changes (a group's event when it changed, a heartbeat every
     ``heartbeat_interval_s`` while it does not, the end offsets that moved every
-    ``end_offsets_interval_s`` and all of them every ``full_end_offsets_interval_s``); 1, a
+    ``end_offsets_interval_s`` and all of them every ``full_end_offsets_interval_s``, a
+    ``poll`` event naming the unchanged groups every ``poll_event_interval_s``); 1, a
     full copy of every group and end offset every ``interval_s``, for one release. A
     cadence shorter than ``interval_s`` (or, for the full end offsets, than
     ``end_offsets_interval_s``) acts as that: the collector publishes only when it polls.
+
+    ``describe_interval_s`` (version 2): DescribeGroups asks for every classic group this
+    often; in between, only for a group that is new, whose ListGroups state moved since its
+    last description, or that is not settled (any state but ``Stable`` and ``Empty``).
     """
 
     bootstrap_servers: tuple[str, ...] | str = (DEFAULT_BOOTSTRAP_SERVERS,)
@@ -484,6 +489,8 @@ class CollectorConfig:
     heartbeat_interval_s: float = 60.0
     end_offsets_interval_s: float = 30.0
     full_end_offsets_interval_s: float = 600.0
+    describe_interval_s: float = 30.0
+    poll_event_interval_s: float = 20.0
     topic: str = DEFAULT_MEMBERSHIP_TOPIC
     cluster: str = DEFAULT_CLUSTER
     group_filter: str = ".*"
@@ -517,6 +524,8 @@ class CollectorConfig:
             "heartbeat_interval_s",
             "end_offsets_interval_s",
             "full_end_offsets_interval_s",
+            "describe_interval_s",
+            "poll_event_interval_s",
         ):
             value = getattr(self, name)
             if not (_is_number(value) and 0 < value <= MAX_COLLECT_S):

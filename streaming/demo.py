@@ -462,8 +462,11 @@ def run_demo(args: argparse.Namespace) -> int:
             say(f"first micro-batch done, {time.monotonic() - t0:.0f} s after the start of Spark")
             started = time.monotonic()  # --duration: of the scenarios
             with (
+                # every poll named: the scenarios' short sessions (docs/operations.md,
+                # poll_event_interval_s)
                 _process("collector", ["collect", "--bootstrap-server", bootstrap,
-                                       "--topic", config.membership_topic, "--interval", "2"],
+                                       "--topic", config.membership_topic, "--interval", "2",
+                                       "--poll-event-interval", "2"],
                          state, child_env) as collector,
                 _process("simulate", ["simulate", "--loop", "--bootstrap-server", bootstrap,
                                       "--log-dir", str(state / "members"), *scenarios],

@@ -296,6 +296,11 @@ class GroupEventV2(_EnvelopeV2, frozen=True, kw_only=True):
     topics: list[TopicName] = []
     session_timeout_ms: Annotated[int, msgspec.Meta(ge=1)] | None = None
     digest: Digest
+    previous_poll_ts_ms: TsMs | None = None
+    """The poll before this one, which found the group as ``previous_digest`` says (None: the
+    group is new to the collector). ``poll`` events name unchanged groups only every poll
+    event interval: this is the last time the group was seen before it changed."""
+    previous_digest: Digest | None = None
     errors: list[Issue] = []
 
 
@@ -311,9 +316,11 @@ class HeartbeatEvent(_EnvelopeV2, frozen=True, kw_only=True):
 
 
 class PollEvent(_EnvelopeV2, frozen=True, kw_only=True):
-    """One poll's groups that did not change and got no other event at it (record key: the
-    cluster label, a NUL character and ``poll``): the tracker knows every group as every
-    poll saw it, at the time of the poll, as with version 1's copies."""
+    """A poll's groups that did not change and got no other event at it (record key: the
+    cluster label, a NUL character and ``poll``), published every poll event interval (the
+    collector's ``poll_event_interval_s``), not at every poll: with the heartbeats, what
+    tells "unchanged" from "not polled"; a group's change carries the poll before it
+    (``previous_poll_ts_ms``)."""
 
     event_type: Literal["poll"]
     group_ids: list[str] = []

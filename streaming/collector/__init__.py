@@ -13,7 +13,9 @@ compacted, zstd-compressed topic, ``rebalance-monitor.membership`` by default, c
 absent (``topic``)::
 
     gather_answers(admin, config)      I/O: describe_cluster, list_groups (filtered by the
-        │                              group regex), describe_groups (classic groups only),
+        │                              group regex), describe_groups (classic groups:
+        │                              every describe_interval_s, else only groups new,
+        │                              rebalancing or whose ListGroups state moved),
         │                              list_group_offsets (every group every
         │                              end_offsets_interval_s, else only groups new or whose
         │                              state moved), describe_configs (KIP-848 groups: the
@@ -28,7 +30,8 @@ absent (``topic``)::
     Changes.events(answers)            pure: a ``group`` event per group new or changed, a
         │                              ``heartbeat`` per unchanged group every
         │                              heartbeat_interval_s, a ``poll`` event naming the other
-        │                              unchanged groups, tombstones for gone groups, a
+        │                              unchanged groups every poll_event_interval_s (a group
+        │                              event names the poll before it), tombstones, a
         │                              ``topics`` event on change, an ``end_offsets`` event
         │                              (``build_events``: version 1's full copy)
         ▼

@@ -46,6 +46,10 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
 )
 
+#: ListGroups states of a group that is not rebalancing: a classic group's membership changes
+#: only through PreparingRebalance and CompletingRebalance (or, from Empty, its first join).
+SETTLED_STATES = frozenset({"Stable", "Empty"})
+
 _BATCH = 200  # groups per DescribeGroups / OffsetFetch / DescribeConfigs round
 #: The KIP-848 group config (and, prefixed ``group.``, the broker default) of the session.
 SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
@@ -69,6 +73,7 @@ def gather_answers(
     clock: Callable[[], float] = time.time,
     end_offsets: EndOffsets = "touched",
     known_committed: Mapping[str, tuple[Any, Mapping[tuple[str, int], Committed]]] | None = None,
+    known_descriptions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> AdminAnswers:
     """Ask the cluster (through a ``KafkaAdminClient``) everything one snapshot needs.
 
@@ -76,7 +81,9 @@ def gather_answers(
     back to one call per group or topic when a batch fails, and record what still fails as
     an ``Issue``. Connection-level errors always propagate. ``known_committed``: group id ->
     (its ListGroups state, its committed offsets) of an earlier snapshot, reused for each
-    group still in that state instead of asking OffsetFetch again.
+    group still in that state instead of asking OffsetFetch again. ``known_descriptions``:
+    group id -> its last ``describe_groups()`` answer, reused as :func:`to_describe` allows
+    (None: every classic group is described).
     """
     snapshot_ts_ms = int(clock() * 1000)
     issues: list[Issue] = []
@@ -95,8 +102,7 @@ def gather_answers(
             listed.setdefault(group_id, entry)
     groups = [listed[g] for g in sorted(listed)]
 
-    classic_ids = [str(g["group_id"]) for g in groups if is_classic(g)]
-    descriptions: dict[str, Mapping[str, Any]] = {}
+    classic_ids, descriptions = to_describe(groups, known_descriptions)
     for chunk in _chunks(classic_ids, _BATCH):
         descriptions.update(
             _with_fallback(admin.describe_groups, chunk, "describe_groups", issues, by="group")
@@ -182,7 +188,41 @@ def gather_answers(
         end_offsets_ts_ms=end_offsets_ts_ms,
         session_timeouts=session_timeouts,
         issues=issues,
+        described=classic_ids,
     )
+
+
+def to_describe(
+    groups: Sequence[Mapping[str, Any]],
+    known: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[list[str], dict[str, Mapping[str, Any]]]:
+    """Which of the listed classic ``groups`` DescribeGroups asks for, and the descriptions
+    reused for the others: ``(group ids to describe, group id -> known description)``.
+
+    A group's ``known`` description (None: a full pass, every group described) is reused
+    when the group is settled (:data:`SETTLED_STATES`) and ListGroups lists it in the state
+    that description has: a classic group's members and assignments change only through a
+    rebalance, which ListGroups shows as a state that is not settled, or as a state other
+    than the one described. A new group, one not described successfully, one whose state
+    moved and one rebalancing are described.
+    """
+    ask: list[str] = []
+    reused: dict[str, Mapping[str, Any]] = {}
+    for g in groups:
+        if not is_classic(g):
+            continue
+        group_id = str(g["group_id"])
+        state = g.get("group_state")
+        description = None if known is None else known.get(group_id)
+        if (
+            description is not None
+            and state in SETTLED_STATES
+            and description.get("group_state") == state
+        ):
+            reused[group_id] = description
+        else:
+            ask.append(group_id)
+    return ask, reused
 
 
 def _is_consumer_protocol(listed: Mapping[str, Any]) -> bool:

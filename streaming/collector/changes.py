@@ -8,10 +8,15 @@ topics and of the end offsets, and turns one poll's :class:`AdminAnswers` into:
   keyed by the group id;
 * a ``heartbeat`` for a group that did not change, once every ``heartbeat_interval_ms``,
   keyed by the group id + NUL + ``heartbeat``, to its group event's partition;
-* one ``poll`` event (key: the cluster + NUL + ``poll``) naming the other groups, unchanged
-  at this poll: the tracker knows every group as every poll saw it, when the poll saw it
-  (when a member was last listed, before the coordinator's record of its removal), as with
-  version 1's copies, for a few bytes a group;
+* a ``poll`` event (key: the cluster + NUL + ``poll``) naming the other groups, unchanged
+  at this poll, once every ``poll_event_interval_ms``: with the heartbeats, what tells
+  "unchanged" from "not polled" (the job's snapshot age);
+* in a ``group`` event, the poll before it (``previous_poll_ts_ms``, with the digest that
+  poll found): the last time the group was seen as it was, which no ``poll`` event may
+  have named. The tracker learns when a group was last seen settled and when a member was
+  last listed to the poll, as with version 1's copies at every poll, when the change comes
+  before the coordinator's record of it (a rebalance that starts and ends between two polls
+  is judged by the last ``poll`` event or heartbeat naming the group: ``docs/events.md``);
 * tombstones of both keys for a group no longer listed, so compaction forgets it;
 * a ``topics`` event (key: the cluster) when the topics' metadata, the brokers, the listed
   groups or the topics any group touches changed;
@@ -74,6 +79,8 @@ def digest_of(value: Any) -> str:
 class _Group:
     digest: str
     published_ts_ms: int
+    seen_ts_ms: int
+    """The newest poll that found the group with ``digest``."""
 
 
 @dataclass
@@ -87,7 +94,9 @@ class Changes:
     cluster: str
     heartbeat_interval_ms: int
     full_interval_ms: int
+    poll_event_interval_ms: int = 0
     groups: dict[str, _Group] = field(default_factory=dict)
+    poll_event_ts_ms: int | None = None
     topics_digest: str | None = None
     end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     full_ts_ms: int | None = None
@@ -120,7 +129,8 @@ class Changes:
                 unchanged.append(group_id)
             else:
                 events.extend(published)
-        if unchanged:
+        if unchanged and self._poll_event_due(ts):
+            self.poll_event_ts_ms = ts
             poll = wire.PollEvent(**envelope, event_type="poll", group_ids=unchanged)
             events.append(
                 MembershipEvent.of(poll_key(self.cluster), poll, partition_key=self.cluster)
@@ -133,6 +143,12 @@ class Changes:
         if answers.end_offsets_ts_ms is not None:
             events.extend(self._end_offsets(envelope, answers, other_issues))
         return events
+
+    def _poll_event_due(self, ts: int) -> bool:
+        return (
+            self.poll_event_ts_ms is None
+            or ts - self.poll_event_ts_ms >= self.poll_event_interval_ms
+        )
 
     # -- groups
 
@@ -156,11 +172,18 @@ class Changes:
         digest = digest_of([content, full.errors])
         known = self.groups.get(full.group_id)
         if known is None or known.digest != digest:
-            self.groups[full.group_id] = _Group(digest, ts)
+            self.groups[full.group_id] = _Group(digest, ts, ts)
             event = wire.GroupEventV2(
-                **envelope, event_type="group", **content, digest=digest, errors=full.errors
+                **envelope,
+                event_type="group",
+                **content,
+                digest=digest,
+                previous_poll_ts_ms=None if known is None else known.seen_ts_ms,
+                previous_digest=None if known is None else known.digest,
+                errors=full.errors,
             )
             return [MembershipEvent.of(full.group_id, event)]
+        known.seen_ts_ms = ts
         if ts - known.published_ts_ms < self.heartbeat_interval_ms:
             return None
         beat = wire.HeartbeatEvent(
@@ -170,7 +193,7 @@ class Changes:
             state=full.state,
             digest=digest,
         )
-        self.groups[full.group_id] = _Group(digest, ts)
+        self.groups[full.group_id] = _Group(digest, ts, ts)
         return [MembershipEvent.of(heartbeat_key(full.group_id), beat, partition_key=full.group_id)]
 
     def _gone(self, envelope: Json, group_id: str) -> list[MembershipEvent]:

@@ -48,6 +48,8 @@ FLAGS: dict[str, str] = {
     "schema_version": "--schema-version",
     "heartbeat_interval_s": "--heartbeat-interval",
     "end_offsets_interval_s": "--end-offsets-interval",
+    "describe_interval_s": "--describe-interval",
+    "poll_event_interval_s": "--poll-event-interval",
 }
 
 
@@ -90,6 +92,23 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         help="the end offsets that moved every this long (default "
         f"{CollectorConfig.end_offsets_interval_s:g}; all of them every "
         f"{CollectorConfig.full_end_offsets_interval_s:g}; schema version 2)",
+    )
+    parser.add_argument(
+        "--describe-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="DescribeGroups of every classic group every this long; in between only of "
+        "groups new, unsettled or whose ListGroups state moved (default "
+        f"{CollectorConfig.describe_interval_s:g}; schema version 2)",
+    )
+    parser.add_argument(
+        "--poll-event-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a poll event naming the unchanged groups every this long (default "
+        f"{CollectorConfig.poll_event_interval_s:g}; schema version 2)",
     )
     parser.add_argument(
         "--schema-version",
@@ -160,6 +179,8 @@ def config_from_args(
         "schema_version": args.schema_version,
         "heartbeat_interval_s": args.heartbeat_interval,
         "end_offsets_interval_s": args.end_offsets_interval,
+        "describe_interval_s": args.describe_interval,
+        "poll_event_interval_s": args.poll_event_interval,
     }
     if args.kafka_option:
         overrides["kafka_options"] = dict(parse_kafka_option(t) for t in args.kafka_option)

@@ -59,6 +59,9 @@ class AdminAnswers:
     """KIP-848 group id -> its ``consumer.session.timeout.ms`` (DescribeConfigs: the
     group's own setting, else the broker's ``group.consumer.session.timeout.ms``)."""
     issues: Sequence[Issue] = ()
+    described: Sequence[str] = ()
+    """The groups DescribeGroups was asked for at this poll; the other ``descriptions`` are
+    earlier answers the collector reused (:func:`streaming.collector.admin.to_describe`)."""
 
 
 @dataclass(frozen=True)

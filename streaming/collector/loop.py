@@ -68,6 +68,7 @@ class SnapshotReport:
     snapshot_id: str
     groups: int
     offsets_only_groups: int
+    described_groups: int
     topics: int
     events_published: int
     errors: tuple[str, ...]
@@ -122,6 +123,8 @@ class Collector:
         self._configs_checked = False
         self._changes: Changes | None = None
         self._end_offsets_ts_ms: int | None = None
+        self._described_ts_ms: int | None = None
+        self._descriptions: dict[str, Mapping[str, Any]] = {}
         self._committed: dict[str, tuple[Any, Mapping[tuple[str, int], Committed]]] = {}
         self._reported: frozenset[str] = frozenset()
 
@@ -133,22 +136,27 @@ class Collector:
         Schema version 2 publishes what changed since the previous snapshot
         (:class:`~streaming.collector.changes.Changes`), and asks for end offsets, and every
         group's committed offsets, only every ``end_offsets_interval_s`` (in between, only
-        for the groups that are new or whose state moved); a failed snapshot forgets what
-        was published, so the next one publishes every group, the topics and all end
-        offsets again.
+        for the groups that are new or whose state moved), and DescribeGroups of every
+        classic group only every ``describe_interval_s`` (in between, only for the groups
+        :func:`~streaming.collector.admin.to_describe` picks); a failed snapshot forgets
+        what was published, so the next one describes and publishes every group, the
+        topics and all end offsets again.
         """
         t0 = time.monotonic()
         v2 = self.config.schema_version == 2
         try:
             admin = self._admin_client()
             self._ensure_topic(admin)
-            due = v2 and self._end_offsets_due(self._clock() * 1000)
+            now_ms = self._clock() * 1000
+            due = v2 and self._end_offsets_due(now_ms)
+            full_describe = not v2 or self._describe_due(now_ms)
             answers = gather_answers(
                 admin,
                 self.config,
                 clock=self._clock,
                 end_offsets="touched" if not v2 else "consumed" if due else "none",
                 known_committed=None if not v2 or due else self._committed,
+                known_descriptions=None if full_describe else self._descriptions,
             )
             if v2:
                 states = {str(g["group_id"]): g.get("group_state") for g in answers.groups}
@@ -165,6 +173,10 @@ class Collector:
             published = self.publish(events)
             if due:
                 self._end_offsets_ts_ms = answers.snapshot_ts_ms
+            if v2:
+                self._descriptions = dict(answers.descriptions)
+                if full_describe:
+                    self._described_ts_ms = answers.snapshot_ts_ms
         except SnapshotError:
             self._changes = None
             raise
@@ -181,6 +193,7 @@ class Collector:
             snapshot_id=snapshot_id,
             groups=len(answers.groups),
             offsets_only_groups=sum(1 for g in answers.groups if not is_classic(g)),
+            described_groups=len(answers.described),
             topics=len(answers.topics),
             events_published=published,
             errors=tuple(
@@ -203,8 +216,12 @@ class Collector:
                 full_interval_ms=int(
                     self.config.full_end_offsets_interval_s * 1000 - interval_ms / 2
                 ),
+                poll_event_interval_ms=int(
+                    self.config.poll_event_interval_s * 1000 - interval_ms / 2
+                ),
             )
             self._end_offsets_ts_ms = None
+            self._described_ts_ms = None
         return self._changes
 
     def _end_offsets_due(self, now_ms: float) -> bool:
@@ -214,6 +231,14 @@ class Collector:
         return (
             now_ms - self._end_offsets_ts_ms >= self.config.end_offsets_interval_s * 1000 - slack_ms
         )
+
+    def _describe_due(self, now_ms: float) -> bool:
+        """Whether this poll describes every classic group (the first poll after a start or
+        a failure, then every ``describe_interval_s``)."""
+        if self._changes is None or self._described_ts_ms is None:
+            return True
+        slack_ms = self.config.interval_s * 1000 / 2
+        return now_ms - self._described_ts_ms >= self.config.describe_interval_s * 1000 - slack_ms
 
     def publish(self, events: Sequence[MembershipEvent]) -> int:
         """Send the events to the membership topic and wait until all are acknowledged.
@@ -296,12 +321,13 @@ class Collector:
                     backoff = self.config.backoff_initial_s
                     self._log_errors(report.errors)
                     log.info(
-                        "snapshot %d: %d groups (%d without DescribeGroups membership), "
-                        "%d topics, %d events published in %.2f s, %d errors "
+                        "snapshot %d: %d groups (%d without DescribeGroups membership, "
+                        "%d described), %d topics, %d events published in %.2f s, %d errors "
                         "[totals: %d events, %d errors, %d failed snapshots]",
                         stats.snapshots,
                         report.groups,
                         report.offsets_only_groups,
+                        report.described_groups,
                         report.topics,
                         report.events_published,
                         report.elapsed_s,

@@ -101,6 +101,14 @@ def _group(e: wire.GroupEvent | wire.GroupEventV2) -> GroupSnapshot:
     committed, digest = (
         (e.committed_offsets, None) if isinstance(e, wire.GroupEvent) else (None, e.digest)
     )
+    previous = (
+        (None, None)
+        if isinstance(e, wire.GroupEvent)
+        else (
+            e.previous_poll_ts_ms,
+            e.previous_digest,
+        )
+    )
     return GroupSnapshot(
         **_envelope(e),
         group_id=e.group_id,
@@ -115,6 +123,8 @@ def _group(e: wire.GroupEvent | wire.GroupEventV2) -> GroupSnapshot:
         committed_offsets=None if committed is None else tuple(_offset(o) for o in committed),
         session_timeout_ms=e.session_timeout_ms,
         digest=digest,
+        previous_poll_ts_ms=previous[0],
+        previous_digest=previous[1],
     )
 
 

@@ -142,6 +142,10 @@ class GroupSnapshot:
     it); None when the collector could not tell."""
     digest: str | None = None
     """Schema version 2: the hash of the content, which the group's heartbeats name."""
+    previous_poll_ts_ms: int | None = None
+    """Schema version 2: the poll before this one, which found the group with content
+    ``previous_digest`` (None: new to the collector)."""
+    previous_digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

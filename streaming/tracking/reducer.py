@@ -426,6 +426,17 @@ def _group_snapshot(ctx: Context, ev: GroupSnapshot) -> None:
     state = ctx.state
     col = state.collector
     ts = ev.snapshot_ts_ms
+    prev = ev.previous_poll_ts_ms
+    if (
+        prev is not None
+        and prev < ts
+        and ev.previous_digest is not None
+        and ev.previous_digest == col.digest
+        and (col.last_ts_ms is None or prev > col.last_ts_ms)
+    ):
+        # the poll before the change, which no ``poll`` event may have named: the group as
+        # the tracker holds it, then (its state, its members last listed)
+        _seen(ctx, GroupSeen(ev.group_id, prev, col.state, ev.previous_digest))
     newest = _note_state(ctx, ts, ev.state)
     if newest:
         if ev.session_timeout_ms is not None:

@@ -109,6 +109,9 @@ def play(
         CollectorConfig(
             bootstrap_servers=bootstrap_servers,
             interval_s=COLLECTOR_INTERVAL_S,
+            # the members' 6 s sessions: a member's last listing at every poll keeps the
+            # crash rule's margin (docs/operations.md, poll_event_interval_s)
+            poll_event_interval_s=COLLECTOR_INTERVAL_S,
             topic=topic,
             cluster=CLUSTER,
             group_filter=f"{prefix}-.*",

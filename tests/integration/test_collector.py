@@ -93,17 +93,23 @@ class Member(threading.Thread):
     """One kafka-python consumer polling in its own thread, as in an application. (Polling
     several consumers in turn from one thread with short timeouts makes kafka-python 3.0
     abandon in-flight joins on a slow broker: the group never settles.) Other threads only
-    read its group metadata and assignment, and hand it commits to make."""
+    read its group metadata and assignment, and hand it commits to make. While ``held`` is
+    set it does not poll (its heartbeats go on): it does not rejoin a rebalance, as an
+    application busy with a batch."""
 
     def __init__(self, consumer: KafkaConsumer) -> None:
         super().__init__(daemon=True)
         self.consumer = consumer
         self.stopping = threading.Event()
+        self.held = threading.Event()
         self._commits: queue.Queue[tuple[dict[Any, Any], threading.Event]] = queue.Queue()
 
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
+                if self.held.is_set():
+                    time.sleep(0.05)
+                    continue
                 self.consumer.poll(timeout_ms=200)
                 while not self._commits.empty():
                     offsets, done = self._commits.get()
@@ -297,8 +303,8 @@ def snapshot(
         v2_topic = f"{prefix}.membership-v2"
         code = cli_collect(
             ["--bootstrap-server", bootstrap, "--interval", "1", "--duration", "6",
-             "--heartbeat-interval", "3", "--topic", v2_topic, "--cluster", "itest",
-             "--group-filter", f"{prefix}-.*"]
+             "--heartbeat-interval", "3", "--poll-event-interval", "1", "--topic", v2_topic,
+             "--cluster", "itest", "--group-filter", f"{prefix}-.*"]
         )  # fmt: skip
         assert code == 0
         v2_records = _read_all(bootstrap, v2_topic)
@@ -523,10 +529,10 @@ def test_an_existing_topic_with_other_settings_is_named_in_a_warning_not_changed
 def test_version_2_publishes_each_group_once_then_heartbeats_and_end_offsets(
     snapshot: Snapshot,
 ) -> None:
-    """Polls a second apart for 6 s, heartbeats every 3 s, the groups settled: each group's
-    ``group`` event at the first poll, then at every poll a heartbeat or a ``poll`` event
-    naming it; the topics once; the end offsets once (their cadence is 30 s), of the
-    consumed partitions."""
+    """Polls a second apart for 6 s, heartbeats every 3 s, ``poll`` events every poll, the
+    groups settled: each group's ``group`` event at the first poll, then at every poll a
+    heartbeat or a ``poll`` event naming it; the topics once; the end offsets once (their
+    cadence is 30 s), of the consumed partitions."""
     validator = jsonschema.Draft202012Validator(load_schema(2))
     p = snapshot.prefix
     groups = sorted(f"{p}-{s}" for s in ("range", "rr", "kip848"))
@@ -573,3 +579,106 @@ def test_version_2_publishes_each_group_once_then_heartbeats_and_end_offsets(
         (snapshot.topics[n], q): c for n, counts in PRODUCED.items() for q, c in enumerate(counts)
     }
     assert got == expected
+
+
+def test_a_rebalance_between_full_describe_passes_is_described_when_list_groups_shows_it(
+    kafka_broker: BrokerInfo,
+) -> None:
+    """The collector polls every second and describes every group only once an hour: a
+    settled group is not described again, until a second member joins while the first is
+    busy (the group waits in PreparingRebalance). ListGroups shows the state, so that poll
+    describes the group and publishes it rebalancing, and, when the group settles, with both
+    members as they report themselves; each change names the poll before it."""
+    from streaming.collector import Collector, CollectorConfig
+
+    bootstrap = kafka_broker.bootstrap_servers
+    prefix = unique("between")
+    topic, group = f"{prefix}-t", f"{prefix}-g"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics({topic: {"num_partitions": 2, "replication_factor": 1}},
+                            wait_for_metadata=True)  # fmt: skip
+    finally:
+        admin.close()
+
+    def member(client_id: str) -> Member:
+        started = Member(
+            KafkaConsumer(
+                topic,
+                bootstrap_servers=bootstrap,
+                group_id=group,
+                client_id=client_id,
+                enable_auto_commit=False,
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=300,
+            )
+        )
+        started.start()
+        return started
+
+    def settled(members: list[Member]) -> bool:
+        return _groups_settled({group: members}, {(topic, 0), (topic, 1)})
+
+    config = CollectorConfig(
+        bootstrap_servers=bootstrap,
+        topic=f"{prefix}.membership",
+        cluster="itest",
+        group_filter=f"{prefix}-.*",
+        interval_s=1,
+        describe_interval_s=3600,
+        poll_event_interval_s=1,
+    )
+    collector = Collector(config)
+    described: list[int] = []  # the groups each poll described
+    members = [member("first")]
+    try:
+
+        def poll_until(done: Any, timeout_s: float) -> None:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                described.append(collector.snapshot_once().described_groups)
+                if done():
+                    return
+                assert time.monotonic() < deadline, f"not done: {described}"
+                time.sleep(1)
+
+        deadline = time.monotonic() + 30
+        while not settled(members):
+            assert time.monotonic() < deadline, "the first member never settled"
+            time.sleep(0.1)
+        polls_before = 4
+        poll_until(lambda: len(described) >= polls_before, 30)
+        members[0].held.set()  # busy: it will not rejoin until released
+        members.append(member("second"))
+        held_since = time.monotonic()
+        poll_until(lambda: time.monotonic() - held_since > 4, 30)
+        members[0].held.clear()
+        poll_until(lambda: settled(members), 30)
+        poll_until(lambda: True, 5)  # one more poll: the group settled, as described
+        views = {v["member_id"]: v for v in (_consumer_view(m.consumer) for m in members)}
+    finally:
+        collector.close()
+        for m in members:
+            m.held.clear()
+            m.stop()
+
+    assert described[0] == 1  # the first poll describes every group
+    assert described[1:polls_before] == [0] * (polls_before - 1)  # settled: not again
+    assert sum(described[polls_before:]) >= 2  # rebalancing, then settled: described again
+    events = [v for _k, _p, v in _read_all(bootstrap, config.topic) if v is not None]
+    changes = [e for e in events if e["event_type"] == "group" and e["group_id"] == group]
+    assert changes[1]["state"] in ("PreparingRebalance", "CompletingRebalance"), changes
+    last = changes[-1]
+    assert last["state"] == "Stable"
+    got = {m["member_id"]: m for m in last["members"]}
+    assert set(got) == set(views)
+    for member_id, view in views.items():
+        assigned = [(a["topic"], p) for a in got[member_id]["assignment"] for p in a["partitions"]]
+        assert sorted(assigned) == view["assignment"]
+    published = sorted({e["snapshot_ts_ms"] for e in events})
+    for change in changes[1:]:  # each change names the poll before it (which may have
+        # published nothing: a poll event only every poll event interval)
+        ts = change["snapshot_ts_ms"]
+        newest_published = published[published.index(ts) - 1]
+        assert newest_published <= change["previous_poll_ts_ms"] < ts
+        assert change["previous_digest"] == changes[changes.index(change) - 1]["digest"]

@@ -191,13 +191,15 @@ def _play(play: Play, *, bootstrap: str, prefix: str, log_dir: Path) -> Scenario
 
 @contextlib.contextmanager
 def collector(bootstrap: str, topic: str, group_filter: str, log: Path) -> Iterator[None]:
-    """The real collector (``rebalance-monitor collect``) as a process, one snapshot a second."""
+    """The real collector (``rebalance-monitor collect``) as a process, one snapshot a second,
+    each poll's unchanged groups named in a ``poll`` event."""
     command = [
         str(Path(sys.executable).with_name("rebalance-monitor")),
         "collect",
         "--bootstrap-server", bootstrap,
         "--topic", topic,
         "--interval", "1",
+        "--poll-event-interval", "1",  # the tests' short sessions: every poll named
         "--group-filter", group_filter,
     ]  # fmt: skip
     with open(log, "wb") as out:

@@ -28,6 +28,7 @@ from streaming.collector import (
     CollectorConfigError,
     Issue,
     MembershipEvent,
+    SnapshotError,
     build_events,
     cli_collect,
     gather_answers,
@@ -1355,3 +1356,132 @@ def test_gather_asks_offset_fetch_only_for_groups_new_or_whose_state_moved() -> 
     assert again.committed["app-848"] == first.committed["app-848"]  # reused
     assert again.end_offsets == {} and again.end_offsets_ts_ms is None
     assert "list_partition_offsets" not in dict(admin.calls)
+
+
+@pytest.mark.parametrize(
+    ("listed_state", "described_state", "asked"),
+    [
+        ("Stable", "Stable", False),  # settled, as described: reused
+        ("Empty", "Empty", False),
+        ("Stable", "Empty", True),  # the state moved since its description
+        ("Empty", "Stable", True),
+        ("PreparingRebalance", "PreparingRebalance", True),  # rebalancing: every poll
+        ("CompletingRebalance", "CompletingRebalance", True),
+        ("Dead", "Dead", True),
+        (None, None, True),  # no state listed (ListGroups before v4): no way to tell
+    ],
+)
+def test_to_describe_reuses_only_a_settled_group_listed_in_its_described_state(
+    listed_state: str | None, described_state: str | None, asked: bool
+) -> None:
+    from streaming.collector.admin import to_describe
+
+    entry = {"group_id": "g", "group_type": "classic", "group_state": listed_state}
+    known = {"g": {**CLASSIC, "group_id": "g", "group_state": described_state}}
+
+    ask, reused = to_describe([entry], known)
+
+    assert (ask, reused) == ((["g"], {}) if asked else ([], {"g": known["g"]}))
+
+
+def test_to_describe_asks_for_new_groups_every_group_on_a_full_pass_and_no_kip848_group() -> None:
+    from streaming.collector.admin import to_describe
+
+    groups = [listed("old"), listed("new"), listed("g-848", "consumer")]
+    known = {"old": {**CLASSIC, "group_id": "old"}}
+
+    assert to_describe(groups, known) == (["new"], {"old": known["old"]})
+    assert to_describe(groups, None) == (["old", "new"], {})
+
+
+def test_collector_describes_every_group_at_the_describe_interval_and_moved_ones_between() -> None:
+    admin, producer = fake_admin(), FakeProducer()
+    now = [1_000.0]
+    config = CollectorConfig(
+        group_filter="app-.*|other", interval_s=5, describe_interval_s=30, heartbeat_interval_s=60
+    )
+    c = Collector(
+        config,
+        admin_factory=lambda _: admin,
+        producer_factory=lambda _: producer,
+        clock=lambda: now[0],
+    )
+
+    def described_at(ts: float) -> list[str]:
+        now[0] = ts
+        admin.calls.clear()
+        report = c.snapshot_once()
+        asked = [g for m, ids in admin.calls if m == "describe_groups" for g in ids]
+        assert report.described_groups == len(asked)
+        return asked
+
+    assert described_at(1_000) == ["app-1", "app-2", "other"]  # the first poll: a full pass
+    assert described_at(1_005) == []  # all settled, as described
+    admin.groups = [
+        dict(g, group_state="PreparingRebalance") if g["group_id"] == "app-2" else g
+        for g in admin.groups
+    ]
+    admin.descriptions["app-2"] = {
+        **admin.descriptions["app-2"],
+        "group_state": "PreparingRebalance",
+    }
+    assert described_at(1_010) == ["app-2"]  # its state moved
+    assert described_at(1_015) == ["app-2"]  # still rebalancing
+    admin.groups = [dict(g, group_state="Stable") for g in admin.groups]
+    admin.descriptions["app-2"] = {**admin.descriptions["app-2"], "group_state": "Stable"}
+    assert described_at(1_020) == ["app-2"]  # settled again: its state moved
+    assert described_at(1_025) == []
+    assert described_at(1_030) == ["app-1", "app-2", "other"]  # 30 s after the last full pass
+    admin.groups.append(listed("app-3"))
+    admin.descriptions["app-3"] = {**CLASSIC, "group_id": "app-3"}
+    assert described_at(1_035) == ["app-3"]  # new
+    # a failed snapshot forgets what was published: the next poll is a full pass
+    admin.fail = {"list_groups": ("*", kafka_errors.KafkaConnectionError("down"))}
+    now[0] = 1_040
+    with pytest.raises(SnapshotError):
+        c.snapshot_once()
+    admin.fail = {}
+    assert described_at(1_045) == ["app-1", "app-2", "app-3", "other"]
+
+
+def test_changes_name_unchanged_groups_every_poll_event_interval_and_the_poll_before_a_change() -> (
+    None
+):
+    from streaming.collector.changes import Changes
+
+    changes = Changes(
+        cluster="c",
+        heartbeat_interval_ms=60_000,
+        full_interval_ms=600_000,
+        poll_event_interval_ms=15_000,
+    )
+    one = answers(end_offsets_ts_ms=None)
+    t0 = one.snapshot_ts_ms
+    groups = sorted(g["group_id"] for g in one.groups)
+    first = changes.events(one, snapshot_id="0")
+    assert [e.value["previous_poll_ts_ms"] for e in first if e.value and e.key in groups] == [
+        None,
+        None,
+    ]  # new groups
+    published = {
+        k: _v2(changes.events(dataclasses.replace(one, snapshot_ts_ms=t0 + k), snapshot_id=str(k)))
+        for k in range(5_000, 35_000, 5_000)
+    }
+    assert published == {
+        5_000: [("c\x00poll", "poll")],  # the first poll after the start: due
+        10_000: [],
+        15_000: [],
+        20_000: [("c\x00poll", "poll")],
+        25_000: [],
+        30_000: [],
+    }
+    first_digest = next(e.value["digest"] for e in first if e.key == "g-classic" and e.value)
+    moved = dict(CLASSIC, group_state="PreparingRebalance")
+    event, *rest = changes.events(
+        dataclasses.replace(one, snapshot_ts_ms=t0 + 35_000, descriptions={"g-classic": moved}),
+        snapshot_id="35",
+    )
+    assert event.key == "g-classic" and event.value is not None
+    assert event.value["previous_poll_ts_ms"] == t0 + 30_000  # named by no poll event
+    assert event.value["previous_digest"] == first_digest
+    assert _v2(rest) == [("c\x00poll", "poll")]  # 15 s since the last one: due

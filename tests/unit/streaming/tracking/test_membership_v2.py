@@ -5,6 +5,7 @@ give the same rebalances and the same collector evidence (states, member sightin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -121,13 +122,23 @@ def _observations(log: Log, records: list[tuple[bytes, bytes | None]]) -> list[O
 
 
 def run(
-    version: int, polls: Sequence[Poll], records: Callable[[Log], None], heartbeat_s: int
+    version: int,
+    polls: Sequence[Poll],
+    records: Callable[[Log], None],
+    heartbeat_s: int,
+    poll_event_s: int = 0,
 ) -> Tracker:
-    """Apply the polls (as ``version``'s events) with the coordinator's records, a batch per
-    second of record time as the job reads them live (the coordinator's record of a
-    rebalance can come before the collector's next poll)."""
+    """Apply the polls (as ``version``'s events, a ``poll`` event every ``poll_event_s``)
+    with the coordinator's records, a batch per second of record time as the job reads them
+    live (the coordinator's record of a rebalance can come before the collector's next
+    poll)."""
     log, t = Log(), Tracker()
-    changes = Changes(cluster=CLUSTER, heartbeat_interval_ms=heartbeat_s * S, full_interval_ms=0)
+    changes = Changes(
+        cluster=CLUSTER,
+        heartbeat_interval_ms=heartbeat_s * S,
+        full_interval_ms=0,
+        poll_event_interval_ms=poll_event_s * S,
+    )
     batch: list[Observation] = []
     for i, (ts, state, owned) in enumerate(polls):
         if version == 1:
@@ -146,13 +157,13 @@ def run(
 
 
 def _crash_scenario(
-    next_gen_s: int, listed_until_s: int, c3_last_commit_s: int
+    next_gen_s: int, listed_until_s: int, c3_last_commit_s: int, poll_s: int = 1
 ) -> tuple[list[Poll], Callable[[Log], None]]:
     members = [("C1", SUBS), ("C2", SUBS), ("C3", SUBS)]
     before = assign("roundrobin", members, TOPICS)
     after = assign("roundrobin", members[:2], TOPICS, owned={m: before[m] for m in ("C1", "C2")})
     polls: list[Poll] = []
-    for second in range(11, next_gen_s + 20, 1):
+    for second in range(11, next_gen_s + 20, poll_s):
         ts = second * S + 1
         if second <= listed_until_s:
             polls.append((ts, "Stable", {m: tuple(before[m]) for m, _ in members}))
@@ -220,6 +231,89 @@ def test_version_2_gives_the_rebalances_and_evidence_of_version_1(
     assert [e.generation_after for e in rebalances] == [5, 6]
     assert [e for e in v2.events if isinstance(e, RebalanceEvent)] == rebalances
     assert _evidence(v2) == _evidence(v1)
+
+
+@pytest.mark.parametrize(
+    ("next_gen_s", "listed_until_s", "c3_last_commit_s"),
+    [
+        (146, 145, 100),  # crash (D2), C3 listed until the end
+        (101, 100, 100),  # graceful (D1)
+        (60, 54, 55),  # a rebalance seen unstable for a few polls
+    ],
+)
+def test_sparse_poll_events_give_the_rebalances_of_version_1(
+    next_gen_s: int, listed_until_s: int, c3_last_commit_s: int
+) -> None:
+    """``poll`` events every 30 polls: a ``group`` event names the poll before it, so the
+    tracker still knows when the group was last seen settled and when C3 was last listed to
+    the poll, and the polling interval (the departures' window): the same rebalances, start
+    times, duration bounds and departures as version 1's copies at every poll."""
+    polls, records = _crash_scenario(next_gen_s, listed_until_s, c3_last_commit_s)
+
+    v1 = run(1, polls, records, 60)
+    sparse = run(2, polls, records, 60, poll_event_s=30)
+
+    rebalances = [e for e in v1.events if isinstance(e, RebalanceEvent)]
+    assert [e.generation_after for e in rebalances] == [5, 6]
+    assert [e for e in sparse.events if isinstance(e, RebalanceEvent)] == rebalances
+
+
+def test_sparse_poll_events_keep_a_long_rebalance_s_start_past_the_state_history() -> None:
+    """Unstable from 121 s to 145 s, polled every second: version 1's 16 newest snapshots
+    start at 131 s, so it dates the start there, bounded only by the previous generation's
+    record; sparse ``poll`` events leave the first unstable poll and the last settled one (the
+    poll before the change) in the history, and everything else the same."""
+    polls, records = _crash_scenario(146, 120, 100)
+
+    v1 = [e for e in run(1, polls, records, 60).events if isinstance(e, RebalanceEvent)]
+    v2 = [
+        e
+        for e in run(2, polls, records, 60, poll_event_s=30).events
+        if isinstance(e, RebalanceEvent)
+    ]
+
+    assert (v1[1].started_ts_ms, v1[1].duration_max_ms) == (131 * S + 1, 146 * S + 400 - 10 * S)
+    assert (v2[1].started_ts_ms, v2[1].duration_max_ms) == (
+        121 * S + 1,
+        146 * S + 400 - 120 * S - 1,
+    )
+    assert v2 == [
+        v1[0],
+        dataclasses.replace(
+            v1[1],
+            started_ts_ms=121 * S + 1,
+            duration_ms=146 * S + 400 - 121 * S - 1,
+            duration_max_ms=146 * S + 400 - 120 * S - 1,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("poll_event_s", [20, 30])
+def test_a_rebalance_between_two_polls_is_judged_by_the_last_poll_event(poll_event_s: int) -> None:
+    """Polls every 5 s; C3 last listed at 146 s, the next generation recorded at 149 s, the
+    next poll at 151 s: the group's change (naming the poll at 146 s) comes after the record.
+    Version 1 judges C3 by its listing at 146 s; sparse ``poll`` events by the last one that
+    named the group (136 s, within ``poll_event_s``): a shorter silence, the same verdict."""
+    polls, records = _crash_scenario(149, 146, 100, poll_s=5)
+
+    v1 = [e for e in run(1, polls, records, 60).events if isinstance(e, RebalanceEvent)]
+    v2 = [
+        e
+        for e in run(2, polls, records, 60, poll_event_s=poll_event_s).events
+        if isinstance(e, RebalanceEvent)
+    ]
+
+    [c3] = v1[1].departures
+    assert (c3.member_id, c3.kind, c3.removed_after_ts_ms) == ("C3", "crash", 146 * S + 1)
+    [late] = v2[1].departures
+    assert late == dataclasses.replace(
+        c3, removed_after_ts_ms=136 * S + 1, silence_ms=c3.silence_ms - 5 * S
+    )
+    assert 146 * S - late.removed_after_ts_ms <= poll_event_s * S
+    assert v2[0] == v1[0]
+    assert dataclasses.replace(v2[1], departures=v1[1].departures, cause_detail="") == (
+        dataclasses.replace(v1[1], cause_detail="")
+    )
 
 
 def test_version_2_publishes_far_fewer_bytes_for_the_same_polls() -> None:
