@@ -59,6 +59,8 @@ from dataclasses import dataclass, replace
 
 from assign_core.assignors.registry import (
     DEFAULT_IMPLEMENTATION,
+    HASH_ORDERED,
+    IDENTIFIED_ONLY,
     IMPLEMENTATIONS,
     SERVER_STRATEGIES,
     STRATEGIES,
@@ -67,8 +69,15 @@ from assign_core.assignors.registry import (
 )
 from assign_core.metrics.churn import churn
 from assign_core.metrics.skew import skew
-from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.model import (
+    AssignmentResult,
+    GroupSpec,
+    HashOrderedAssignor,
+    Member,
+    TopicPartition,
+)
 from assign_core.scenario import default_topic_id
+from streaming.codec.consumer_protocol import decode_kafka_python_sticky_user_data
 from streaming.codec.model import (
     CooperativeStickyUserData,
     GroupMetadata,
@@ -113,11 +122,14 @@ def flatten(entries: Sequence[TopicPartitions]) -> tuple[TopicPartition, ...]:
 
 
 def owned_for_strategy(
-    strategy: str | None, subscription: Subscription | None
+    strategy: str | None, subscription: Subscription | None, implementation: str | None = None
 ) -> tuple[tuple[TopicPartition, ...], int | None]:
-    """What the group's own sticky-family assignor reads as (owned partitions, generation)."""
+    """What the group's own sticky-family assignor reads as (owned partitions, generation),
+    as ``implementation`` reads it (Java's way unless it is ``kafka-python``)."""
     if subscription is None:
         return (), None
+    if implementation == "kafka-python":
+        return _kafka_python_claim(strategy, subscription)
     data = subscription.assignor_data
     if strategy == "sticky":
         if isinstance(data, StickyUserData):
@@ -132,6 +144,22 @@ def owned_for_strategy(
         if isinstance(data, CooperativeStickyUserData):
             return owned, data.generation
         return owned, -1
+    return (), None
+
+
+def _kafka_python_claim(
+    strategy: str | None, subscription: Subscription
+) -> tuple[tuple[TopicPartition, ...], int | None]:
+    """kafka-python's parse: ``sticky`` reads its own version-prefixed user data (nothing
+    when empty or unreadable), ``cooperative-sticky`` the subscription's owned partitions at
+    its generation id (-1 below version 2)."""
+    if strategy == "sticky":
+        if not subscription.user_data:
+            return (), None
+        data = decode_kafka_python_sticky_user_data(subscription.user_data)
+        return flatten(data.previous_assignment), data.generation
+    if strategy == "cooperative-sticky":
+        return flatten(subscription.owned_partitions), subscription.generation_id
     return (), None
 
 
@@ -202,16 +230,18 @@ def classic_specs(
     topic_ids: Mapping[str, str | None],
     previous: Mapping[str, tuple[TopicPartition, ...]],
     previous_generation: int | None,
+    implementation: str | None = None,
 ) -> tuple[GroupSpec, GroupSpec]:
     """(own spec, what-if spec) of a classic generation; ``previous`` maps identity ->
-    partitions of the previous generation."""
+    partitions of the previous generation; the own spec's claims are read as the leader's
+    ``implementation`` reads them (:func:`owned_for_strategy`)."""
     own_members: list[Member] = []
     whatif_members: list[Member] = []
     for m in record.members:
         sub = m.subscription
         subscribed = tuple(dict.fromkeys(sub.topics)) if sub is not None else ()
         rack = sub.rack_id if sub is not None and sub.rack_id else None
-        owned, generation = owned_for_strategy(record.protocol, sub)
+        owned, generation = owned_for_strategy(record.protocol, sub, implementation)
         own_members.append(
             Member(
                 member_id=m.member_id,
@@ -623,11 +653,12 @@ def _own_verdict(
     member_ids: Sequence[str],
 ) -> tuple[str | None, _Answer] | ExpectedAssignment:
     """(implementation, answer) the own classic strategy is judged by, or a failed
-    :class:`ExpectedAssignment` when the leader's implementation is known but not modelled.
+    :class:`ExpectedAssignment` when the leader's implementation is known but not modelled,
+    or when its answer depends on what the records cannot show (:func:`_hash_order_verdict`).
 
     Known leader: its answer. Unknown: the first known implementation whose answer matches
-    the actual assignment (Java's first), else Java's answer with no implementation: it
-    matches none, which is a divergence.
+    the actual assignment (Java's first; not those in ``IDENTIFIED_ONLY``), else Java's answer
+    with no implementation: it matches none, which is a divergence.
     """
     if identified is not None and identified in UNMODELLED.get(name, ()):
         failed = _failure(
@@ -635,12 +666,73 @@ def _own_verdict(
         )
         return replace(failed, implementation=identified)
     if identified is not None and identified in IMPLEMENTATIONS[name]:
-        return identified, _answer(name, spec, identified)
+        answer = _answer(name, spec, identified)
+        if (
+            (name, identified) in HASH_ORDERED
+            and answer.assignment is not None
+            and _divergence(actual, answer.assignment, member_ids)
+        ):
+            return _hash_order_verdict(name, identified, spec, actual, member_ids, answer)
+        return identified, answer
     first: _Answer | None = None
     for implementation in IMPLEMENTATIONS[name]:
+        if implementation in IDENTIFIED_ONLY.get(name, ()):
+            continue
         answer = _answer(name, spec, implementation)
         first = first or answer
         if answer.assignment is not None and not _divergence(actual, answer.assignment, member_ids):
             return implementation, answer
     assert first is not None
     return None, first
+
+
+#: At most this many of an assignor's answers over the leader's hash orders are tried
+#: (kafka-python's sticky family, :meth:`alternatives`).
+HASH_ORDERS = 64
+
+
+def _hash_order_verdict(
+    name: str,
+    implementation: str,
+    spec: GroupSpec,
+    actual: Assignment,
+    member_ids: Sequence[str],
+    answer: _Answer,
+) -> tuple[str | None, _Answer] | ExpectedAssignment:
+    """The verdict when ``answer`` (the first hash order's) differs from the actual one and
+    the assignor's answer depends on the leader process's hash order (kafka-python's sticky
+    family): the answer of an order that gives the actual assignment; else, when every order
+    was tried, ``answer`` (a divergence); else no verdict."""
+    key = ("orders", name, implementation, spec_key(spec))
+    cached = RESULTS.get(key)
+    if isinstance(cached, tuple):
+        answers, complete = cached
+    else:
+        assignor = get_assignor(name, implementation)
+        assert isinstance(assignor, HashOrderedAssignor)
+        results, complete = assignor.alternatives(spec, HASH_ORDERS)
+        answers = tuple(
+            _Answer(
+                {m: tuple(tps) for m, tps in r.assignment.items()},
+                tuple(WithheldPartition(tp.topic, tp.partition, m) for tp, m in r.withheld.items()),
+                None,
+                None,
+            )
+            for r in results
+            if isinstance(r, AssignmentResult)
+        )
+        held = sum(_held(a.assignment) for a in answers if a.assignment is not None)
+        RESULTS.put(key, (answers, complete), _owned(spec) + held)
+    for other in answers:
+        assert other.assignment is not None
+        if not _divergence(actual, other.assignment, member_ids):
+            return implementation, replace(other, skew=skew_figures(other.assignment))
+    if complete:
+        return implementation, answer
+    failed = _failure(
+        name,
+        True,
+        f"undecidable: {implementation}'s {name} answer depends on its leader's string hash "
+        f"order; none of the {len(answers)} orders tried gives the actual assignment",
+    )
+    return replace(failed, implementation=implementation)

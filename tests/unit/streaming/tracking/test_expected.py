@@ -394,10 +394,10 @@ def test_an_unmodelled_implementation_gives_no_verdict() -> None:
         identities={},
         max_members=10,
         max_partitions=100,
-        own_implementation="kafka-python",
+        own_implementation="franz-go",
     )
     assert own.divergent is None and own.assignment is None
-    assert own.implementation == "kafka-python"
+    assert own.implementation == "franz-go"
     assert own.error is not None and own.error.startswith("not modelled")
 
 
