@@ -700,39 +700,66 @@ def _hash_order_verdict(
     answer: _Answer,
 ) -> tuple[str | None, _Answer] | ExpectedAssignment:
     """The verdict when ``answer`` (the first hash order's) differs from the actual one and
-    the assignor's answer depends on the leader process's hash order (kafka-python's sticky
-    family): the answer of an order that gives the actual assignment; else, when every order
-    was tried, ``answer`` (a divergence); else no verdict."""
-    key = ("orders", name, implementation, spec_key(spec))
-    cached = RESULTS.get(key)
-    if isinstance(cached, tuple):
-        answers, complete = cached
-    else:
-        assignor = get_assignor(name, implementation)
-        assert isinstance(assignor, HashOrderedAssignor)
-        results, complete = assignor.alternatives(spec, HASH_ORDERS)
-        answers = tuple(
-            _Answer(
-                {m: tuple(tps) for m, tps in r.assignment.items()},
-                tuple(WithheldPartition(tp.topic, tp.partition, m) for tp, m in r.withheld.items()),
-                None,
-                None,
-            )
-            for r in results
-            if isinstance(r, AssignmentResult)
-        )
-        held = sum(_held(a.assignment) for a in answers if a.assignment is not None)
-        RESULTS.put(key, (answers, complete), _owned(spec) + held)
-    for other in answers:
-        assert other.assignment is not None
-        if not _divergence(actual, other.assignment, member_ids):
-            return implementation, replace(other, skew=skew_figures(other.assignment))
+    the assignor's answer depends on what the record does not show (kafka-python's sticky
+    family): the leader process's hash order, and whether the leader knew the topics it
+    assigned nothing of (:func:`_leader_metadata_variants`). The answer of an order (and
+    metadata) that gives the actual assignment; else, when every order was tried,
+    ``answer`` (a divergence); else no verdict."""
+    complete = True
+    tried = 0
+    for variant in _leader_metadata_variants(spec, actual):
+        answers, all_orders = _orders(name, implementation, variant)
+        complete = complete and all_orders
+        tried += len(answers)
+        for other in answers:
+            assert other.assignment is not None
+            if not _divergence(actual, other.assignment, member_ids):
+                return implementation, replace(other, skew=skew_figures(other.assignment))
     if complete:
         return implementation, answer
     failed = _failure(
         name,
         True,
         f"undecidable: {implementation}'s {name} answer depends on its leader's string hash "
-        f"order; none of the {len(answers)} orders tried gives the actual assignment",
+        f"order; none of the {tried} orders tried gives the actual assignment",
     )
     return replace(failed, implementation=implementation)
+
+
+def _leader_metadata_variants(spec: GroupSpec, actual: Assignment) -> list[GroupSpec]:
+    """``spec``, then, if some of its topics had none of their partitions assigned, ``spec``
+    without them: a kafka-python leader assigns with the metadata it has, which may lack the
+    topics outside its own subscription right after it became leader; their partitions are
+    then assigned to nobody, though the owned ones still count in the record."""
+    assigned = {tp.topic for tps in actual.values() for tp in tps}
+    unassigned = [t for t in spec.topics if t not in assigned]
+    if not unassigned:
+        return [spec]
+    known = {t: n for t, n in spec.topics.items() if t in assigned}
+    return [spec, replace(spec, topics=known)]
+
+
+def _orders(name: str, implementation: str, spec: GroupSpec) -> tuple[tuple[_Answer, ...], bool]:
+    """The assignor's answers over the leader's hash orders (at most :data:`HASH_ORDERS`)
+    and whether they are all of them, from :data:`RESULTS` or computed (and kept)."""
+    key = ("orders", name, implementation, spec_key(spec))
+    cached = RESULTS.get(key)
+    if isinstance(cached, tuple):
+        answers, complete = cached
+        return answers, complete
+    assignor = get_assignor(name, implementation)
+    assert isinstance(assignor, HashOrderedAssignor)
+    results, complete = assignor.alternatives(spec, HASH_ORDERS)
+    answers = tuple(
+        _Answer(
+            {m: tuple(tps) for m, tps in r.assignment.items()},
+            tuple(WithheldPartition(tp.topic, tp.partition, m) for tp, m in r.withheld.items()),
+            None,
+            None,
+        )
+        for r in results
+        if isinstance(r, AssignmentResult)
+    )
+    held = sum(_held(a.assignment) for a in answers if a.assignment is not None)
+    RESULTS.put(key, (answers, complete), _owned(spec) + held)
+    return answers, complete
