@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -78,21 +78,35 @@ def _read(member: _Process, stream: IO[str]) -> None:
             continue
 
 
-class _Group:
-    def __init__(self, bootstrap: str, group: str, strategy: str) -> None:
+def kafka_python_member(
+    bootstrap: str, group: str, strategy: str, name: str, topics: list[str], instance: str | None
+) -> list[str]:
+    """The command of one kafka-python member (the simulator's)."""
+    argv = [
+        sys.executable, "-m", "streaming.simulate.member",
+        "--bootstrap-server", bootstrap, "--group", group, "--name", name,
+        "--topics", ",".join(topics), "--assignor", strategy,
+        "--session-timeout-ms", str(SESSION_MS), "--heartbeat-interval-ms", "500",
+        "--commit-interval-ms", "60000",
+    ]  # fmt: skip
+    return argv + (["--instance-id", instance] if instance is not None else [])
+
+
+Command = Callable[[str, str, str, str, list[str], "str | None"], list[str]]
+
+
+class Group:
+    """Member processes of one group, each printing its assignments as JSON lines."""
+
+    def __init__(
+        self, bootstrap: str, group: str, strategy: str, command: Command = kafka_python_member
+    ) -> None:
         self.bootstrap, self.group, self.strategy = bootstrap, group, strategy
+        self.command = command
         self.members: dict[str, _Process] = {}
 
     def join(self, name: str, topics: list[str], instance_id: str | None) -> None:
-        argv = [
-            sys.executable, "-m", "streaming.simulate.member",
-            "--bootstrap-server", self.bootstrap, "--group", self.group, "--name", name,
-            "--topics", ",".join(topics), "--assignor", self.strategy,
-            "--session-timeout-ms", str(SESSION_MS), "--heartbeat-interval-ms", "500",
-            "--commit-interval-ms", "60000",
-        ]  # fmt: skip
-        if instance_id is not None:
-            argv += ["--instance-id", instance_id]
+        argv = self.command(self.bootstrap, self.group, self.strategy, name, topics, instance_id)
         env = {**os.environ, "PYTHONHASHSEED": "random"}
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
@@ -151,15 +165,19 @@ class _Group:
 
 
 @contextlib.contextmanager
-def _group(bootstrap: str, group: str, strategy: str) -> Iterator[_Group]:
-    g = _Group(bootstrap, group, strategy)
+def running_group(
+    bootstrap: str, group: str, strategy: str, command: Command = kafka_python_member
+) -> Iterator[Group]:
+    g = Group(bootstrap, group, strategy, command)
     try:
         yield g
     finally:
         g.stop_all()
 
 
-def _play(bootstrap: str, strategy: str, scenario: int) -> str:
+def play(
+    bootstrap: str, strategy: str, scenario: int, command: Command = kafka_python_member
+) -> str:
     """One generated scenario (module docstring); returns the group id."""
     rnd = random.Random(f"kp-{strategy}-{scenario}")
     group = f"kp-{strategy}-{scenario}-{time.monotonic_ns()}"
@@ -171,7 +189,7 @@ def _play(bootstrap: str, strategy: str, scenario: int) -> str:
             return names
         return rnd.sample(names, k=rnd.randint(1, len(names)))
 
-    with _group(bootstrap, group, strategy) as g:
+    with running_group(bootstrap, group, strategy, command) as g:
         for name in ("A", "B", "C"):
             instance = f"{name.lower()}-static" if rnd.random() < 0.4 else None
             g.join(name, subscription(), instance)
@@ -191,7 +209,7 @@ def _play(bootstrap: str, strategy: str, scenario: int) -> str:
     return group
 
 
-def _described(record: GroupMetadata, counts: dict[str, int], own: Any) -> str:
+def described(record: GroupMetadata, counts: dict[str, int], own: Any) -> str:
     """The record as the assignor sees it, the recorded and the expected assignment."""
     lines = [f"generation {record.generation} leader {record.leader} counts {counts}"]
     for m in record.members:
@@ -241,7 +259,7 @@ def test_real_kafka_python_groups_are_judged_without_divergence(
 ) -> None:
     tally = _Tally()
     for scenario in range(SCENARIOS):
-        group = _play(kafka_broker.bootstrap_servers, strategy, scenario)
+        group = play(kafka_broker.bootstrap_servers, strategy, scenario)
         records = group_records(kafka_broker.bootstrap_servers, group)
         assert len(records) >= 6, group
         for record in records:
@@ -250,7 +268,7 @@ def test_real_kafka_python_groups_are_judged_without_divergence(
             implementation, own = tracker_verdict(record, counts)
             where = (group, record.generation)
             if own.divergent is not False:  # type: ignore[attr-defined]
-                print(_described(record, counts, own))
+                print(described(record, counts, own))
             assert implementation == "kafka-python", where
             assert own.error is None and own.divergent is False, (where, own.error)  # type: ignore[attr-defined]
             assert own.implementation == "kafka-python", where  # type: ignore[attr-defined]

@@ -527,3 +527,35 @@ def test_an_unknown_leader_is_not_judged_by_kafka_pythons_sticky() -> None:
     theirs = get_assignor("sticky", "kafka-python").assign(STALE).assignment
     own = _sticky({m: tuple(v) for m, v in theirs.items()}, None)
     assert own.divergent is True and own.implementation is None
+
+
+def test_a_kafka_python_leader_without_a_topics_metadata_is_judged_on_what_it_knew() -> None:
+    """A new kafka-python leader may not know the topics outside its own subscription yet:
+    it assigns none of their partitions (A's owned ``u-0`` goes to nobody), though the record
+    counts ``u`` from A's owned partitions. That reading is tried before a divergence."""
+    spec = GroupSpec(
+        topics={"t": 2, "u": 1},
+        members=(Member("A", ("u",), owned_partitions=tps("u", 0), generation=-1),
+                 Member("B", ("t",))),
+    )  # fmt: skip
+
+    def judged(actual: dict[str, tuple[TopicPartition, ...]]) -> Any:
+        own, *_ = run_strategies(
+            own="cooperative-sticky",
+            own_spec=spec,
+            whatif_spec=spec,
+            strategies=(),
+            actual=actual,
+            before={},
+            identities={},
+            max_members=10,
+            max_partitions=100,
+            own_implementation="kafka-python",
+        )
+        return own
+
+    knew_u = judged({"A": tps("u", 0), "B": tps("t", 0, 1)})
+    assert knew_u.divergent is False and knew_u.assignment["A"] == tps("u", 0)
+    did_not = judged({"A": (), "B": tps("t", 0, 1)})
+    assert did_not.divergent is False and did_not.assignment["A"] == ()
+    assert judged({"A": (), "B": tps("t", 0)}).divergent is True
