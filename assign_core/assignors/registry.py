@@ -54,6 +54,12 @@ HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
     {("sticky", "kafka-python"), ("cooperative-sticky", "kafka-python")}
 )
 
+#: (strategy, implementation) -> an unmodelled implementation whose subscriptions look the
+#: same: an answer of the first that does not match is not a divergence, the leader may run
+#: the second. franz-go's ``cooperative-sticky`` writes librdkafka's shape (version 3, the
+#: sticky struct as user data).
+SHARED_SHAPE: dict[tuple[str, str], str] = {("cooperative-sticky", "librdkafka"): "franz-go"}
+
 DEFAULT_IMPLEMENTATION = "java"
 
 _VARIANTS = {

@@ -63,6 +63,7 @@ from assign_core.assignors.registry import (
     IDENTIFIED_ONLY,
     IMPLEMENTATIONS,
     SERVER_STRATEGIES,
+    SHARED_SHAPE,
     STRATEGIES,
     UNMODELLED,
     get_assignor,
@@ -173,8 +174,15 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
     * ``kafka-python``: ``sticky`` at version 0 with empty user data or user data that starts
       with kafka-python's int16 version 1 (Java's struct starts with an int32 topic count), or
       ``cooperative-sticky`` at version 1 with empty user data;
-    * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata);
+    * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata,
+      older franz-go), or ``sticky`` at version 1 or later whose user data claims no
+      partition (franz-go's eager members rejoin holding nothing and say so; a Java member
+      lists what it held, so only a Java leader that held nothing looks the same);
     * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation).
+
+    franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
+    struct as user data): it is identified as ``librdkafka``, and
+    ``registry.SHARED_SHAPE`` keeps a mismatch from being called a divergence.
 
     ``range`` and ``roundrobin`` subscriptions at versions 0 to 2 are written alike by
     kafka-python, franz-go, Sarama and old Java clients, so they identify nothing.
@@ -188,6 +196,8 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
         return "librdkafka"
     if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
         return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
+    if strategy == "sticky" and version >= 1 and data[:4] == b"\x00\x00\x00\x00":
+        return "franz-go"  # no topic claimed (then at most a generation)
     if strategy == "cooperative-sticky":
         if version == 1:
             return "franz-go" if data else "kafka-python"
@@ -667,12 +677,18 @@ def _own_verdict(
         return replace(failed, implementation=identified)
     if identified is not None and identified in IMPLEMENTATIONS[name]:
         answer = _answer(name, spec, identified)
-        if (
-            (name, identified) in HASH_ORDERED
-            and answer.assignment is not None
-            and _divergence(actual, answer.assignment, member_ids)
-        ):
+        if answer.assignment is None or not _divergence(actual, answer.assignment, member_ids):
+            return identified, answer
+        if (name, identified) in HASH_ORDERED:
             return _hash_order_verdict(name, identified, spec, actual, member_ids, answer)
+        lookalike = SHARED_SHAPE.get((name, identified))
+        if lookalike is not None:
+            return _failure(
+                name,
+                True,
+                f"not modelled: the assignment is not {identified}'s; the leader may run "
+                f"{lookalike}'s own {name} assignor, whose subscription looks the same",
+            )
         return identified, answer
     first: _Answer | None = None
     for implementation in IMPLEMENTATIONS[name]:
