@@ -177,7 +177,9 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
     * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata,
       older franz-go), or ``sticky`` at version 1 or later whose user data claims no
       partition (franz-go's eager members rejoin holding nothing and say so; a Java member
-      lists what it held, so only a Java leader that held nothing looks the same);
+      lists what it held, so only a Java leader that held nothing looks the same), or
+      ``cooperative-sticky`` user data of four zero bytes (its empty sticky struct before
+      its first assignment; Java's int32 generation is -1 then, and never 0);
     * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation).
 
     franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
@@ -201,6 +203,8 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
     if strategy == "cooperative-sticky":
         if version == 1:
             return "franz-go" if data else "kafka-python"
+        if data == b"\x00\x00\x00\x00":
+            return "franz-go"  # its empty sticky struct; Java's generation is never 0
         if len(data) == 4:
             return "java"
         if version >= 3:

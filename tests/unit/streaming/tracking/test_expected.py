@@ -316,6 +316,8 @@ LEADER_TABLE = [
     ("cooperative-sticky", _sub(1, b""), "kafka-python"),
     ("cooperative-sticky", _sub(1, b"\x00\x00\x00\x00\x00\x00\x00\x01"), "franz-go"),
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x05"), "java"),  # Java's int32 generation
+    ("cooperative-sticky", _sub(3, b"\xff\xff\xff\xff"), "java"),  # Java's, fresh (-1)
+    ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x00"), "franz-go"),  # its empty struct
     ("range", _sub(0, b""), None),  # kafka-python, franz-go, Sarama alike
     ("roundrobin", _sub(1, None), None),  # Java, Sarama alike
     ("range", _sub(3, None), None),  # Java (Java's range is tried first anyway)
