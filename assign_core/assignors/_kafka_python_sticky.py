@@ -215,7 +215,9 @@ class _Run:
             busiest = max(queue, key=lambda c: (len(held[c]), c))
             queue.discard(busiest)
             remaining = held[busiest]
-            before = set(self.previous).intersection(set(remaining))
+            # built as kafka-python builds it: from the keys view (no presized table, unlike
+            # set(dict)), so that the set iterates in the same order in one process
+            before = set(self.previous.keys()).intersection(set(remaining))
             if before:
                 tp = self.picks.choose(before)
                 remaining.remove(tp)
