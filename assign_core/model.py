@@ -9,9 +9,9 @@ side). An assignor turns it into an :class:`AssignmentResult`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 
 class TopicPartition(NamedTuple):
@@ -180,3 +180,14 @@ class Assignor(Protocol):
     side: Side
 
     def assign(self, spec: GroupSpec) -> AssignmentResult: ...
+
+
+@runtime_checkable
+class HashOrderedAssignor(Assignor, Protocol):
+    """An assignor whose answer depends on the string hash order of the process that runs
+    it (kafka-python's sticky family): ``alternatives`` gives its answers over such orders
+    (an answer that fails is the exception), at most ``limit``, and whether they are all."""
+
+    def alternatives(
+        self, spec: GroupSpec, limit: int
+    ) -> tuple[Sequence[AssignmentResult | Exception], bool]: ...

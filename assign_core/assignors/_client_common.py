@@ -33,6 +33,7 @@ from assign_core.model import GroupSpec, Member, TopicPartition
 from assign_core.partition_cache import made_in_bulk, topic_partitions
 
 __all__ = [
+    "balance_score",
     "consumer_rack",
     "gc_paused",
     "in_member_order",
@@ -246,3 +247,10 @@ def use_rack_aware_assignment(
     if not consumer_racks or consumer_racks.isdisjoint(partition_racks):
         return False
     return any(racks != partition_racks for racks in racks_per_partition)
+
+
+def balance_score(assignment: Mapping[str, Sequence[TopicPartition]]) -> int:
+    """The old sticky algorithm's balance score: the sum over all pairs of members of the
+    difference of their partition counts (0 when perfectly balanced)."""
+    sizes = [len(tps) for tps in assignment.values()]
+    return sum(abs(a - b) for i, a in enumerate(sizes) for b in sizes[i + 1 :])

@@ -65,6 +65,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 
+from assign_core.assignors._client_common import balance_score
 from assign_core.errors import AssignmentError
 from assign_core.model import AssignmentResult, GroupSpec, Member, Side, TopicPartition
 
@@ -272,7 +273,7 @@ class _Run:
         if not revocation_required and unassigned:
             self._perform(unassigned)
         performed = self._perform(sorted_partitions)
-        if not initializing and performed and _score(self.current) >= _score(before):
+        if not initializing and performed and balance_score(self.current) >= balance_score(before):
             for member_id, tps in before.items():
                 self.current[member_id] = tps
             self.owner = owners_before
@@ -382,11 +383,6 @@ def _rack_aware(spec: GroupSpec) -> bool:
 def _remove_first(lst: list[TopicPartition], tp: TopicPartition) -> None:
     if tp in lst:
         lst.remove(tp)
-
-
-def _score(assignment: dict[str, list[TopicPartition]]) -> int:
-    sizes = [len(tps) for tps in assignment.values()]
-    return sum(abs(a - b) for i, a in enumerate(sizes) for b in sizes[i + 1 :])
 
 
 def sticky_lists(spec: GroupSpec) -> dict[str, list[TopicPartition]]:

@@ -7,8 +7,10 @@ keeps the two apart here).
 
 A classic strategy is computed by the group leader's client library, so each has one variant
 per client implementation (:data:`IMPLEMENTATIONS`, Java's first): ``java`` (kafka-clients),
-``librdkafka`` (``range``, ``roundrobin``, ``cooperative-sticky``) and ``kafka-python``
-(``range``, ``roundrobin``) where their answers can differ from Java's.
+``librdkafka`` (``range``, ``roundrobin``, ``cooperative-sticky``) and ``kafka-python`` (all
+four) where their answers can differ from Java's. :data:`IDENTIFIED_ONLY` lists the variants
+that read their own input (kafka-python's sticky user data): they judge a group only when its
+leader is identified as running them.
 :data:`UNMODELLED` lists implementations known to run a strategy with their own algorithm
 that is not reproduced here.
 """
@@ -28,16 +30,35 @@ STRATEGIES: tuple[str, ...] = CLIENT_STRATEGIES + SERVER_STRATEGIES
 IMPLEMENTATIONS: dict[str, tuple[str, ...]] = {
     "range": ("java", "librdkafka", "kafka-python"),
     "roundrobin": ("java", "librdkafka", "kafka-python"),
-    "sticky": ("java",),
-    "cooperative-sticky": ("java", "librdkafka"),
+    "sticky": ("java", "kafka-python"),
+    "cooperative-sticky": ("java", "librdkafka", "kafka-python"),
+}
+
+#: Implementations tried only when the leader is identified as running them, not when it is
+#: unknown: their input (owned partitions, generations) is parsed their own way.
+IDENTIFIED_ONLY: dict[str, tuple[str, ...]] = {
+    "sticky": ("kafka-python",),
+    "cooperative-sticky": ("kafka-python",),
 }
 
 #: Implementations that run a strategy with their own algorithm, not reproduced here: a group
 #: whose leader runs one of them cannot be judged.
 UNMODELLED: dict[str, tuple[str, ...]] = {
-    "sticky": ("librdkafka", "kafka-python", "franz-go"),
-    "cooperative-sticky": ("kafka-python", "franz-go"),
+    "sticky": ("librdkafka", "franz-go"),
+    "cooperative-sticky": ("franz-go",),
 }
+
+#: Variants whose answer depends on the leader process's string hash order (which element of
+#: a ``set`` it takes); their assignors offer ``alternatives(spec, limit)``.
+HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
+    {("sticky", "kafka-python"), ("cooperative-sticky", "kafka-python")}
+)
+
+#: (strategy, implementation) -> an unmodelled implementation whose subscriptions look the
+#: same: an answer of the first that does not match is not a divergence, the leader may run
+#: the second. franz-go's ``cooperative-sticky`` writes librdkafka's shape (version 3, the
+#: sticky struct as user data).
+SHARED_SHAPE: dict[tuple[str, str], str] = {("cooperative-sticky", "librdkafka"): "franz-go"}
 
 DEFAULT_IMPLEMENTATION = "java"
 
@@ -58,6 +79,14 @@ _VARIANTS = {
     ("roundrobin", "kafka-python"): (
         "assign_core.assignors.kafka_python_roundrobin",
         "KafkaPythonRoundRobinAssignor",
+    ),
+    ("sticky", "kafka-python"): (
+        "assign_core.assignors.kafka_python_sticky",
+        "KafkaPythonStickyAssignor",
+    ),
+    ("cooperative-sticky", "kafka-python"): (
+        "assign_core.assignors.kafka_python_cooperative_sticky",
+        "KafkaPythonCooperativeStickyAssignor",
     ),
 }
 

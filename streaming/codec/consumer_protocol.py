@@ -135,6 +135,21 @@ def decode_sticky_user_data(data: bytes) -> StickyUserData:
         return StickyUserData(-1, _NO_PARTITIONS, -1)
 
 
+def decode_kafka_python_sticky_user_data(data: bytes) -> StickyUserData:
+    """kafka-python's ``sticky`` user data as kafka-python reads it: an int16 version, then
+    the V0 or V1 struct (versions above 1 read as V1); unreadable: (no partitions, -1)."""
+    try:
+        r = Reader(data)
+        version = r.int16("version")
+        if version < 0:
+            raise MalformedError("version", 0, f"negative version {version}")
+        if version == 0:
+            return decode_sticky_user_data_v0(r)
+        return decode_sticky_user_data_v1(r)
+    except DecodeError:
+        return StickyUserData(-1, _NO_PARTITIONS, -1)
+
+
 def decode_cooperative_sticky_user_data(data: bytes) -> CooperativeStickyUserData:
     """CooperativeStickyAssignor user data: the generation, or -1 if under 4 bytes."""
     if len(data) < 4:

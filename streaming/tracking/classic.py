@@ -328,6 +328,10 @@ def _new_generation(
     actual = {m.member_id: m.partitions for m in after}
     if rec.protocol_type == CONSUMER and rec.members:
         previous = {m.identity: m.partitions for m in before}
+        leader = next((m for m in rec.members if m.member_id == rec.leader), None)
+        implementation = leader_implementation(
+            rec.protocol, None if leader is None else leader.subscription
+        )
         own_spec, whatif_spec = classic_specs(
             rec,
             topics=counts,
@@ -335,13 +339,11 @@ def _new_generation(
             topic_ids=topic_ids_for(state, counts),
             previous=previous,
             previous_generation=prev.generation if prev is not None else None,
+            implementation=implementation,
         )
-        leader = next((m for m in rec.members if m.member_id == rec.leader), None)
         expected = run_strategies(
             own=rec.protocol,
-            own_implementation=leader_implementation(
-                rec.protocol, None if leader is None else leader.subscription
-            ),
+            own_implementation=implementation,
             own_spec=own_spec,
             whatif_spec=whatif_spec,
             strategies=config.classic_strategies,

@@ -59,16 +59,26 @@ from dataclasses import dataclass, replace
 
 from assign_core.assignors.registry import (
     DEFAULT_IMPLEMENTATION,
+    HASH_ORDERED,
+    IDENTIFIED_ONLY,
     IMPLEMENTATIONS,
     SERVER_STRATEGIES,
+    SHARED_SHAPE,
     STRATEGIES,
     UNMODELLED,
     get_assignor,
 )
 from assign_core.metrics.churn import churn
 from assign_core.metrics.skew import skew
-from assign_core.model import GroupSpec, Member, TopicPartition
+from assign_core.model import (
+    AssignmentResult,
+    GroupSpec,
+    HashOrderedAssignor,
+    Member,
+    TopicPartition,
+)
 from assign_core.scenario import default_topic_id
+from streaming.codec.consumer_protocol import decode_kafka_python_sticky_user_data
 from streaming.codec.model import (
     CooperativeStickyUserData,
     GroupMetadata,
@@ -113,11 +123,14 @@ def flatten(entries: Sequence[TopicPartitions]) -> tuple[TopicPartition, ...]:
 
 
 def owned_for_strategy(
-    strategy: str | None, subscription: Subscription | None
+    strategy: str | None, subscription: Subscription | None, implementation: str | None = None
 ) -> tuple[tuple[TopicPartition, ...], int | None]:
-    """What the group's own sticky-family assignor reads as (owned partitions, generation)."""
+    """What the group's own sticky-family assignor reads as (owned partitions, generation),
+    as ``implementation`` reads it (Java's way unless it is ``kafka-python``)."""
     if subscription is None:
         return (), None
+    if implementation == "kafka-python":
+        return _kafka_python_claim(strategy, subscription)
     data = subscription.assignor_data
     if strategy == "sticky":
         if isinstance(data, StickyUserData):
@@ -135,6 +148,22 @@ def owned_for_strategy(
     return (), None
 
 
+def _kafka_python_claim(
+    strategy: str | None, subscription: Subscription
+) -> tuple[tuple[TopicPartition, ...], int | None]:
+    """kafka-python's parse: ``sticky`` reads its own version-prefixed user data (nothing
+    when empty or unreadable), ``cooperative-sticky`` the subscription's owned partitions at
+    its generation id (-1 below version 2)."""
+    if strategy == "sticky":
+        if not subscription.user_data:
+            return (), None
+        data = decode_kafka_python_sticky_user_data(subscription.user_data)
+        return flatten(data.previous_assignment), data.generation
+    if strategy == "cooperative-sticky":
+        return flatten(subscription.owned_partitions), subscription.generation_id
+    return (), None
+
+
 def leader_implementation(strategy: str | None, subscription: Subscription | None) -> str | None:
     """The client implementation that wrote the leader's subscription, where its shape says
     so unambiguously (``docs/tracking.md``, "Client implementations"); None when it does not.
@@ -145,8 +174,17 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
     * ``kafka-python``: ``sticky`` at version 0 with empty user data or user data that starts
       with kafka-python's int16 version 1 (Java's struct starts with an int32 topic count), or
       ``cooperative-sticky`` at version 1 with empty user data;
-    * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata);
+    * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata,
+      older franz-go), or ``sticky`` at version 1 or later whose user data claims no
+      partition (franz-go's eager members rejoin holding nothing and say so; a Java member
+      lists what it held, so only a Java leader that held nothing looks the same), or
+      ``cooperative-sticky`` user data of four zero bytes (its empty sticky struct before
+      its first assignment; Java's int32 generation is -1 then, and never 0);
     * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation).
+
+    franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
+    struct as user data): it is identified as ``librdkafka``, and
+    ``registry.SHARED_SHAPE`` keeps a mismatch from being called a divergence.
 
     ``range`` and ``roundrobin`` subscriptions at versions 0 to 2 are written alike by
     kafka-python, franz-go, Sarama and old Java clients, so they identify nothing.
@@ -160,9 +198,13 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
         return "librdkafka"
     if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
         return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
+    if strategy == "sticky" and version >= 1 and data[:4] == b"\x00\x00\x00\x00":
+        return "franz-go"  # no topic claimed (then at most a generation)
     if strategy == "cooperative-sticky":
         if version == 1:
             return "franz-go" if data else "kafka-python"
+        if data == b"\x00\x00\x00\x00":
+            return "franz-go"  # its empty sticky struct; Java's generation is never 0
         if len(data) == 4:
             return "java"
         if version >= 3:
@@ -202,16 +244,18 @@ def classic_specs(
     topic_ids: Mapping[str, str | None],
     previous: Mapping[str, tuple[TopicPartition, ...]],
     previous_generation: int | None,
+    implementation: str | None = None,
 ) -> tuple[GroupSpec, GroupSpec]:
     """(own spec, what-if spec) of a classic generation; ``previous`` maps identity ->
-    partitions of the previous generation."""
+    partitions of the previous generation; the own spec's claims are read as the leader's
+    ``implementation`` reads them (:func:`owned_for_strategy`)."""
     own_members: list[Member] = []
     whatif_members: list[Member] = []
     for m in record.members:
         sub = m.subscription
         subscribed = tuple(dict.fromkeys(sub.topics)) if sub is not None else ()
         rack = sub.rack_id if sub is not None and sub.rack_id else None
-        owned, generation = owned_for_strategy(record.protocol, sub)
+        owned, generation = owned_for_strategy(record.protocol, sub, implementation)
         own_members.append(
             Member(
                 member_id=m.member_id,
@@ -623,11 +667,12 @@ def _own_verdict(
     member_ids: Sequence[str],
 ) -> tuple[str | None, _Answer] | ExpectedAssignment:
     """(implementation, answer) the own classic strategy is judged by, or a failed
-    :class:`ExpectedAssignment` when the leader's implementation is known but not modelled.
+    :class:`ExpectedAssignment` when the leader's implementation is known but not modelled,
+    or when its answer depends on what the records cannot show (:func:`_hash_order_verdict`).
 
     Known leader: its answer. Unknown: the first known implementation whose answer matches
-    the actual assignment (Java's first), else Java's answer with no implementation: it
-    matches none, which is a divergence.
+    the actual assignment (Java's first; not those in ``IDENTIFIED_ONLY``), else Java's answer
+    with no implementation: it matches none, which is a divergence.
     """
     if identified is not None and identified in UNMODELLED.get(name, ()):
         failed = _failure(
@@ -635,12 +680,106 @@ def _own_verdict(
         )
         return replace(failed, implementation=identified)
     if identified is not None and identified in IMPLEMENTATIONS[name]:
-        return identified, _answer(name, spec, identified)
+        answer = _answer(name, spec, identified)
+        if answer.assignment is None or not _divergence(actual, answer.assignment, member_ids):
+            return identified, answer
+        if (name, identified) in HASH_ORDERED:
+            return _hash_order_verdict(name, identified, spec, actual, member_ids, answer)
+        lookalike = SHARED_SHAPE.get((name, identified))
+        if lookalike is not None:
+            return _failure(
+                name,
+                True,
+                f"not modelled: the assignment is not {identified}'s; the leader may run "
+                f"{lookalike}'s own {name} assignor, whose subscription looks the same",
+            )
+        return identified, answer
     first: _Answer | None = None
     for implementation in IMPLEMENTATIONS[name]:
+        if implementation in IDENTIFIED_ONLY.get(name, ()):
+            continue
         answer = _answer(name, spec, implementation)
         first = first or answer
         if answer.assignment is not None and not _divergence(actual, answer.assignment, member_ids):
             return implementation, answer
     assert first is not None
     return None, first
+
+
+#: At most this many of an assignor's answers over the leader's hash orders are tried
+#: (kafka-python's sticky family, :meth:`alternatives`).
+HASH_ORDERS = 64
+
+
+def _hash_order_verdict(
+    name: str,
+    implementation: str,
+    spec: GroupSpec,
+    actual: Assignment,
+    member_ids: Sequence[str],
+    answer: _Answer,
+) -> tuple[str | None, _Answer] | ExpectedAssignment:
+    """The verdict when ``answer`` (the first hash order's) differs from the actual one and
+    the assignor's answer depends on what the record does not show (kafka-python's sticky
+    family): the leader process's hash order, and whether the leader knew the topics it
+    assigned nothing of (:func:`_leader_metadata_variants`). The answer of an order (and
+    metadata) that gives the actual assignment; else, when every order was tried,
+    ``answer`` (a divergence); else no verdict."""
+    complete = True
+    tried = 0
+    for variant in _leader_metadata_variants(spec, actual):
+        answers, all_orders = _orders(name, implementation, variant)
+        complete = complete and all_orders
+        tried += len(answers)
+        for other in answers:
+            assert other.assignment is not None
+            if not _divergence(actual, other.assignment, member_ids):
+                return implementation, replace(other, skew=skew_figures(other.assignment))
+    if complete:
+        return implementation, answer
+    failed = _failure(
+        name,
+        True,
+        f"undecidable: {implementation}'s {name} answer depends on its leader's string hash "
+        f"order; none of the {tried} orders tried gives the actual assignment",
+    )
+    return replace(failed, implementation=implementation)
+
+
+def _leader_metadata_variants(spec: GroupSpec, actual: Assignment) -> list[GroupSpec]:
+    """``spec``, then, if some of its topics had none of their partitions assigned, ``spec``
+    without them: a kafka-python leader assigns with the metadata it has, which may lack the
+    topics outside its own subscription right after it became leader; their partitions are
+    then assigned to nobody, though the owned ones still count in the record."""
+    assigned = {tp.topic for tps in actual.values() for tp in tps}
+    unassigned = [t for t in spec.topics if t not in assigned]
+    if not unassigned:
+        return [spec]
+    known = {t: n for t, n in spec.topics.items() if t in assigned}
+    return [spec, replace(spec, topics=known)]
+
+
+def _orders(name: str, implementation: str, spec: GroupSpec) -> tuple[tuple[_Answer, ...], bool]:
+    """The assignor's answers over the leader's hash orders (at most :data:`HASH_ORDERS`)
+    and whether they are all of them, from :data:`RESULTS` or computed (and kept)."""
+    key = ("orders", name, implementation, spec_key(spec))
+    cached = RESULTS.get(key)
+    if isinstance(cached, tuple):
+        answers, complete = cached
+        return answers, complete
+    assignor = get_assignor(name, implementation)
+    assert isinstance(assignor, HashOrderedAssignor)
+    results, complete = assignor.alternatives(spec, HASH_ORDERS)
+    answers = tuple(
+        _Answer(
+            {m: tuple(tps) for m, tps in r.assignment.items()},
+            tuple(WithheldPartition(tp.topic, tp.partition, m) for tp, m in r.withheld.items()),
+            None,
+            None,
+        )
+        for r in results
+        if isinstance(r, AssignmentResult)
+    )
+    held = sum(_held(a.assignment) for a in answers if a.assignment is not None)
+    RESULTS.put(key, (answers, complete), _owned(spec) + held)
+    return answers, complete

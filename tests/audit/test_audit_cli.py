@@ -134,7 +134,7 @@ def test_history_csv_and_table_say_the_same(
     ]
     # cooperative: C2's join revokes 3 partitions, nothing moves in that round
     assert (records[2]["moved"], records[2]["revoked"]) == ("0", "3")
-    # kafka-python's cooperative-sticky (the group's own) is not modelled: no verdict on it
+    # kafka-python's cooperative-sticky (the group's own, judged as kafka-python's) matches
     assert records[2]["divergent"] == "range,roundrobin,server-range,sticky,uniform"
     assert records[0]["divergent"] == ""
 
@@ -414,15 +414,14 @@ def test_advise_says_when_the_history_is_too_short(
 def test_diverging_against_the_own_strategy_and_another(
     capsys: pytest.CaptureFixture[str], audit_tables: AuditTables
 ) -> None:
-    # the golden groups' leaders are kafka-python's: its range and roundrobin are modelled
-    # and match, its sticky algorithms are not modelled (no verdict): none diverges from its
-    # own strategy
+    # the golden groups' leaders are kafka-python's: its range, roundrobin and sticky
+    # algorithms are modelled and match: none diverges from its own strategy
     code, out, err = audit(capsys, audit_tables, "diverging")
     assert (code, out.strip().splitlines()[1:]) == (0, [])
     assert "diverges from their own strategy" in err
 
     # against Java's StickyAssignor: range's generation 4 (C2 left) would have kept more in
-    # place; the sticky group itself has no verdict on its own (kafka-python's) algorithm
+    # place; the sticky group itself is judged on its own (kafka-python's) algorithm
     rows, _ = audit_json(capsys, audit_tables, "diverging", "--strategy", "sticky")
     assert [(r["group_id"], r["generation"], r["checked"]) for r in rows] == [(RANGE, 4, "sticky")]
 

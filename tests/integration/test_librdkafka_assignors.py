@@ -182,7 +182,13 @@ def tracker_verdict(record: GroupMetadata, topics: dict[str, int]) -> tuple[str 
     leader = next(m for m in record.members if m.member_id == record.leader)
     implementation = leader_implementation(record.protocol, leader.subscription)
     own_spec, whatif_spec = classic_specs(
-        record, topics=topics, racks={}, topic_ids={}, previous={}, previous_generation=None
+        record,
+        topics=topics,
+        racks={},
+        topic_ids={},
+        previous={},
+        previous_generation=None,
+        implementation=implementation,
     )
     actual = {
         m.member_id: flatten(m.assignment.assigned_partitions if m.assignment else ())

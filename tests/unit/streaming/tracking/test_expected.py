@@ -316,10 +316,20 @@ LEADER_TABLE = [
     ("cooperative-sticky", _sub(1, b""), "kafka-python"),
     ("cooperative-sticky", _sub(1, b"\x00\x00\x00\x00\x00\x00\x00\x01"), "franz-go"),
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x05"), "java"),  # Java's int32 generation
+    ("cooperative-sticky", _sub(3, b"\xff\xff\xff\xff"), "java"),  # Java's, fresh (-1)
+    ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x00"), "franz-go"),  # its empty struct
     ("range", _sub(0, b""), None),  # kafka-python, franz-go, Sarama alike
     ("roundrobin", _sub(1, None), None),  # Java, Sarama alike
     ("range", _sub(3, None), None),  # Java (Java's range is tried first anyway)
     ("sticky", _sub(0, b"\x00\x00\x00\x00"), None),  # Java's V1 struct (old Java, franz-go)
+    # franz-go's eager members claim nothing (a Java member lists what it held)
+    ("sticky", _sub(3, b"\x00\x00\x00\x00"), "franz-go"),
+    ("sticky", _sub(3, b"\x00\x00\x00\x00\x00\x00\x00\x04"), "franz-go"),
+    (
+        "sticky",
+        _sub(3, b"\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01\x00\x00\x00\x00" + b"\x00\x00\x00\x04"),
+        None,
+    ),
     ("sticky", _sub(3, b"\x00\x00\x00\x01"), None),  # Java and librdkafka look alike
     ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
     ("server-range", _sub(3, b""), None),  # not a classic strategy
@@ -394,17 +404,19 @@ def test_an_unmodelled_implementation_gives_no_verdict() -> None:
         identities={},
         max_members=10,
         max_partitions=100,
-        own_implementation="kafka-python",
+        own_implementation="franz-go",
     )
     assert own.divergent is None and own.assignment is None
-    assert own.implementation == "kafka-python"
+    assert own.implementation == "franz-go"
     assert own.error is not None and own.error.startswith("not modelled")
 
 
-@pytest.mark.parametrize(("actual_a", "divergent"), [((0, 2), False), ((0, 1), True)])
+@pytest.mark.parametrize(("actual_a", "divergent"), [((0, 2), False), ((0, 1), None)])
 def test_librdkafka_cooperative_sticky_is_judged(
-    actual_a: tuple[int, ...], divergent: bool
+    actual_a: tuple[int, ...], divergent: bool | None
 ) -> None:
+    """A match is librdkafka's; a mismatch is no verdict, not a divergence: franz-go's
+    balancer (not modelled) writes the same subscription."""
     spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
     actual = {"a": tps("t", *actual_a), "b": tps("t", *(p for p in range(4) if p not in actual_a))}
     own, *_ = run_strategies(
@@ -419,5 +431,146 @@ def test_librdkafka_cooperative_sticky_is_judged(
         max_partitions=100,
         own_implementation="librdkafka",
     )
-    assert own.error is None and own.implementation == "librdkafka"
     assert own.divergent is divergent
+    if divergent is None:
+        assert own.error is not None and "franz-go" in own.error and own.implementation is None
+    else:
+        assert own.error is None and own.implementation == "librdkafka"
+
+
+# -- kafka-python's sticky family ------------------------------------------------------------
+
+
+def _kafka_python_subscription(strategy: str, wire: Any) -> Subscription:
+    """A subscription written by kafka-python itself, decoded as the tracker decodes it."""
+    from streaming.codec.consumer_protocol import decode_subscription
+
+    return decode_subscription(bytes(wire.encode()), strategy)
+
+
+def test_kafka_pythons_claims_are_read_its_way() -> None:
+    """Its ``sticky`` user data (a version before Java's struct) and its version 1
+    ``cooperative-sticky`` subscription, written by kafka-python, read as kafka-python's
+    leader reads them; Java's parse of the same user data finds nothing."""
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+    from kafka.structs import TopicPartition as KTP
+
+    held = [KTP("t", 3), KTP("u", 0), KTP("t", 1)]
+    v1 = _kafka_python_subscription("sticky", StickyPartitionAssignor._metadata(["t"], held, 7))
+    claim = (TopicPartition("t", 3), TopicPartition("t", 1), TopicPartition("u", 0))
+    assert owned_for_strategy("sticky", v1, "kafka-python") == (claim, 7)
+    assert owned_for_strategy("sticky", v1) != (claim, 7)
+    v0_data = StickyAssignorUserData(previous_assignment=[("t", [2])], version=0).encode()
+    v0 = ConsumerProtocolSubscription(version=0, topics=["t"], user_data=bytes(v0_data))
+    assert owned_for_strategy(
+        "sticky", _kafka_python_subscription("sticky", v0), "kafka-python"
+    ) == ((TopicPartition("t", 2),), None)
+    for user_data in (b"", b"\x00\x01\x00\x00\x00\x09", b"\xff\xff"):
+        bad = ConsumerProtocolSubscription(version=0, topics=["t"], user_data=user_data)
+        claimed = owned_for_strategy(
+            "sticky", _kafka_python_subscription("sticky", bad), "kafka-python"
+        )
+        assert claimed[0] == () and claimed[1] in (None, -1)
+    cooperative = CooperativeStickyAssignor()
+    cooperative.member_assignment = held
+    sub = _kafka_python_subscription("cooperative-sticky", cooperative.metadata(["u", "t"]))
+    assert leader_implementation("cooperative-sticky", sub) == "kafka-python"
+    assert owned_for_strategy("cooperative-sticky", sub, "kafka-python") == (
+        (TopicPartition("t", 1), TopicPartition("t", 3), TopicPartition("u", 0)),
+        -1,
+    )
+
+
+#: A owns Order-0..5 at generation 3, B Order-0..3 at generation 2 (a stale claim), C joins:
+#: which of B's previous partitions kafka-python lists first follows its hash order.
+STALE = GroupSpec(
+    topics={"Order": 6},
+    members=(
+        Member("A", ("Order",), owned_partitions=tps("Order", *range(6)), generation=3),
+        Member("B", ("Order",), owned_partitions=tps("Order", *range(4)), generation=2),
+        Member("C", ("Order",)),
+    ),
+)
+
+
+def _sticky(actual: dict[str, tuple[TopicPartition, ...]], implementation: str | None) -> Any:
+    own, *_ = run_strategies(
+        own="sticky",
+        own_spec=STALE,
+        whatif_spec=STALE,
+        strategies=(),
+        actual=actual,
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation=implementation,
+    )
+    return own
+
+
+def test_kafka_pythons_hash_order_is_judged_over_every_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from assign_core.assignors.registry import get_assignor
+
+    first = get_assignor("sticky", "kafka-python").assign(STALE).assignment
+    other = {"A": tps("Order", 4, 5), "B": tps("Order", 0, 1), "C": tps("Order", 2, 3)}
+    assert {m: tuple(v) for m, v in first.items()} != other
+    own = _sticky(other, "kafka-python")  # another leader's hash order
+    assert own.divergent is False and own.implementation == "kafka-python"
+    assert own.assignment == other and own.skew is not None
+    # no order gives this one: a divergence, judged against the first order's answer
+    wrong = {"A": tps("Order", 0, 1), "B": tps("Order", 2, 4), "C": tps("Order", 3, 5)}
+    own = _sticky(wrong, "kafka-python")
+    assert own.divergent is True and own.assignment == {m: tuple(v) for m, v in first.items()}
+    # too many orders to try them all, none of those tried matches: no verdict
+    expected.RESULTS.clear()
+    monkeypatch.setattr(expected, "HASH_ORDERS", 1)
+    own = _sticky(other, "kafka-python")
+    assert own.divergent is None and own.assignment is None
+    assert own.error is not None and own.error.startswith("undecidable")
+
+
+def test_an_unknown_leader_is_not_judged_by_kafka_pythons_sticky() -> None:
+    """kafka-python's sticky reads its own user data: it judges identified leaders only."""
+    from assign_core.assignors.registry import get_assignor
+
+    theirs = get_assignor("sticky", "kafka-python").assign(STALE).assignment
+    own = _sticky({m: tuple(v) for m, v in theirs.items()}, None)
+    assert own.divergent is True and own.implementation is None
+
+
+def test_a_kafka_python_leader_without_a_topics_metadata_is_judged_on_what_it_knew() -> None:
+    """A new kafka-python leader may not know the topics outside its own subscription yet:
+    it assigns none of their partitions (A's owned ``u-0`` goes to nobody), though the record
+    counts ``u`` from A's owned partitions. That reading is tried before a divergence."""
+    spec = GroupSpec(
+        topics={"t": 2, "u": 1},
+        members=(Member("A", ("u",), owned_partitions=tps("u", 0), generation=-1),
+                 Member("B", ("t",))),
+    )  # fmt: skip
+
+    def judged(actual: dict[str, tuple[TopicPartition, ...]]) -> Any:
+        own, *_ = run_strategies(
+            own="cooperative-sticky",
+            own_spec=spec,
+            whatif_spec=spec,
+            strategies=(),
+            actual=actual,
+            before={},
+            identities={},
+            max_members=10,
+            max_partitions=100,
+            own_implementation="kafka-python",
+        )
+        return own
+
+    knew_u = judged({"A": tps("u", 0), "B": tps("t", 0, 1)})
+    assert knew_u.divergent is False and knew_u.assignment["A"] == tps("u", 0)
+    did_not = judged({"A": (), "B": tps("t", 0, 1)})
+    assert did_not.divergent is False and did_not.assignment["A"] == ()
+    assert judged({"A": (), "B": tps("t", 0)}).divergent is True

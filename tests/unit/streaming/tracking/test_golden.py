@@ -6,11 +6,12 @@ point. The tracker must see the same generations and assignments as the clients 
 its verdicts must be the ones the capture played.
 
 The groups' leaders are kafka-python consumers. Their ``range`` and ``roundrobin``
-subscriptions do not identify them; Java's answer, tried first, matches. kafka-python's
-``sticky`` and ``cooperative-sticky`` are its own algorithms, not modelled (its ``sticky``
-writes user data Java's StickyAssignor cannot read, a version prefix before the V1 struct;
-its ``cooperative-sticky`` keeps other partitions than Java's when a member joins), so those
-groups get no verdict rather than a false divergence.
+subscriptions do not identify them; Java's answer, tried first, matches. Their ``sticky`` and
+``cooperative-sticky`` subscriptions do (``sticky`` writes user data Java's StickyAssignor
+cannot read, a version prefix before the V1 struct; ``cooperative-sticky`` a version 1
+subscription with empty user data), and every generation matches kafka-python's own
+algorithm, which is not Java's (its ``cooperative-sticky`` keeps other partitions than Java's
+when a member joins).
 """
 
 from __future__ import annotations
@@ -196,11 +197,8 @@ def test_causes_and_divergence(name: str) -> None:
         if e.members_after:
             own = e.expected[0]
             assert own.own and own.implementation == LEADER_IMPLEMENTATION.get(name)
-            if name in ("sticky", "cooperative-sticky"):
-                assert own.error is not None and own.error.startswith("not modelled")
-                assert e.own_strategy_divergent is None
-            else:
-                assert own.error is None, (e.generation_after, own.error)
+            assert own.error is None, (e.generation_after, own.error)
+            assert e.own_strategy_divergent is False
 
 
 #: The implementation each fixture's own strategy is judged against: kafka-python leaders

@@ -1,0 +1,125 @@
+"""franz-go groups on the real broker, measured against the modelled assignors.
+
+Real franz-go members (``tests/franzgo``, built with ``go`` into ``.cache/franzgo``; the test
+is skipped without ``go``) play the scenarios of the kafka-python tier
+(``test_kafka_python_sticky_groups.play``: joins of static and dynamic members, a member
+paused past its session, a leave, a crash, a join) with each of franz-go's balancers. Every
+generation the broker recorded is compared with Java's assignor of the same strategy on the
+record's input (the same sets per member), and given to the tracker, which must never call
+a group divergent. ``range`` and ``roundrobin`` must match Java's. ``sticky`` and
+``cooperative-sticky`` are franz-go's own balancer (not modelled): its eager ``sticky``
+leader is identified as franz-go (no verdict); its ``cooperative-sticky`` subscription looks
+like librdkafka's, so it is judged as librdkafka's where that matches and gets no verdict
+where it does not. The counts are printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from assign_core.assignors import get_assignor
+from assign_core.errors import AssignmentError
+from streaming.kafka_local import BrokerInfo
+from streaming.tracking.expected import classic_specs, flatten
+from tests.integration.test_kafka_python_sticky_groups import (
+    SESSION_MS,
+    TOPICS,
+    leader_counts,
+    play,
+)
+from tests.integration.test_kafka_python_sticky_groups import topics as topics
+from tests.integration.test_librdkafka_assignors import group_records, tracker_verdict
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "tests" / "franzgo"
+BINARY = ROOT / ".cache" / "franzgo" / "member"
+SCENARIOS = 1  # per strategy (each about 40 s)
+
+
+@pytest.fixture(scope="module")
+def franz_go_member() -> Path:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("go is not installed")
+    env = {
+        **os.environ,
+        "GOFLAGS": "-mod=mod",
+        "GOPATH": str(ROOT / ".cache" / "go"),
+        "GOCACHE": str(ROOT / ".cache" / "go-build"),
+    }
+    subprocess.run(
+        [go, "build", "-o", str(BINARY), "."], cwd=SOURCE, env=env, check=True, timeout=600
+    )
+    return BINARY
+
+
+def _command(binary: Path):  # type: ignore[no-untyped-def]
+    def command(
+        bootstrap: str,
+        group: str,
+        strategy: str,
+        name: str,
+        topics: list[str],
+        instance: str | None,
+    ) -> list[str]:
+        argv = [
+            str(binary), "-bootstrap-server", bootstrap, "-group", group, "-name", name,
+            "-topics", ",".join(topics), "-balancer", strategy,
+            "-session-timeout", f"{SESSION_MS}ms",
+        ]  # fmt: skip
+        return argv + (["-instance-id", instance] if instance is not None else [])
+
+    return command
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative-sticky"])
+def test_franz_go_groups_against_the_models(
+    kafka_broker: BrokerInfo, topics: dict[str, int], franz_go_member: Path, strategy: str
+) -> None:
+    assert topics == TOPICS
+    generations = like_java = judged = divergent = 0
+    shapes: set[tuple[int, str]] = set()
+    identified: Counter[str | None] = Counter()
+    for scenario in range(SCENARIOS):
+        group = play(kafka_broker.bootstrap_servers, strategy, scenario, _command(franz_go_member))
+        for record in group_records(kafka_broker.bootstrap_servers, group):
+            leader = next(m for m in record.members if m.member_id == record.leader)
+            sub = leader.subscription
+            assert sub is not None
+            shapes.add((sub.version, "null" if sub.user_data is None else sub.user_data.hex()[:16]))
+            counts = leader_counts(record)
+            implementation, own = tracker_verdict(record, counts)
+            identified[implementation] += 1
+            own_spec, _ = classic_specs(
+                record, topics=counts, racks={}, topic_ids={}, previous={},
+                previous_generation=None,
+            )  # fmt: skip
+            recorded = {
+                m.member_id: set(flatten(m.assignment.assigned_partitions if m.assignment else ()))
+                for m in record.members
+            }
+            generations += 1
+            try:
+                java = get_assignor(strategy).assign(own_spec)
+            except AssignmentError:
+                java = None
+            if java is not None and all(set(java.assignment[m]) == recorded[m] for m in recorded):
+                like_java += 1
+            judged += own.divergent is not None  # type: ignore[attr-defined]
+            divergent += own.divergent is True  # type: ignore[attr-defined]
+    print(
+        f"franz-go {strategy}: {generations} generations; Java's answer identical in "
+        f"{like_java}; identified as {dict(identified)}; the tracker judged {judged}, "
+        f"divergent {divergent}; leader subscriptions (version, user data) {sorted(shapes)}"
+    )
+    assert generations >= SCENARIOS * 6 and divergent == 0
+    if strategy in ("range", "roundrobin"):
+        assert like_java == generations
