@@ -31,7 +31,7 @@ from tests.integration.test_kafka_python_sticky_groups import (
     SESSION_MS,
     TOPICS,
     leader_counts,
-    play,
+    play_all,
 )
 from tests.integration.test_kafka_python_sticky_groups import topics as topics
 from tests.integration.test_librdkafka_assignors import group_records, tracker_verdict
@@ -41,7 +41,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "franzgo"
 BINARY = ROOT / ".cache" / "franzgo" / "member"
-SCENARIOS = 1  # per strategy (each about 40 s)
+SCENARIOS = 2  # per strategy, all played side by side
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +80,25 @@ def _command(binary: Path):  # type: ignore[no-untyped-def]
     return command
 
 
-@pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative-sticky"])
-def test_franz_go_groups_against_the_models(
-    kafka_broker: BrokerInfo, topics: dict[str, int], franz_go_member: Path, strategy: str
-) -> None:
+BALANCERS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+@pytest.fixture(scope="module")
+def played(
+    kafka_broker: BrokerInfo, topics: dict[str, int], franz_go_member: Path
+) -> dict[str, list[str]]:
     assert topics == TOPICS
+    return play_all(kafka_broker.bootstrap_servers, BALANCERS, SCENARIOS, _command(franz_go_member))
+
+
+@pytest.mark.parametrize("strategy", BALANCERS)
+def test_franz_go_groups_against_the_models(
+    kafka_broker: BrokerInfo, played: dict[str, list[str]], strategy: str
+) -> None:
     generations = like_java = judged = divergent = 0
     shapes: set[tuple[int, str]] = set()
     identified: Counter[str | None] = Counter()
-    for scenario in range(SCENARIOS):
-        group = play(kafka_broker.bootstrap_servers, strategy, scenario, _command(franz_go_member))
+    for group in played[strategy]:
         for record in group_records(kafka_broker.bootstrap_servers, group):
             leader = next(m for m in record.members if m.member_id == record.leader)
             sub = leader.subscription

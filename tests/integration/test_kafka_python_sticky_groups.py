@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -43,7 +44,7 @@ admin_module = pytest.importorskip("confluent_kafka.admin")
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
 TOPICS = {"kp-Order": 7, "kp-Stock": 5, "kp-Big": 12}
-SCENARIOS = 2  # per strategy (each about 45 s)
+SCENARIOS = 2  # per strategy, all played side by side
 SESSION_MS = 4000
 
 
@@ -253,13 +254,37 @@ def _first_order(strategy: str, spec: GroupSpec) -> dict[str, tuple[TopicPartiti
     return {m: tuple(tps) for m, tps in answer.items()}
 
 
-@pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
+STRATEGIES = ("sticky", "cooperative-sticky")
+
+
+def play_all(
+    bootstrap: str,
+    strategies: tuple[str, ...],
+    scenarios: int = SCENARIOS,
+    command: Command = kafka_python_member,
+) -> dict[str, list[str]]:
+    """Every strategy's first ``scenarios`` played side by side (the groups are independent
+    and a scenario mostly waits for its members): strategy -> group ids."""
+    plays = [(strategy, scenario) for strategy in strategies for scenario in range(scenarios)]
+    with ThreadPoolExecutor(max_workers=len(plays)) as pool:
+        groups = list(pool.map(lambda p: play(bootstrap, p[0], p[1], command), plays))
+    out: dict[str, list[str]] = {s: [] for s in strategies}
+    for (strategy, _scenario), group in zip(plays, groups, strict=True):
+        out[strategy].append(group)
+    return out
+
+
+@pytest.fixture(scope="module")
+def played(kafka_broker: BrokerInfo, topics: dict[str, int]) -> dict[str, list[str]]:
+    return play_all(kafka_broker.bootstrap_servers, STRATEGIES)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_real_kafka_python_groups_are_judged_without_divergence(
-    kafka_broker: BrokerInfo, topics: dict[str, int], strategy: str
+    kafka_broker: BrokerInfo, played: dict[str, list[str]], strategy: str
 ) -> None:
     tally = _Tally()
-    for scenario in range(SCENARIOS):
-        group = play(kafka_broker.bootstrap_servers, strategy, scenario)
+    for group in played[strategy]:
         records = group_records(kafka_broker.bootstrap_servers, group)
         assert len(records) >= 6, group
         for record in records:
