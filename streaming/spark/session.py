@@ -101,6 +101,9 @@ DEFAULT_CONF: dict[str, str] = {
     # core instead of queueing behind a whole OPTIMIZE; the job's own jobs share the
     # default pool, first come first served as before
     "spark.scheduler.mode": "FAIR",
+    # the streaming checkpoint keeps this many micro-batches (offsets, commits, state store
+    # versions; Spark's default 100); a restart needs only the last one
+    "spark.sql.streaming.minBatchesToRetain": "10",
 }
 
 

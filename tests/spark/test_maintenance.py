@@ -41,14 +41,20 @@ TODAY = dt.datetime.now(dt.UTC).date()
 GROUPS, PARTITIONS = 40, 5
 
 
-def commits(spark: SparkSession, day: dt.date, batch: int, groups: int = GROUPS) -> DataFrame:
-    """One micro-batch's ``offset_commits`` rows on ``day``: a commit per partition of each
-    group, the batch's offsets."""
+def commits(spark: SparkSession, days: list[dt.date], batch: int) -> DataFrame:
+    """One micro-batch's ``offset_commits`` rows on each of ``days``: a commit per partition
+    of each group, the batch's offsets (one file per date, as a micro-batch writes)."""
+    from functools import reduce
+
+    return reduce(lambda a, b: a.unionByName(b), (_commits(spark, d, batch) for d in days))
+
+
+def _commits(spark: SparkSession, day: dt.date, batch: int) -> DataFrame:
     from pyspark.sql import functions as F
 
     midnight = int(dt.datetime.combine(day, dt.time(), dt.UTC).timestamp() * 1000)
     ts = F.lit(midnight) + F.lit(batch * 1000) + F.col("id")
-    rows = spark.range(groups * PARTITIONS).select(
+    rows = spark.range(GROUPS * PARTITIONS).select(
         F.concat(F.lit(f"commit/{day}/{batch}/"), F.col("id").cast("string")).alias("event_id"),
         F.lit("local").alias("cluster"),
         F.format_string("group-%03d", (F.col("id") / PARTITIONS).cast("int")).alias("group_id"),
@@ -92,19 +98,33 @@ def parquet_on_disk(table: Path) -> set[Path]:
     return {p for p in table.rglob("*.parquet") if "_delta_log" not in p.parts}
 
 
-@pytest.fixture
-def filled(spark: SparkSession, tmp_path: Path) -> tuple[DeltaSink, Path]:
-    """The job's tables; ``offset_commits`` with 6 micro-batches on each of today, yesterday,
-    3 days ago (closed), 30 days ago (kept, the boundary) and 31 and 45 days ago (past the
-    commit tables' 30 days)."""
-    sink = DeltaSink(spark, str(tmp_path / "delta"), "rebalance-monitor:test")
+#: Days before today with rows: today and yesterday are open; 3 and 30 days ago closed and
+#: kept; 31 and 45 days ago past the commit tables' 30 days.
+DAYS_BACK = (45, 31, 30, 3, 1, 0)
+#: Micro-batches appended, each with rows on every one of those days: files per date.
+BATCHES = 3
+
+
+@pytest.fixture(scope="module")
+def built(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The job's tables, once; ``offset_commits`` with :data:`BATCHES` micro-batches."""
+    base = tmp_path_factory.mktemp("maintenance") / "delta"
+    sink = DeltaSink(spark, str(base), "rebalance-monitor:test")
     sink.ensure_tables()
-    batch = 0
-    for back in (45, 31, 30, 3, 1, 0):
-        for _ in range(6):
-            append(sink, commits(spark, TODAY - dt.timedelta(days=back), batch), batch)
-            batch += 1
-    return sink, tmp_path / "delta"
+    days = [TODAY - dt.timedelta(days=back) for back in DAYS_BACK]
+    for batch in range(BATCHES):
+        append(sink, commits(spark, days, batch), batch)
+    return base
+
+
+@pytest.fixture
+def filled(spark: SparkSession, built: Path, tmp_path: Path) -> tuple[DeltaSink, Path]:
+    """A copy of :func:`built`'s tables (Delta's paths are relative) and a sink on them."""
+    import shutil
+
+    base = tmp_path / "delta"
+    shutil.copytree(built, base)
+    return DeltaSink(spark, str(base), "rebalance-monitor:test"), base
 
 
 def test_a_cycle_compacts_clusters_and_expires_and_keeps_every_other_row(
@@ -114,7 +134,7 @@ def test_a_cycle_compacts_clusters_and_expires_and_keeps_every_other_row(
     path = sink.path(t.OFFSET_COMMITS)
     before_rows = rows_of(spark, path)
     before = live_files(spark, path)
-    assert all(n == 6 for n in before.values()), before
+    assert all(n == BATCHES for n in before.values()), before
     lines: list[str] = []
     apply_conf(spark)
     report = Maintenance(
@@ -123,7 +143,7 @@ def test_a_cycle_compacts_clusters_and_expires_and_keeps_every_other_row(
     ).cycle()  # fmt: skip
     assert not report.failed, lines
     after = live_files(spark, path)
-    days = {back: str(TODAY - dt.timedelta(days=back)) for back in (45, 31, 30, 3, 1, 0)}
+    days = {back: str(TODAY - dt.timedelta(days=back)) for back in DAYS_BACK}
     # retention: the dates before today - 30 days are gone, the 30th day is kept
     assert days[45] not in after and days[31] not in after
     # compaction of the open dates, Z-order of the closed ones: one file each
@@ -133,10 +153,10 @@ def test_a_cycle_compacts_clusters_and_expires_and_keeps_every_other_row(
     expired = {str(TODAY - dt.timedelta(days=b)) for b in (45, 31)}
     assert rows_of(spark, path) == [r for r in before_rows if str(r[-1]) not in expired]
     by_step = {s.step: s for s in report.steps}
-    assert (by_step["retention"].dates, by_step["retention"].removed) == (2, 12)
-    assert (by_step["compaction"].removed, by_step["compaction"].added) == (12, 2)
-    assert (by_step["clustering"].dates, by_step["clustering"].removed) == (2, 12)
-    assert any("clustered 2 dates by group_id: 12 -> 2 files" in line for line in lines), lines
+    assert (by_step["retention"].dates, by_step["retention"].removed) == (2, 6)
+    assert (by_step["compaction"].removed, by_step["compaction"].added) == (6, 2)
+    assert (by_step["clustering"].dates, by_step["clustering"].removed) == (2, 6)
+    assert any("clustered 2 dates by group_id: 6 -> 2 files" in line for line in lines), lines
     history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
     zorders = [
         json.loads(h["operationParameters"]["zOrderBy"])
@@ -164,8 +184,8 @@ def test_z_order_lets_a_query_of_one_group_skip_files(
     sink, _base = filled
     path = sink.path(t.OFFSET_COMMITS)
     closed = TODAY - dt.timedelta(days=3)
-    # files of 200 rows, as a big table's files of many rows: the date's rows in 6 files
-    spark.conf.set("spark.sql.files.maxRecordsPerFile", "200")
+    # files of 100 rows, as a big table's files of many rows: the date's rows in 6 files
+    spark.conf.set("spark.sql.files.maxRecordsPerFile", "100")
     try:
         spark.sql(
             f"OPTIMIZE delta.`{path}` WHERE date = DATE'{closed}' ZORDER BY (group_id)"
@@ -176,7 +196,7 @@ def test_z_order_lets_a_query_of_one_group_skip_files(
     one = table.where(F.col("group_id") == "group-007")
     assert len(table.inputFiles()) >= 3
     assert len(one.inputFiles()) < len(table.inputFiles())
-    assert one.count() == 6 * PARTITIONS
+    assert one.count() == BATCHES * PARTITIONS
 
 
 def test_vacuum_removes_unreferenced_files_and_keeps_those_within_retention(
@@ -242,12 +262,12 @@ def test_maintenance_beside_the_jobs_appends_loses_and_duplicates_nothing(
 
     sink, base = filled
     path = sink.path(t.OFFSET_COMMITS)
-    first, appended, errors = 100, 12, []
+    first, appended, errors = 100, 6, []
 
     def job() -> None:
         try:
             for batch in range(first, first + appended):
-                append(sink, commits(spark, TODAY, batch), batch)
+                append(sink, commits(spark, [TODAY], batch), batch)
         except Exception as e:  # pragma: no cover - the assertion below says what
             errors.append(e)
 
@@ -266,11 +286,11 @@ def test_maintenance_beside_the_jobs_appends_loses_and_duplicates_nothing(
     assert all(not r.failed for r in reports), [s.line() for r in reports for s in r.failed]
     table = spark.read.format("delta").load(path)
     today = table.where(F.col("date") == F.lit(TODAY))
-    assert today.count() == (6 + appended) * GROUPS * PARTITIONS
+    assert today.count() == (BATCHES + appended) * GROUPS * PARTITIONS
     assert today.select("event_id").distinct().count() == today.count()
     assert table.where(F.col("date") < F.lit(TODAY - dt.timedelta(days=30))).count() == 0
     versions = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").where("operation = 'WRITE'")
-    assert versions.count() == 36 + appended
+    assert versions.count() == BATCHES + appended
 
 
 def test_the_schedule_runs_cycles_on_its_thread_and_stops(
@@ -313,8 +333,8 @@ def test_maintain_command_end_to_end(spark: SparkSession, filled: tuple[DeltaSin
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert "[maintenance] offset_commits: compacted 2 open dates: 12 -> 2 files" in out, out
-    assert "[maintenance] offset_commits: clustered 4 dates by group_id: 24 -> 4 files" in out
+    assert "[maintenance] offset_commits: compacted 2 open dates: 6 -> 2 files" in out, out
+    assert "[maintenance] offset_commits: clustered 4 dates by group_id: 12 -> 4 files" in out
     assert "rebalance-monitor maintain: 6 tables in" in out
     assert rows_of(spark, path) == rows  # lag_retention_days 0: every day kept
     assert set(live_files(spark, path).values()) == {1}
