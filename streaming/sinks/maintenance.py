@@ -301,7 +301,7 @@ class Maintenance:
                     break
                 done = self._step(table, step, today)
                 report.steps.append(done)
-                if done.error is not None or done.seconds >= 0.05 or done.removed or done.added:
+                if done.error is not None or done.removed or done.added or done.dates:
                     self.progress(done.line())
                 if done.error is not None:
                     break
