@@ -29,6 +29,10 @@ Then one last run finishes the backlog, and every table must equal the reference
 also resumes where the one before stopped: at the last batch it printed (re-run) or the next,
 never from scratch and never past a batch.
 
+A second test kills the job inside its table maintenance (:mod:`streaming.sinks.maintenance`,
+a cycle every few seconds): a moment into a cycle (an OPTIMIZE's files half written, a
+VACUUM, a commit), and held after a compaction's commit; its tables too equal the reference's.
+
 ``make test`` runs :data:`KILLS` kills with a fixed seed; ``make chaos`` (``CHAOS_KILLS``,
 ``CHAOS_SEED``, ``CHAOS_MAX_OFFSETS``) the long version, a fresh seed by default.
 """
