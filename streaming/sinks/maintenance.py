@@ -19,7 +19,12 @@ step            what it does
                 and those a killed write left)
 ==============  =============================================================================
 
-A closed date counts as clustered when it has no more files than its size needs
+Z-order rather than liquid clustering: liquid clustering excludes partition columns, so the
+tables would lose their ``date`` partitions (a new layout for every existing table, and a
+retention delete that rewrites files instead of dropping whole partitions) and take the
+``clustering`` and ``domainMetadata`` writer features; Z-order keeps the layout and the
+protocol, at the price of rewriting a whole date (done once per closed date). A closed date
+counts as clustered when it has no more files than its size needs
 (:func:`needs_clustering`): what ``ZORDER`` leaves. A date that more rows reach later (a
 backfill) is clustered again.
 
