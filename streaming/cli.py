@@ -11,6 +11,7 @@
     rebalance-monitor collect [--once] ...                     membership snapshots -> topic
     rebalance-monitor decode --key-hex K [--value-hex V]       one __consumer_offsets record
     rebalance-monitor simulate SCENARIO | --list               scripted groups, real consumers
+    rebalance-monitor maintain [--table T]                     the tables' maintenance, once
     rebalance-monitor --version                                what runs (and on which runtimes)
 
 Each subcommand is a pair of functions here: ``_add_<name>`` declares its arguments (argparse
@@ -271,6 +272,11 @@ _DELEGATED: dict[str, tuple[str, str, str]] = {
         "play a scripted membership scenario with real consumers",
     ),
     "run": ("streaming.job", "cli_run", "run the Structured Streaming job"),
+    "maintain": (
+        "streaming.maintain",
+        "cli_maintain",
+        "maintain the Delta tables once: retention, compaction, clustering, VACUUM",
+    ),
     "demo": (
         "streaming.demo",
         "cli_demo",

@@ -141,6 +141,10 @@ MAX_CONFIG_BYTES = 1024 * 1024
 _MAX_S = 86_400.0
 #: ``group_retention_s`` at most: a year.
 _MAX_RETENTION_S = 366 * 86_400.0
+#: ``maintenance_interval_s`` at most: a week.
+_MAX_MAINTENANCE_S = 7 * 86_400.0
+#: The retention settings at most, in days: a hundred years.
+_MAX_RETENTION_DAYS = 36_500
 #: The collector's intervals and ``--duration``: ten years at most (not inf).
 MAX_COLLECT_S = 10 * 365 * 86_400.0
 
@@ -304,6 +308,19 @@ class JobConfig:
     * ``end_offsets_max_age_s``: lag measured more than this long after the partition's
       newest end offset (the collector's snapshots) is unknown, never 0 or OK (record
       time); also the age past which the exporter drops lag series. 60 s by default.
+    * ``maintenance_interval_s``: how often the running job maintains its tables (compaction,
+      clustering, retention, VACUUM: :mod:`streaming.sinks.maintenance`), off the
+      micro-batches' path; an hour by default, 0: never (``rebalance-monitor maintain``).
+    * ``audit_retention_days`` / ``lag_retention_days`` / ``bad_records_retention_days``: the
+      whole ``date`` partitions older than this many days that maintenance deletes, of the
+      audit tables (``rebalance_events``, ``member_assignments``, ``group_metrics``; 400), of
+      the commit and lag tables (every other table of the job but ``bad_records``; 30) and of
+      ``bad_records`` (90); 0: keep every day.
+    * ``delta_log_retention_hours``: the tables' ``delta.logRetentionDuration``, how long
+      Delta keeps a commit in ``_delta_log`` (the history and time travel; 48).
+    * ``deleted_file_retention_hours``: the tables' ``delta.deletedFileRetentionDuration``,
+      how long a data file a commit removed stays for readers of older versions before
+      VACUUM deletes it (24).
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
@@ -330,6 +347,12 @@ class JobConfig:
     group_filter: str = ".*"
     group_retention_s: float = 7 * 24 * 3600.0
     end_offsets_max_age_s: float = 60.0
+    maintenance_interval_s: float = 3600.0
+    audit_retention_days: int = 400
+    lag_retention_days: int = 30
+    bad_records_retention_days: int = 90
+    delta_log_retention_hours: float = 48.0
+    deleted_file_retention_hours: float = 24.0
 
     def __post_init__(self) -> None:
         servers = [s.strip() for s in str(self.bootstrap_servers).split(",")]
@@ -388,6 +411,25 @@ class JobConfig:
             raise JobConfigError(
                 f"end_offsets_max_age_s: expected seconds in [0.001, 2592000], got {max_age!r}"
             )
+        interval = self.maintenance_interval_s
+        if not _is_number(interval) or not 0 <= interval <= _MAX_MAINTENANCE_S:
+            raise JobConfigError(
+                f"maintenance_interval_s: expected seconds in [0, {_MAX_MAINTENANCE_S:g}] "
+                f"(0: never), got {interval!r}"
+            )
+        for name in ("audit_retention_days", "lag_retention_days", "bad_records_retention_days"):
+            days = getattr(self, name)
+            if not _is_int(days) or not 0 <= days <= _MAX_RETENTION_DAYS:
+                raise JobConfigError(
+                    f"{name}: expected whole days in [0, {_MAX_RETENTION_DAYS}] (0: keep every "
+                    f"day), got {days!r}"
+                )
+        for name in ("delta_log_retention_hours", "deleted_file_retention_hours"):
+            hours = getattr(self, name)
+            if not _is_number(hours) or not 1 <= hours <= _MAX_RETENTION_DAYS * 24:
+                raise JobConfigError(
+                    f"{name}: expected hours in [1, {_MAX_RETENTION_DAYS * 24}], got {hours!r}"
+                )
         if not isinstance(self.metrics_host, str) or not self.metrics_host:
             raise JobConfigError("metrics_host: must not be empty")
         if (

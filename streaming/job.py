@@ -101,6 +101,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from streaming.kafka_check import BrokerWatch
+    from streaming.sinks.maintenance import MaintenanceSchedule
 
 
 __all__ = [
@@ -306,12 +307,15 @@ class RunningJob:
         watch: BrokerWatch | None = None,
         guard: BatchGuard | None = None,
         unlisten: Callable[[], None] | None = None,
+        maintenance: MaintenanceSchedule | None = None,
     ) -> None:
         self.config = config
         self.sinks = sinks
         self.queries = queries
         self.watch = watch
         self.guard = guard
+        #: The tables' maintenance schedule (None: ``maintenance_interval_s`` 0)
+        self.maintenance = maintenance
         #: Unix time the queries started (``/-/ready`` before the first micro-batch)
         self.started_s = time.time()
         self._unlisten = unlisten
@@ -375,6 +379,8 @@ class RunningJob:
         :class:`streaming.spark.stopping.BatchGuard`). A micro-batch in flight may finish
         first (:data:`STOP_BATCH_WAIT_S`)."""
         try:
+            if self.maintenance is not None:
+                self.maintenance.stop()
             if self.watch is not None:
                 self.watch.stop()
             if self.guard is not None:
@@ -449,10 +455,25 @@ def launch(
         + (" (available now)" if once else "")
     )
     watch = _watch_kafka(config, sinks, progress, warn or progress)
-    job = RunningJob(config, sinks, queries, watch, guard, unlisten)
+    maintenance = _schedule_maintenance(spark, config, progress, warn or progress)
+    job = RunningJob(config, sinks, queries, watch, guard, unlisten, maintenance)
     if sinks.prometheus is not None:
         sinks.prometheus.readiness = job.not_ready
     return job
+
+
+def _schedule_maintenance(
+    spark: SparkSession, config: JobConfig, progress: Progress, warn: Progress
+) -> MaintenanceSchedule | None:
+    """The tables' maintenance every ``maintenance_interval_s`` on a thread of its own
+    (:class:`streaming.sinks.maintenance.MaintenanceSchedule`); None when it is 0."""
+    from streaming.sinks.maintenance import Maintenance, MaintenanceSchedule, Settings, apply_conf
+
+    if config.maintenance_interval_s == 0:
+        return None
+    apply_conf(spark, config.spark_conf)
+    maintenance = Maintenance(spark, config.delta_path, Settings.of(config), progress=progress)
+    return MaintenanceSchedule(maintenance, config.maintenance_interval_s, warn=warn).start()
 
 
 def _listen_progress(spark: SparkSession, sinks: Sinks) -> Callable[[], None] | None:
@@ -656,6 +677,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="lag against end offsets older than this is unknown, not 0 (default 60)",
     )
+    p.add_argument(
+        "--maintenance-interval",
+        dest="maintenance_interval_s",
+        type=float,
+        metavar="SECONDS",
+        help="compact, cluster, expire and vacuum the tables this often, beside the "
+        "micro-batches (default 3600; 0: never, e.g. when `rebalance-monitor maintain` is "
+        "scheduled instead)",
+    )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long")
     p.add_argument("--once", action="store_true", help="process what is available now, then stop")
     p.add_argument(
@@ -696,6 +726,7 @@ def config_from_args(
             "group_filter",
             "group_retention_s",
             "end_offsets_max_age_s",
+            "maintenance_interval_s",
         )
     }
     if args.conf:

@@ -37,17 +37,42 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["DeltaSink", "added_columns"]
+    from streaming.sinks.maintenance import Settings
+
+__all__ = ["DeltaSink", "added_columns", "set_properties", "table_properties"]
 
 #: How many of a table's newest commits are searched for a batch's append.
 _HISTORY_SCAN = 10
 
 
-def _properties(table: str) -> dict[str, str]:
-    """The Delta table properties ``table`` is given (:data:`streaming.sinks.tables.
-    STATS_COLUMNS`)."""
+def table_properties(table: str, settings: Settings | None = None) -> dict[str, str]:
+    """The Delta table properties ``table`` is given: its statistics columns
+    (:data:`streaming.sinks.tables.STATS_COLUMNS`) and the retention and checkpoint interval
+    of :func:`streaming.sinks.maintenance.table_properties` (``settings``' or the defaults)."""
+    from streaming.sinks import maintenance
+
+    properties = maintenance.table_properties(settings or maintenance.Settings())
     columns = t.STATS_COLUMNS.get(table)
-    return {} if columns is None else {"delta.dataSkippingStatsColumns": ",".join(columns)}
+    if columns is not None:
+        properties["delta.dataSkippingStatsColumns"] = ",".join(columns)
+    return properties
+
+
+def set_properties(
+    spark: SparkSession, path: str, table: str, settings: Settings | None = None
+) -> dict[str, str]:
+    """Give the existing table at ``path`` the properties it lacks or has other values of
+    (:func:`table_properties`; one commit, none when it has them all); returns those set."""
+    from delta.tables import DeltaTable
+
+    wanted = table_properties(table, settings)
+    detail = DeltaTable.forPath(spark, path).detail().collect()[0]
+    missing = {k: v for k, v in wanted.items() if detail["properties"].get(k) != v}
+    if missing:
+        where = path.replace("`", "``")
+        settings_sql = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
+        spark.sql(f"ALTER TABLE delta.`{where}` SET TBLPROPERTIES ({settings_sql})")
+    return missing
 
 
 def _shape(schema: StructType) -> list[tuple[str, str]]:
@@ -96,13 +121,17 @@ def added_columns(actual: StructType, expected: StructType, prefix: str = "") ->
 class DeltaSink:
     """Appends tracker rows and bad records to the six Delta tables (module docstring).
 
-    ``app_id`` must be unique per streaming checkpoint (see the module docstring).
+    ``app_id`` must be unique per streaming checkpoint (see the module docstring);
+    ``settings``: the retention the tables' properties say (default: maintenance's defaults).
     """
 
-    def __init__(self, spark: SparkSession, base_path: str, app_id: str) -> None:
+    def __init__(
+        self, spark: SparkSession, base_path: str, app_id: str, settings: Settings | None = None
+    ) -> None:
         if not app_id:
             raise ValueError("app_id must not be empty")
         self.spark = spark
+        self.settings = settings
         self.base_path = base_path.rstrip("/")
         self.app_id = app_id
         self.pauser = Pauser.from_env()
@@ -130,9 +159,9 @@ class DeltaSink:
 
         path = self.path(table)
         expected = t.schema(table)
-        properties = _properties(table)
+        properties = table_properties(table, self.settings)
         if DeltaTable.isDeltaTable(self.spark, path):
-            self._check(table, path, expected, properties)
+            self._check(table, path, expected)
             return
         builder = (
             DeltaTable.createIfNotExists(self.spark)
@@ -148,9 +177,7 @@ class DeltaSink:
         # appends would otherwise each reconstruct it (a Spark job, ~1-3 s here)
         DeltaTable.forPath(self.spark, path).detail().collect()
 
-    def _check(
-        self, table: str, path: str, expected: StructType, properties: Mapping[str, str]
-    ) -> None:
+    def _check(self, table: str, path: str, expected: StructType) -> None:
         """Refuse a table of other columns or partitioning; give a table created before
         its new nullable columns and its properties (one commit each, once)."""
         from delta.tables import DeltaTable
@@ -171,10 +198,7 @@ class DeltaSink:
                 f"{path}: partitioned by {list(detail['partitionColumns'])}, "
                 f"expected [{t.PARTITION_COLUMN!r}]"
             )
-        missing = {k: v for k, v in properties.items() if detail["properties"].get(k) != v}
-        if missing:
-            settings = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
-            self.spark.sql(f"ALTER TABLE delta.`{where}` SET TBLPROPERTIES ({settings})")
+        set_properties(self.spark, path, table, self.settings)
 
     def write_batch(self, batch_id: int, frames: Mapping[str, DataFrame]) -> list[str]:
         """Append one micro-batch: for each table, a DataFrame of its rows

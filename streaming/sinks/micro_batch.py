@@ -133,6 +133,7 @@ class Sinks:
     ) -> Sinks:
         from streaming.job import EVENTS_QUERY
         from streaming.sinks.delta import DeltaSink
+        from streaming.sinks.maintenance import Settings
         from streaming.sinks.prometheus import PrometheusSink
         from streaming.sinks.tables import TABLE_NAMES
         from streaming.spark import checkpoint as ckpt
@@ -140,7 +141,7 @@ class Sinks:
         # the Delta app id of the checkpoint, checked against the tables' transactions
         events = f"{config.checkpoint_dir.rstrip('/')}/{EVENTS_QUERY}"
         app = ckpt.app_id(spark, config.checkpoint_dir, events)
-        delta = DeltaSink(spark, config.delta_path, app)
+        delta = DeltaSink(spark, config.delta_path, app, Settings.of(config))
         delta.ensure_tables()
         ckpt.check_transactions(
             ckpt.table_transactions(spark, [(t, delta.path(t)) for t in TABLE_NAMES]),

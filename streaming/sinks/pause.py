@@ -13,6 +13,9 @@ point                     where the sink is
 ``after-append``          a table's append has committed (its ``txnVersion`` too); the others go on
 ``after-batch``           every table of the batch has committed; Spark has not yet recorded the
                           batch as done (its commit log), so a restart re-runs it
+``maintenance``           a maintenance cycle (:mod:`streaming.sinks.maintenance`) has committed a
+                          table's compaction and not yet clustered or vacuumed it; ``@<n>`` counts
+                          the run's cycles from 0, not micro-batches; the micro-batches go on
 ========================  =========================================================================
 
 The first time the point is reached, for ``table`` (or for any table) in a micro-batch whose
@@ -43,8 +46,8 @@ __all__ = ["MARKER_ENV", "PAUSE_ENV", "POINTS", "PausePoint", "PauseSpecError", 
 PAUSE_ENV = "REBALANCE_MONITOR_SINK_PAUSE"
 MARKER_ENV = "REBALANCE_MONITOR_SINK_PAUSE_MARKER"
 
-Point = Literal["before-append", "after-append", "after-batch"]
-POINTS: tuple[Point, ...] = ("before-append", "after-append", "after-batch")
+Point = Literal["before-append", "after-append", "after-batch", "maintenance"]
+POINTS: tuple[Point, ...] = ("before-append", "after-append", "after-batch", "maintenance")
 
 
 class PauseSpecError(SinkError, ValueError):
@@ -104,8 +107,9 @@ class Pauser:
         return cls(PausePoint.parse(spec), Path(marker) if marker else None)
 
     def reach(self, point: Point, batch_id: int, table: str | None = None) -> None:
-        """The sink is at ``point`` (of ``table``) in micro-batch ``batch_id``: return at
-        once, unless this is the occurrence to hold (then never return)."""
+        """The sink is at ``point`` (of ``table``) in micro-batch ``batch_id`` (maintenance:
+        in cycle ``batch_id``): return at once, unless this is the occurrence to hold (then
+        never return)."""
         where = self.where
         if where is None or where.point != point or batch_id < where.batch_id:
             return

@@ -96,6 +96,14 @@ DEFAULT_CONF: dict[str, str] = {
     # twice the workers: 1.26 -> 0.71 GiB of workers at 10,000 groups (bench/steady.py).
     # Off, a failing UDF's traceback keeps pyspark's own frames.
     "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
+    # fair scheduling between pools: the tables' maintenance runs its jobs in a pool of its
+    # own (streaming.sinks.maintenance.POOL), so a micro-batch's tasks take the next free
+    # core instead of queueing behind a whole OPTIMIZE; the job's own jobs share the
+    # default pool, first come first served as before
+    "spark.scheduler.mode": "FAIR",
+    # the streaming checkpoint keeps this many micro-batches (offsets, commits, state store
+    # versions; Spark's default 100); a restart needs only the last one
+    "spark.sql.streaming.minBatchesToRetain": "10",
 }
 
 

@@ -29,6 +29,10 @@ Then one last run finishes the backlog, and every table must equal the reference
 also resumes where the one before stopped: at the last batch it printed (re-run) or the next,
 never from scratch and never past a batch.
 
+A second test kills the job inside its table maintenance (:mod:`streaming.sinks.maintenance`,
+a cycle every few seconds): a moment into a cycle (an OPTIMIZE's files half written, a
+VACUUM, a commit), and held after a compaction's commit; its tables too equal the reference's.
+
 ``make test`` runs :data:`KILLS` kills with a fixed seed; ``make chaos`` (``CHAOS_KILLS``,
 ``CHAOS_SEED``, ``CHAOS_MAX_OFFSETS``) the long version, a fresh seed by default.
 """
@@ -55,6 +59,7 @@ import pytest
 
 from streaming.config import load_config
 from streaming.job_log import message_of
+from streaming.sinks import tables as t
 from streaming.sinks.pause import MARKER_ENV, PAUSE_ENV
 from streaming.sinks.tables import TABLE_NAMES
 from tests.delta_rows import rows_diff, table_rows
@@ -201,11 +206,12 @@ def _settings(backlog: Backlog, offsets_topic: str, work: Path) -> dict[str, Any
     }
 
 
-def _command(settings: dict[str, Any], log_file: Path) -> list[str]:
+def _command(settings: dict[str, Any], log_file: Path, *, once: bool = True) -> list[str]:
+    """``run --once`` (or running on, until killed) on the frozen backlog."""
     return [
         str(Path(sys.executable).with_name("rebalance-monitor")),
         "run",
-        "--once",
+        *(["--once"] if once else []),
         "--master", "local[2]",
         "--conf", "spark.driver.memory=1g",
         # a loaded machine: Python workers may take minutes to connect back to the JVM
@@ -281,11 +287,11 @@ class Chaos:
         self.intervals: list[float] = []  # between a run's consecutive batches
         self.startups: list[float] = []  # launch to ``started:``
 
-    def launch(self, env_extra: dict[str, str] | None = None) -> Run:
+    def launch(self, env_extra: dict[str, str] | None = None, *, once: bool = True) -> Run:
         env = {k: v for k, v in os.environ.items() if k not in (PAUSE_ENV, MARKER_ENV)}
         env |= {"PYSPARK_PYTHON": sys.executable, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
         proc = subprocess.Popen(
-            _command(self.settings, self.work / "run.log"),
+            _command(self.settings, self.work / "run.log", once=once),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
@@ -399,20 +405,45 @@ def _logged_files(table: Path) -> set[str]:
     return paths
 
 
-def test_killed_again_and_again_the_job_equals_an_uninterrupted_run(
-    spark: SparkSession, backlog: Backlog, tmp_path: Path
-) -> None:
+@dataclass(frozen=True)
+class Reference:
+    """The frozen backlog's topic and the uninterrupted run over it (maintenance off)."""
+
+    frozen: str
+    folder: Path
+    tables_by_batch: dict[int, list[str]]
+    last_batch: int
+
+
+@pytest.fixture(scope="module")
+def reference(
+    spark: SparkSession, backlog: Backlog, tmp_path_factory: pytest.TempPathFactory
+) -> Reference:
     from streaming.job import run
 
+    frozen = _freeze_offsets(backlog)
+    folder = tmp_path_factory.mktemp("chaos") / "reference"
+    settings = {**_settings(backlog, frozen, folder), "maintenance_interval_s": 0}
+    run(load_config(environ={}, overrides=settings), once=True, spark=spark, progress=print)
+    return Reference(
+        frozen,
+        folder,
+        _tables_by_batch(folder / "delta"),
+        _last_batch(folder / "checkpoint" / "events"),
+    )
+
+
+def test_killed_again_and_again_the_job_equals_an_uninterrupted_run(
+    spark: SparkSession, backlog: Backlog, reference: Reference, tmp_path: Path
+) -> None:
     began = time.monotonic()
     seed = _seed()
     print(f"chaos: seed={seed} kills={KILLS} max_offsets={MAX_OFFSETS}", flush=True)
-    frozen = _freeze_offsets(backlog)
-    # the reference: one uninterrupted run
-    reference = _settings(backlog, frozen, tmp_path / "reference")
-    run(load_config(environ={}, overrides=reference), once=True, spark=spark, progress=print)
-    tables_by_batch = _tables_by_batch(tmp_path / "reference" / "delta")
-    last_batch = _last_batch(tmp_path / "reference" / "checkpoint" / "events")
+    frozen, tables_by_batch, last_batch = (
+        reference.frozen,
+        reference.tables_by_batch,
+        reference.last_batch,
+    )
     plan = _plan(random.Random(seed), KILLS, last_batch + 1)
     print(f"chaos: {last_batch + 1} batches; plan: {plan}", flush=True)
 
@@ -445,10 +476,104 @@ def test_killed_again_and_again_the_job_equals_an_uninterrupted_run(
     missed = [o for o in outcomes if o.landed.startswith("none") and o.kill.kind != "timer"]
     assert not missed, summary + "\n" + "\n".join(f"{o.kill}: {o.landed}" for o in missed)
 
-    expected = table_rows(spark, tmp_path / "reference" / "delta")
+    _assert_equal(spark, backlog, reference, work, summary)
+
+
+def _assert_equal(
+    spark: SparkSession, backlog: Backlog, reference: Reference, work: Path, summary: str
+) -> None:
+    """Every table of the run in ``work`` equals the reference's, row for row."""
+    expected = table_rows(spark, reference.folder / "delta")
     actual = table_rows(spark, work / "delta")
     groups = {json.loads(r)["group_id"] for r in expected["rebalance_events"]}
     assert set(backlog.groups) <= groups, "the reference run missed groups of the backlog"
     assert expected["bad_records"], "the garbage record was not quarantined"
     differ = {t: rows_diff(expected[t], actual[t]) for t in TABLE_NAMES if actual[t] != expected[t]}
     assert not differ, summary + "\n" + "\n".join(f"{t}: {d}" for t, d in differ.items())
+
+
+#: The maintenance kills' runs: a cycle every few seconds (the first as soon).
+MAINTENANCE_ENV = {"REBALANCE_MONITOR_MAINTENANCE_INTERVAL_S": "3"}
+
+
+def _kill_in_cycle(chaos: Chaos, cycle: int, fraction: float, cycle_s: float) -> str:
+    """Launch with maintenance every few seconds, running on after the backlog (no
+    ``--once``: the cycles go on); once cycle ``cycle`` has started, kill the job
+    ``fraction`` of ``cycle_s`` later (inside an OPTIMIZE, a VACUUM, a commit...)."""
+    run = chaos.launch(MAINTENANCE_ENV, once=False)
+    deadline = run.started + RUN_TIMEOUT_S
+    started: float | None = None
+    while time.monotonic() < deadline:
+        if run.proc.poll() is not None:
+            run.reader.join(timeout=30)
+            chaos._account(run)
+            return "none: the run finished first"
+        if started is None and run.said(f"[maintenance] cycle {cycle}:"):
+            started = time.monotonic()
+        if started is not None and time.monotonic() - started >= fraction * cycle_s:
+            lines = [text for _, text in run.lines if text.startswith("[maintenance]")]
+            run.kill()
+            chaos._account(run)
+            return f"{fraction * cycle_s:.1f} s into cycle {cycle}, after: {lines[-1]!r}"
+        time.sleep(POLL_S)
+    run.kill()
+    raise AssertionError(f"cycle {cycle} did not start in time:\n{run.tail()}")
+
+
+def _kill_after_compaction(chaos: Chaos, table: str, cycle: int, marker: Path) -> str:
+    """Launch with maintenance every few seconds (running on after the backlog), held after
+    cycle ``cycle`` committed ``table``'s compaction (:mod:`streaming.sinks.pause`); kill it
+    there."""
+    env = {**MAINTENANCE_ENV, PAUSE_ENV: f"maintenance:{table}@{cycle}", MARKER_ENV: str(marker)}
+    run = chaos.launch(env, once=False)
+    deadline = run.started + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if run.proc.poll() is not None:
+            run.reader.join(timeout=30)
+            chaos._account(run)
+            return "none: the run finished first"
+        if marker.exists():
+            held = json.loads(marker.read_text())
+            run.kill()
+            chaos._account(run)
+            return f"held after the compaction of {held['table']} in cycle {held['batch_id']}"
+        time.sleep(POLL_S)
+    run.kill()
+    raise AssertionError(f"no maintenance hold in time:\n{run.tail()}")
+
+
+def test_killed_during_maintenance_the_job_equals_an_uninterrupted_run(
+    spark: SparkSession, backlog: Backlog, reference: Reference, tmp_path: Path
+) -> None:
+    """The job maintains its tables every few seconds while it works through the backlog; it
+    is killed inside a cycle (a moment into it, and held after a compaction's commit), then
+    finishes: its tables equal the uninterrupted run's, and the compactions happened."""
+    work = tmp_path / "maintained"
+    work.mkdir()
+    chaos = Chaos(
+        _settings(backlog, reference.frozen, work),
+        work,
+        reference.tables_by_batch,
+        reference.last_batch,
+    )
+    landed = [
+        _kill_in_cycle(chaos, 1, 0.5, 8.0),
+        _kill_after_compaction(chaos, t.OFFSET_COMMITS, 1, work / "held.json"),
+        _kill_in_cycle(chaos, 0, 0.3, 8.0),
+    ]
+    print(f"chaos: maintenance kills: {landed}", flush=True)
+    assert not [w for w in landed if w.startswith("none")], landed
+    last = chaos.launch(MAINTENANCE_ENV)
+    assert last.proc.wait(timeout=RUN_TIMEOUT_S) == 0, last.tail()
+    last.reader.join(timeout=30)
+    chaos._account(last)
+    assert chaos.highest == reference.last_batch
+    optimized = [
+        table
+        for table in TABLE_NAMES
+        if spark.sql(f"DESCRIBE HISTORY delta.`{work / 'delta' / table}`")
+        .where("operation = 'OPTIMIZE'")
+        .count()
+    ]
+    assert optimized, f"no compaction committed: {landed}"
+    _assert_equal(spark, backlog, reference, work, f"maintenance kills: {landed}")

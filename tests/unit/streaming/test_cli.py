@@ -307,6 +307,7 @@ def test_subcommands_are_pluggable() -> None:
         "decode",
         "simulate",
         "run",
+        "maintain",
         "audit",
     }
 

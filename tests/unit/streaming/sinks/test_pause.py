@@ -24,6 +24,7 @@ pytestmark = pytest.mark.unit
         ("after-append:partition_lag", PausePoint("after-append", "partition_lag")),
         ("after-append:offset_commits@7", PausePoint("after-append", "offset_commits", 7)),
         ("after-batch@3", PausePoint("after-batch", None, 3)),
+        ("maintenance:offset_commits@1", PausePoint("maintenance", "offset_commits", 1)),
     ],
 )
 def test_the_spec_is_parsed(spec: str, expected: PausePoint) -> None:
