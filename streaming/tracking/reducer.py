@@ -435,7 +435,9 @@ def _committed(
         leader_epoch=leader_epoch,
         history=(*kept, *history)[-config.commit_history :],
         source="log",
-        kept_ts_ms=obs.timestamp_ms if reason is not None else old and old.kept_ts_ms,
+        kept_ts_ms=(
+            obs.timestamp_ms if reason is not None else None if old is None else old.kept_ts_ms
+        ),
         lag_ts_ms=None if old is None else old.lag_ts_ms,
         status=None if old is None else old.status,
     )
