@@ -17,9 +17,9 @@
               │                                                  ▼
               │                            track: transformWithStateInPandas, state per
               │                            group on RocksDB; bad rows and stats rows pass
-              │                            through under keys of their own; with
-              │                            history=latest, what offset_commits keeps too
-              │                            (each group's runs as lists, each tombstone)
+              │                            through under keys of their own; the kept
+              │                            commits (history=kept), or with history=latest
+              │                            each group's runs as lists and each tombstone
               └───────────────────────┬──────────────────────────┘
                                       ▼ unionByName (every) / the group lane alone (latest)
     query "events": foreachBatch (streaming.sinks.micro_batch.Sinks) -> one job computes the
@@ -32,11 +32,13 @@
                     commit_frame) and the bad rows' struct -> DeltaSink, the tables side by side
                     (txnAppId/txnVersion); two progress lines per batch ([records], [events])
 
-With the default ``offset_commits_history=latest`` the table keeps each partition's last
-record of a micro-batch, which is the last commit of one of the group lane's runs (or a
-tombstone): the stateful step writes those rows, and the source is read once per
-micro-batch. With ``every`` the commit lane writes every commit, and the source is read
-twice per micro-batch, once by each lane (Spark plans a union's branches apart).
+With the default ``offset_commits_history=kept`` the tracker writes the commits that matter
+and a sample per partition per ``offset_commits_interval_s`` (:mod:`streaming.tracking.keep`),
+each with its ``reason``; with ``latest`` the table keeps each partition's last record of a
+micro-batch, which is the last commit of one of the group lane's runs (or a tombstone): the
+stateful step passes those rows on. Either way the source is read once per micro-batch.
+With ``every`` the commit lane writes every commit, and the source is read twice per
+micro-batch, once by each lane (Spark plans a union's branches apart).
 
 One query, so every record is decoded once: the quarantine and the counters ride through
 the stateful step instead of a second query decoding the same records (``bench/stream.py``

@@ -187,15 +187,18 @@ def apply(
             continue
         work.positions[key] = obs.offset
         emitted = len(ctx.events)
+        partitions = len(work.commits)
         _dispatch(ctx, obs)
         if any(forgets(e) for e in ctx.events[emitted:]):
             work = ctx.state = _after_tombstone(work)
+        if partitions != len(work.commits) or any(
+            isinstance(e, LagTransitionRow) for e in ctx.events[emitted:]
+        ):
+            _group_transition(ctx, obs.logical_ts_ms)
+        _rollup(ctx, obs.logical_ts_ms)
     flush_timeout(ctx)
     if ctx.changed:
-        lag = _group_lag(work, now_ms, config)
-        status = _status(work, now_ms, config, lag)
-        _group_rows(ctx, work, lag, status, now_ms)
-        ctx.emit(status)
+        ctx.emit(_status(work, now_ms, config))
     return work, ctx.events
 
 
@@ -746,49 +749,59 @@ def _group_lag(state: GroupState, now_ms: int, config: TrackerConfig) -> _GroupL
     )
 
 
-def _group_rows(
-    ctx: Context, state: GroupState, lag: _GroupLag, status: GroupStatus, now_ms: int
-) -> None:
-    """The group's ``lag_transitions`` row when its lag status changed, and its
-    ``group_lag`` row when ``now_ms`` is the first measurement of its window (only for a
-    group some of whose partitions have an end offset: a lag to report)."""
-    config = ctx.config
-    if status.lag_status != state.lag_status:
-        ctx.emit(
-            LagTransitionRow(
-                event_id=event_id("lag_transition", state.cluster, state.group_id, now_ms),
-                cluster=state.cluster,
-                group_id=state.group_id,
-                event_ts_ms=now_ms,
-                scope="group",
-                topic=None,
-                partition=None,
-                status_before=state.lag_status,
-                status_after=status.lag_status,
-                rule=None,
-                lag_records=status.total_lag_records,
-                lag_seconds=status.max_lag_seconds,
-            )
+def _group_transition(ctx: Context, ts_ms: int) -> None:
+    """The group's ``lag_transitions`` row when the worst of its partitions' statuses at
+    their last measurements (G1) is not the group's last one: judged after each observation
+    that changed a partition's status or the set of its partitions, so the rows do not
+    depend on how the records were cut into micro-batches."""
+    state = ctx.state
+    worst = group_status(entry.status for entry in state.commits.values())
+    if worst == state.lag_status:
+        return
+    lag = _group_lag(state, ts_ms, ctx.config)
+    ctx.emit(
+        LagTransitionRow(
+            event_id=event_id("lag_transition", state.cluster, state.group_id, ts_ms),
+            cluster=state.cluster,
+            group_id=state.group_id,
+            event_ts_ms=ts_ms,
+            scope="group",
+            topic=None,
+            partition=None,
+            status_before=state.lag_status,
+            status_after=worst,
+            rule=None,
+            lag_records=None if lag.unknown else lag.total,
+            lag_seconds=None if lag.unknown else lag.worst_seconds,
         )
-        state.lag_status = status.lag_status
+    )
+    state.lag_status = worst
+
+
+def _rollup(ctx: Context, ts_ms: int) -> None:
+    """The group's ``group_lag`` row, at its first observation (``ts_ms``: its logical time)
+    in each window of ``group_lag_interval_ms``, for a group some of whose partitions have
+    an end offset (a lag to report)."""
+    state, config = ctx.state, ctx.config
     interval = config.group_lag_interval_ms
     last = state.group_lag_ts_ms
-    if interval <= 0 or lag.measured + lag.stale == 0:
+    if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
         return
-    if last is not None and now_ms // interval <= last // interval:
+    if not any(tp in state.end_offsets for tp in state.commits):
         return
-    state.group_lag_ts_ms = now_ms
+    lag = _group_lag(state, ts_ms, config)
+    state.group_lag_ts_ms = ts_ms
     counts = {"OK": 0, "WARN": 0, "ERR": 0}
     for s in lag.statuses:
         if s is not None:
             counts["OK" if s == "OK" else "WARN" if s == "WARN" else "ERR"] += 1
-    window = now_ms - now_ms % interval
+    window = ts_ms - ts_ms % interval
     ctx.emit(
         GroupLagRow(
             event_id=event_id("group_lag", state.cluster, state.group_id, window),
             cluster=state.cluster,
             group_id=state.group_id,
-            event_ts_ms=now_ms,
+            event_ts_ms=ts_ms,
             interval_ts_ms=window,
             partitions=lag.partitions,
             partitions_measured=lag.measured,
@@ -796,7 +809,7 @@ def _group_rows(
             total_lag_records=None if lag.unknown else lag.total,
             max_lag_records=None if lag.unknown else lag.max_records,
             max_lag_seconds=None if lag.unknown else lag.worst_seconds,
-            status=status.lag_status,
+            status=group_status(lag.statuses),
             partitions_ok=counts["OK"],
             partitions_warn=counts["WARN"],
             partitions_err=counts["ERR"],

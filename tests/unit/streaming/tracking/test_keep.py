@@ -209,7 +209,7 @@ def test_group_lag_rollup_once_a_minute_and_unknown_stays_null() -> None:
     rollups = t.of(GroupLagRow)
     assert [r.interval_ts_ms for r in rollups] == [0, MIN]
     first = rollups[0]
-    assert first.event_ts_ms == 5 * S + 5  # the call's now: the snapshot's record time
+    assert first.event_ts_ms == 5 * S  # the first observation of the minute: the snapshot
     assert (first.partitions, first.partitions_measured, first.partitions_unknown) == (2, 2, 0)
     assert (first.total_lag_records, first.max_lag_records) == (5, 5)
     assert first.event_id == f"group_lag/local/{GROUP}/0"
@@ -252,9 +252,9 @@ def test_lag_status_transitions_of_the_partition_and_the_group() -> None:
     ]
     assert moves == [
         ("partition", 10 * S, None, "OK", 2, 0),
-        ("group", 10 * S + 5, None, "OK", None, 0),
+        ("group", 10 * S, None, "OK", None, 0),
         ("partition", 30 * S, "OK", "STOP", 3, 200),
-        ("group", 30 * S + 5, "OK", "ERR", None, 200),
+        ("group", 30 * S, "OK", "ERR", None, 200),
     ]
     # the collector stops: a commit 70 s later finds a stale end offset, the lag and the
     # status become unknown (null), never OK or 0

@@ -8,13 +8,7 @@ import pytest
 
 from streaming.codec.model import ShareGroupMetadata, Unknown
 from streaming.tracking import GroupState, Observation, ObservationError, apply
-from streaming.tracking.events import (
-    GroupLagRow,
-    GroupStatus,
-    LagTransitionRow,
-    RebalanceEvent,
-    TrackerEvent,
-)
+from streaming.tracking.events import GroupStatus, RebalanceEvent, TrackerEvent
 from streaming.tracking.model import UnsupportedEvent
 from streaming.tracking.reducer import ordered
 from tests.unit.streaming.tracking.factories import (
@@ -53,15 +47,7 @@ def scenario() -> list[Observation]:
 
 
 def non_status(events: list[TrackerEvent]) -> list[TrackerEvent]:
-    """The rows of the records: without what each call measures of the group at its end
-    (its status, its lag rollup and a change of its lag status)."""
-    return [e for e in events if not per_call(e)]
-
-
-def per_call(e: TrackerEvent) -> bool:
-    return isinstance(e, GroupStatus | GroupLagRow) or (
-        isinstance(e, LagTransitionRow) and e.scope == "group"
-    )
+    return [e for e in events if not isinstance(e, GroupStatus)]
 
 
 def test_order_within_a_batch_does_not_matter() -> None:
