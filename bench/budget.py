@@ -20,10 +20,12 @@ How it is measured:
    (:func:`streaming.spark.stateful.events_to_rows`, the step's schema,
    :func:`streaming.sinks.micro_batch.table_frames`, :class:`streaming.sinks.delta.DeltaSink`:
    real Spark, real Delta) in micro-batches of the rows a batch holds at each scale
-   (``--batch-seconds`` of a day's rows, one file per table per batch): **as written**.
-   Then each table is compacted once, ``OPTIMIZE ... ZORDER BY (group_id)`` (what the
-   job's maintenance does), and measured again: **compacted**. Bytes are the table's live
-   files (Delta's ``sizeInBytes``), the ``_delta_log`` not counted.
+   (``--batch-seconds`` of a day's rows, one file per table per batch; at most
+   :data:`MAX_BATCHES` batches, so the rare rebalance tables get bigger files than live):
+   **as written**. Then each table is compacted once, ``OPTIMIZE ... ZORDER BY
+   (group_id)`` (what the job's maintenance does), and measured again: **compacted** (the
+   same files whatever the batches were). Bytes are the table's live files (Delta's
+   ``sizeInBytes``), the ``_delta_log`` not counted.
 3. Rows per day x bytes per row, at 1,000 and 10,000 groups; the budget is the compacted
    figure at 10,000 groups.
 
@@ -272,29 +274,29 @@ def rows_per_day(rows: Rows, groups: int, span_ms: int, scale: int) -> dict[str,
 # -- bytes ------------------------------------------------------------------------------------
 
 
-def write_tables(
-    spark: Any,
-    base: Path,
-    rows: Rows,
-    batch_rows: dict[str, int],
-) -> None:
-    """The rows through the job's sinks, ``batch_rows[table]`` rows a micro-batch (one file
-    per table per batch), in record-time order."""
+def write_tables(spark: Any, base: Path, rows: Rows, batch_rows: dict[str, int]) -> None:
+    """The rows through the job's sinks in record-time order, ``batch_rows[table]`` rows of
+    each table a micro-batch (one file per table per batch), at most :data:`MAX_BATCHES`
+    batches (a table with fewer rows a batch than that allows gets bigger files: the
+    rebalance tables, whose files are few either way)."""
     from streaming.sinks.delta import DeltaSink
     from streaming.sinks.micro_batch import table_frames
     from streaming.spark.stateful import EVENTS_SCHEMA, events_to_rows
 
     sink = DeltaSink(spark, str(base), "bench-budget")
     sink.ensure_tables()
-    batch_id = 0
-    for table, events in sorted(rows.by_table.items()):
-        size = max(1, batch_rows[table])
-        for start in range(0, len(events), size):
-            chunk = events[start : start + size]
-            df = spark.createDataFrame(events_to_rows(chunk), EVENTS_SCHEMA).coalesce(1)
-            kinds = {e.kind for e in chunk}
-            sink.write_batch(batch_id, table_frames(df, kinds, batch_id))
-            batch_id += 1
+    chunks: dict[str, list[list[TrackerEvent]]] = {}
+    for table, events in rows.by_table.items():
+        size = max(1, batch_rows[table], -(-len(events) // MAX_BATCHES))
+        chunks[table] = [events[i : i + size] for i in range(0, len(events), size)]
+    for batch_id in range(max(len(c) for c in chunks.values())):
+        chunk = [e for c in chunks.values() if batch_id < len(c) for e in c[batch_id]]
+        df = spark.createDataFrame(events_to_rows(chunk), EVENTS_SCHEMA).coalesce(1)
+        sink.write_batch(batch_id, table_frames(df, {e.kind for e in chunk}, batch_id))
+
+
+#: Micro-batches written per scale (each a Delta commit per table: minutes on a busy machine).
+MAX_BATCHES = 8
 
 
 def table_bytes(spark: Any, path: Path) -> tuple[int, int]:
@@ -318,7 +320,11 @@ class Measured:
     compacted_files: int
 
 
-def measure(spark: Any, work: Path, rows: Rows, batch_rows: dict[str, int]) -> dict[str, Measured]:
+def measure(
+    spark: Any, work: Path, rows: Rows, batch_rows: dict[str, int], *, compacted: bool
+) -> dict[str, Measured]:
+    """Each table's bytes as written and (``compacted``) after one Z-order compaction (the
+    same files whatever the batches were: measured once)."""
     base = work / "delta"
     if base.exists():
         shutil.rmtree(base)
@@ -327,9 +333,11 @@ def measure(spark: Any, work: Path, rows: Rows, batch_rows: dict[str, int]) -> d
     for table, events in sorted(rows.by_table.items()):
         path = base / table
         written = table_bytes(spark, path)
-        compact(spark, path)
-        compacted = table_bytes(spark, path)
-        out[table] = Measured(len(events), *written, *compacted)
+        packed = (0, 0)
+        if compacted:
+            compact(spark, path)
+            packed = table_bytes(spark, path)
+        out[table] = Measured(len(events), *written, *packed)
     return out
 
 
@@ -423,8 +431,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 table: round(per_day[s][table] * args.batch_seconds / 86_400)
                 for table in t.TABLE_NAMES
             }
-            measured[s] = measure(spark, work / f"scale-{s}", rows, batch_rows)
-            print(f"wrote and compacted the tables at {s:,} groups' batch sizes", flush=True)
+            last = s == SCALES[-1]
+            measured[s] = measure(spark, work / f"scale-{s}", rows, batch_rows, compacted=last)
+            print(f"wrote the tables at {s:,} groups' batch sizes", flush=True)
+        for s in SCALES[:-1]:  # compacted: the same files at every scale
+            for table, m in measured[s].items():
+                big = measured[SCALES[-1]][table]
+                m.compacted_bytes, m.compacted_files = big.compacted_bytes, big.compacted_files
     finally:
         spark.stop()
         if args.work is None:
