@@ -21,7 +21,7 @@ How it is measured:
    :func:`streaming.sinks.micro_batch.table_frames`, :class:`streaming.sinks.delta.DeltaSink`:
    real Spark, real Delta) in micro-batches of the rows a batch holds at each scale
    (``--batch-seconds`` of a day's rows, one file per table per batch; at most
-   :data:`MAX_BATCHES` batches, so the rare rebalance tables get bigger files than live):
+   ``--max-batches``, so the rare rebalance tables get bigger files than live):
    **as written**. Then each table is compacted once, ``OPTIMIZE ... ZORDER BY
    (group_id)`` (what the job's maintenance does), and measured again: **compacted** (the
    same files whatever the batches were). Bytes are the table's live files (Delta's
@@ -274,9 +274,11 @@ def rows_per_day(rows: Rows, groups: int, span_ms: int, scale: int) -> dict[str,
 # -- bytes ------------------------------------------------------------------------------------
 
 
-def write_tables(spark: Any, base: Path, rows: Rows, batch_rows: dict[str, int]) -> None:
+def write_tables(
+    spark: Any, base: Path, rows: Rows, batch_rows: dict[str, int], max_batches: int
+) -> None:
     """The rows through the job's sinks in record-time order, ``batch_rows[table]`` rows of
-    each table a micro-batch (one file per table per batch), at most :data:`MAX_BATCHES`
+    each table a micro-batch (one file per table per batch), at most ``max_batches``
     batches (a table with fewer rows a batch than that allows gets bigger files: the
     rebalance tables, whose files are few either way)."""
     from streaming.sinks.delta import DeltaSink
@@ -287,16 +289,12 @@ def write_tables(spark: Any, base: Path, rows: Rows, batch_rows: dict[str, int])
     sink.ensure_tables()
     chunks: dict[str, list[list[TrackerEvent]]] = {}
     for table, events in rows.by_table.items():
-        size = max(1, batch_rows[table], -(-len(events) // MAX_BATCHES))
+        size = max(1, batch_rows[table], -(-len(events) // max_batches))
         chunks[table] = [events[i : i + size] for i in range(0, len(events), size)]
     for batch_id in range(max(len(c) for c in chunks.values())):
         chunk = [e for c in chunks.values() if batch_id < len(c) for e in c[batch_id]]
         df = spark.createDataFrame(events_to_rows(chunk), EVENTS_SCHEMA).coalesce(1)
         sink.write_batch(batch_id, table_frames(df, {e.kind for e in chunk}, batch_id))
-
-
-#: Micro-batches written per scale (each a Delta commit per table: minutes on a busy machine).
-MAX_BATCHES = 8
 
 
 def table_bytes(spark: Any, path: Path) -> tuple[int, int]:
@@ -321,14 +319,20 @@ class Measured:
 
 
 def measure(
-    spark: Any, work: Path, rows: Rows, batch_rows: dict[str, int], *, compacted: bool
+    spark: Any,
+    work: Path,
+    rows: Rows,
+    batch_rows: dict[str, int],
+    *,
+    compacted: bool,
+    max_batches: int,
 ) -> dict[str, Measured]:
     """Each table's bytes as written and (``compacted``) after one Z-order compaction (the
     same files whatever the batches were: measured once)."""
     base = work / "delta"
     if base.exists():
         shutil.rmtree(base)
-    write_tables(spark, base, rows, batch_rows)
+    write_tables(spark, base, rows, batch_rows, max_batches)
     out: dict[str, Measured] = {}
     for table, events in sorted(rows.by_table.items()):
         path = base / table
@@ -399,6 +403,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--warmup-minutes", type=float, default=10.0, help="record time before (default 10)"
     )
     p.add_argument("--batch-seconds", type=float, default=5.0, help="a micro-batch's span")
+    p.add_argument(
+        "--max-batches",
+        type=int,
+        default=8,
+        help="micro-batches written per scale (each a Delta commit per table; default 8)",
+    )
     p.add_argument("--seed", type=int, default=29)
     p.add_argument("--work", type=Path, default=None, help="keep the tables here")
     args = p.parse_args(argv)
@@ -432,7 +442,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for table in t.TABLE_NAMES
             }
             last = s == SCALES[-1]
-            measured[s] = measure(spark, work / f"scale-{s}", rows, batch_rows, compacted=last)
+            measured[s] = measure(
+                spark,
+                work / f"scale-{s}",
+                rows,
+                batch_rows,
+                compacted=last,
+                max_batches=args.max_batches,
+            )
             print(f"wrote the tables at {s:,} groups' batch sizes", flush=True)
         for s in SCALES[:-1]:  # compacted: the same files at every scale
             for table, m in measured[s].items():
