@@ -453,8 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote the tables at {s:,} groups' batch sizes", flush=True)
         for s in SCALES[:-1]:  # compacted: the same files at every scale
             for table, m in measured[s].items():
-                big = measured[SCALES[-1]][table]
-                m.compacted_bytes, m.compacted_files = big.compacted_bytes, big.compacted_files
+                done = measured[SCALES[-1]][table]
+                m.compacted_bytes, m.compacted_files = done.compacted_bytes, done.compacted_files
     finally:
         spark.stop()
         if args.work is None:
