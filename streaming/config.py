@@ -133,7 +133,7 @@ FORBIDDEN_KAFKA_OPTIONS: frozenset[str] = frozenset(
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _STARTING_OFFSETS = ("earliest", "latest")
 #: ``JobConfig.offset_commits_history`` values.
-OFFSET_COMMITS_HISTORY = ("latest", "every")
+OFFSET_COMMITS_HISTORY = ("kept", "latest", "every")
 
 #: The largest config file read (``--config /dev/zero`` ends here).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -287,9 +287,22 @@ class JobConfig:
     * ``consumer_session_timeout_ms``: the cluster's KIP-848 session timeout
       (``group.consumer.session.timeout.ms``), for groups the collector could not ask the
       broker about (``docs/tracking.md``, rule S1).
-    * ``offset_commits_history``: what the ``offset_commits`` table keeps: ``latest`` (the
-      default), the last commit (or offset tombstone) of each partition of each group per
-      micro-batch; ``every``, every commit record. ``docs/tables.md`` gives the volumes.
+    * ``offset_commits_history``: what the ``offset_commits`` table keeps: ``kept`` (the
+      default), the commits that matter (rewinds, jumps, tombstones, the first after a
+      rebalance, :mod:`streaming.tracking.keep`) and one sample per partition per
+      ``offset_commits_interval_s``, each with its ``reason``; ``latest``, the last commit
+      (or offset tombstone) of each partition of each group per micro-batch; ``every``,
+      every commit record. ``docs/tables.md`` gives the volumes.
+    * ``offset_commits_interval_s``: with ``kept``, the sampling window (record time), an
+      hour by default.
+    * ``offset_commits_jump_records``: with ``kept``, the least forward move (records) that
+      is a ``jump`` (it must also be 10 times the partition's largest recent step); 1,000.
+    * ``partition_lag_interval_s``: ``partition_lag`` keeps a partition's first lag
+      measurement in each window of this length (record time); 0: every measurement (one
+      per commit and per collector snapshot). 600 s by default. The exporter's gauges take
+      every measurement whatever this is.
+    * ``group_lag_interval_s``: ``group_lag`` keeps a row per group per window of this
+      length (record time); 0: none. 60 s by default.
     * ``metrics_web_config_file``: the exporter's TLS and basic auth, a file in Prometheus'
       exporter-toolkit format (:mod:`streaming.sinks.web_config`); None: plain HTTP.
     * ``broker_check_timeout_s``: how long the check of the cluster before Spark starts may
@@ -338,7 +351,11 @@ class JobConfig:
     kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     max_offsets_per_trigger: int | None = None
     decode_partitions: int | None = 4
-    offset_commits_history: str = "latest"
+    offset_commits_history: str = "kept"
+    offset_commits_interval_s: float = 3600.0
+    offset_commits_jump_records: int = 1_000
+    partition_lag_interval_s: float = 600.0
+    group_lag_interval_s: float = 60.0
     consumer_session_timeout_ms: int = 45_000
     metrics_web_config_file: str | None = None
     broker_check_timeout_s: float = 30.0
@@ -398,8 +415,22 @@ class JobConfig:
         if self.group_filter != ".*" and self.offset_commits_history == "every":
             raise JobConfigError(
                 "group_filter: not with offset_commits_history=every (its commit lane writes "
-                "every commit from the JVM, unfiltered); use latest"
+                "every commit from the JVM, unfiltered); use kept or latest"
             )
+        sample = self.offset_commits_interval_s
+        if not _is_number(sample) or not 0.001 <= sample <= 86_400 * 30:
+            raise JobConfigError(
+                f"offset_commits_interval_s: expected seconds in [0.001, 2592000], got {sample!r}"
+            )
+        for name, zero in (
+            ("partition_lag_interval_s", "every measurement"),
+            ("group_lag_interval_s", "none"),
+        ):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0 <= value <= 86_400 * 30:
+                raise JobConfigError(
+                    f"{name}: expected seconds in [0, 2592000] (0: {zero}), got {value!r}"
+                )
         retention = self.group_retention_s
         if not _is_number(retention) or not 0 <= retention <= _MAX_RETENTION_S:
             raise JobConfigError(
@@ -453,7 +484,12 @@ class JobConfig:
             not isinstance(self.spark_master, str) or not self.spark_master.strip()
         ):
             raise JobConfigError(f"spark_master: expected a master URL, got {self.spark_master!r}")
-        for name in ("max_offsets_per_trigger", "decode_partitions", "consumer_session_timeout_ms"):
+        for name in (
+            "max_offsets_per_trigger",
+            "decode_partitions",
+            "consumer_session_timeout_ms",
+            "offset_commits_jump_records",
+        ):
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1

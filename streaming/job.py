@@ -17,9 +17,9 @@
               │                                                  ▼
               │                            track: transformWithStateInPandas, state per
               │                            group on RocksDB; bad rows and stats rows pass
-              │                            through under keys of their own; with
-              │                            history=latest, what offset_commits keeps too
-              │                            (each group's runs as lists, each tombstone)
+              │                            through under keys of their own; the kept
+              │                            commits (history=kept), or with history=latest
+              │                            each group's runs as lists and each tombstone
               └───────────────────────┬──────────────────────────┘
                                       ▼ unionByName (every) / the group lane alone (latest)
     query "events": foreachBatch (streaming.sinks.micro_batch.Sinks) -> one job computes the
@@ -32,11 +32,13 @@
                     commit_frame) and the bad rows' struct -> DeltaSink, the tables side by side
                     (txnAppId/txnVersion); two progress lines per batch ([records], [events])
 
-With the default ``offset_commits_history=latest`` the table keeps each partition's last
-record of a micro-batch, which is the last commit of one of the group lane's runs (or a
-tombstone): the stateful step writes those rows, and the source is read once per
-micro-batch. With ``every`` the commit lane writes every commit, and the source is read
-twice per micro-batch, once by each lane (Spark plans a union's branches apart).
+With the default ``offset_commits_history=kept`` the tracker writes the commits that matter
+and a sample per partition per ``offset_commits_interval_s`` (:mod:`streaming.tracking.keep`),
+each with its ``reason``; with ``latest`` the table keeps each partition's last record of a
+micro-batch, which is the last commit of one of the group lane's runs (or a tombstone): the
+stateful step passes those rows on. Either way the source is read once per micro-batch.
+With ``every`` the commit lane writes every commit, and the source is read twice per
+micro-batch, once by each lane (Spark plans a union's branches apart).
 
 One query, so every record is decoded once: the quarantine and the counters ride through
 the stateful step instead of a second query decoding the same records (``bench/stream.py``
@@ -193,7 +195,8 @@ def start(
     records = with_commit(records)
 
     # 3a. commit lane (every commit kept): offset_commits rows, typed, no Python
-    every = config.offset_commits_history != "latest"
+    history = config.offset_commits_history
+    every = history == "every"
     commits = commit_rows(
         records.withColumn("timestamp_ms", F.unix_millis("timestamp")),
         cluster=config.cluster,
@@ -206,6 +209,11 @@ def start(
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
         group_idle_ms=round(config.group_retention_s * 1000),
         end_offsets_max_age_ms=max(1, round(config.end_offsets_max_age_s * 1000)),
+        commit_rows=history == "kept",
+        commit_sample_ms=max(1, round(config.offset_commits_interval_s * 1000)),
+        commit_jump_records=config.offset_commits_jump_records,
+        lag_interval_ms=round(config.partition_lag_interval_s * 1000),
+        group_lag_interval_ms=round(config.group_lag_interval_s * 1000),
     )
     decoded = decode(records, stats=True, history=tracker.commit_history)
     keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
@@ -213,7 +221,7 @@ def start(
         decoded,
         cluster=config.cluster,
         config=tracker,
-        commit_rows=not every,
+        commit_rows=history == "latest",
         keys=keys,
         group_filter=config.group_filter,
     )
@@ -624,9 +632,39 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--offset-commits-history",
-        choices=("latest", "every"),
-        help="offset_commits keeps the last commit per partition per micro-batch (latest, "
-        "the default) or every commit (every)",
+        choices=("kept", "latest", "every"),
+        help="offset_commits keeps the commits that matter and a sample per partition per "
+        "--offset-commits-interval (kept, the default), the last commit per partition per "
+        "micro-batch (latest) or every commit (every; docs/tables.md gives the cost)",
+    )
+    p.add_argument(
+        "--offset-commits-interval",
+        dest="offset_commits_interval_s",
+        type=float,
+        metavar="SECONDS",
+        help="with kept: one sample commit per partition per this long, record time (default 3600)",
+    )
+    p.add_argument(
+        "--offset-commits-jump-records",
+        type=int,
+        metavar="N",
+        help="with kept: the least forward move kept as a jump (default 1000; it must also "
+        "be 10 times the partition's largest recent step)",
+    )
+    p.add_argument(
+        "--partition-lag-interval",
+        dest="partition_lag_interval_s",
+        type=float,
+        metavar="SECONDS",
+        help="partition_lag keeps one measurement per partition per this long, record time "
+        "(default 600; 0: every measurement)",
+    )
+    p.add_argument(
+        "--group-lag-interval",
+        dest="group_lag_interval_s",
+        type=float,
+        metavar="SECONDS",
+        help="group_lag keeps one row per group per this long, record time (default 60; 0: none)",
     )
     p.add_argument(
         "--consumer-session-timeout-ms",
@@ -719,6 +757,10 @@ def config_from_args(
             "max_offsets_per_trigger",
             "decode_partitions",
             "offset_commits_history",
+            "offset_commits_interval_s",
+            "offset_commits_jump_records",
+            "partition_lag_interval_s",
+            "group_lag_interval_s",
             "consumer_session_timeout_ms",
             "broker_check_timeout_s",
             "broker_watch_interval_s",

@@ -110,7 +110,7 @@ class Sinks:
         *,
         progress: Progress = print,
         on_events: EventsListener | None = None,
-        offset_commits_history: str = "latest",
+        offset_commits_history: str = "kept",
         cluster: str = "local",
     ) -> None:
         self.delta = delta
@@ -377,7 +377,7 @@ def table_frames(
     kinds: Iterable[str],
     batch_id: int,
     *,
-    offset_commits_history: str = "latest",
+    offset_commits_history: str = "kept",
 ) -> dict[str, DataFrame]:
     """Each table's rows of a micro-batch of the stateful step's rows (``events``) that
     holds rows of ``kinds``: the tracker tables' typed structs (:func:`tables.table_frame`),

@@ -1,4 +1,4 @@
-"""The six Delta tables: Spark schemas, the ``date`` partition column, tracker rows -> rows.
+"""The eight Delta tables: Spark schemas, the ``date`` partition column, tracker rows -> rows.
 
 =====================  ===================================  ==================================
 table                  one row per                          from
@@ -7,7 +7,12 @@ rebalance_events       rebalance                            ``RebalanceEvent``
 member_assignments     generation x member x partition      ``MemberAssignmentRow``
 group_metrics          rebalance x (actual, each strategy)  ``GroupMetricsRow``
 offset_commits         offset commit or offset tombstone    ``OffsetCommitRow``
-partition_lag          lag measurement of a partition       ``PartitionLagRow``
+                       (kept: those that matter, a sample)
+partition_lag          lag measurement of a partition per   ``PartitionLagRow`` (``stored``)
+                       interval
+group_lag              group x minute: its lag rolled up    ``GroupLagRow``
+lag_transitions        change of a partition's or a         ``LagTransitionRow``
+                       group's lag status
 bad_records            record that failed to decode         ``bad_record`` rows
 =====================  ===================================  ==================================
 
@@ -66,8 +71,10 @@ __all__ = [
     "BAD_RECORD_KIND",
     "DERIVED_COLUMNS",
     "DRIVER_STRUCTS",
+    "GROUP_LAG",
     "GROUP_METRICS",
     "KIND_TO_TABLE",
+    "LAG_TRANSITIONS",
     "MEMBER_ASSIGNMENTS",
     "OFFSET_COMMITS",
     "PARTITION_COLUMN",
@@ -75,6 +82,7 @@ __all__ = [
     "REBALANCE_EVENTS",
     "SCHEMAS",
     "STATS_COLUMNS",
+    "STEP_COLUMNS",
     "TABLE_NAMES",
     "TRACKER_TABLES",
     "bad_records_frame",
@@ -91,6 +99,8 @@ MEMBER_ASSIGNMENTS = "member_assignments"
 GROUP_METRICS = "group_metrics"
 OFFSET_COMMITS = "offset_commits"
 PARTITION_LAG = "partition_lag"
+GROUP_LAG = "group_lag"
+LAG_TRANSITIONS = "lag_transitions"
 BAD_RECORDS = "bad_records"
 
 TABLE_NAMES: tuple[str, ...] = (
@@ -99,6 +109,8 @@ TABLE_NAMES: tuple[str, ...] = (
     GROUP_METRICS,
     OFFSET_COMMITS,
     PARTITION_LAG,
+    GROUP_LAG,
+    LAG_TRANSITIONS,
     BAD_RECORDS,
 )
 
@@ -111,6 +123,8 @@ KIND_TO_TABLE: dict[str, str] = {
     "group_metrics": GROUP_METRICS,
     "offset_commit": OFFSET_COMMITS,
     "partition_lag": PARTITION_LAG,
+    "group_lag": GROUP_LAG,
+    "lag_transition": LAG_TRANSITIONS,
 }
 
 PARTITION_COLUMN = "date"
@@ -124,6 +138,7 @@ DERIVED_COLUMNS: tuple[str, ...] = ("event_time", PARTITION_COLUMN)
 STATS_COLUMNS: dict[str, tuple[str, ...]] = {
     OFFSET_COMMITS: ("cluster", "group_id", "topic", "partition", "event_ts_ms"),
     PARTITION_LAG: ("cluster", "group_id", "topic", "partition", "event_ts_ms"),
+    GROUP_LAG: ("cluster", "group_id", "event_ts_ms"),
 }
 
 
@@ -370,6 +385,12 @@ SCHEMAS: dict[str, StructType] = {
             _req("deleted", BooleanType()),
             _req("source_partition", IntegerType()),
             _req("source_offset", LongType()),
+            _f(
+                "reason",
+                _s(),
+                "why it is kept: tombstone, first, rewind, jump, rebalance or sample "
+                "(null: the table keeps every commit or the latest per micro-batch)",
+            ),
             _DATE,
         ]
     ),
@@ -388,6 +409,37 @@ SCHEMAS: dict[str, StructType] = {
             _req("trigger", _s(), "commit or snapshot"),
             _f("status", _s(), "lag status: OK, WARN, STOP, STALL, REWIND (docs/tracking.md)"),
             _f("status_rule", IntegerType(), "the lag status rule (S1-S8) that decided it"),
+            _DATE,
+        ]
+    ),
+    GROUP_LAG: _table(
+        [
+            *_head("the measurement's time (ms since the Unix epoch, UTC)"),
+            _req("interval_ts_ms", LongType(), "start of the window it is the group's row of"),
+            _req("partitions", IntegerType(), "committed partitions"),
+            _req("partitions_measured", IntegerType(), "partitions with a fresh end offset"),
+            _req("partitions_unknown", IntegerType(), "partitions whose end offset is stale"),
+            _f("total_lag_records", LongType(), "null: some partition's lag is unknown"),
+            _f("max_lag_records", LongType(), "null: some partition's lag is unknown"),
+            _f("max_lag_seconds", DoubleType(), "null: some partition's lag is unknown"),
+            _f("status", _s(), "the group's lag status: OK, WARN, ERR (null: no verdict)"),
+            _req("partitions_ok", IntegerType()),
+            _req("partitions_warn", IntegerType()),
+            _req("partitions_err", IntegerType(), "partitions STOP, STALL or REWIND"),
+            _DATE,
+        ]
+    ),
+    LAG_TRANSITIONS: _table(
+        [
+            *_head("when the new status was measured (ms since the Unix epoch, UTC)"),
+            _req("scope", _s(), "partition or group"),
+            _f("topic", _s(), "null for the group"),
+            _f("partition", IntegerType(), "null for the group"),
+            _f("status_before", _s(), "null: no verdict (no end offset, or a stale one)"),
+            _f("status_after", _s(), "null: no verdict (no end offset, or a stale one)"),
+            _f("rule", IntegerType(), "the lag status rule (S1-S8) of a partition's new status"),
+            _f("lag_records", LongType(), "the partition's lag (the group's total) then"),
+            _f("lag_seconds", DoubleType(), "the partition's lag (the group's worst) then"),
             _DATE,
         ]
     ),
@@ -470,11 +522,13 @@ def _commit_runs_struct() -> StructType:
 COMMIT_RUNS_STRUCT = _commit_runs_struct()
 
 
-def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
-    """The ``offset_commits`` rows of a micro-batch: the commit lane's typed rows, every one
-    (``history="every"``) or the last record (commit or tombstone) of each partition of each
-    group (``"latest"``: of the stateful step's commit runs, :data:`COMMIT_RUNS_KIND`, and
-    offset tombstones), ``event_time`` and ``date`` derived from ``event_ts_ms``."""
+def commit_frame(events: DataFrame, *, history: str = "kept") -> DataFrame:
+    """The ``offset_commits`` rows of a micro-batch, ``event_time`` and ``date`` derived from
+    ``event_ts_ms``: the tracker's kept commits with their reason (``history="kept"``:
+    :mod:`streaming.tracking.keep`, and the offset tombstones), the commit lane's typed rows,
+    every one (``"every"``), or the last record (commit or tombstone) of each partition of
+    each group (``"latest"``: of the stateful step's commit runs, :data:`COMMIT_RUNS_KIND`,
+    and offset tombstones)."""
     from pyspark.sql import functions as F
 
     commits = events.where(F.col("kind") == COMMIT_KIND)
@@ -487,8 +541,8 @@ def commit_frame(events: DataFrame, *, history: str = "latest") -> DataFrame:
         commits = commits.groupBy(c["group_id"], c["topic"], c["partition"]).agg(
             F.max_by(c, c["source_offset"]).alias(COMMIT_STRUCT_COLUMN)
         )
-    elif history != "every":
-        raise ValueError(f"history: expected 'latest' or 'every', got {history!r}")
+    elif history not in ("every", "kept"):
+        raise ValueError(f"history: expected 'kept', 'latest' or 'every', got {history!r}")
     rows = commits.select(f"{COMMIT_STRUCT_COLUMN}.*")
     rows = rows.withColumn("event_time", F.timestamp_millis("event_ts_ms"))
     return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
@@ -528,6 +582,7 @@ def _run_commits(events: DataFrame) -> DataFrame:
     for name in ("leader_epoch", "expire_ts_ms"):
         column[name] = F.when(F.col(name) >= 0, F.col(name))
     column["deleted"] = F.lit(False)
+    column["reason"] = F.lit(None).cast("string")
     fields = [f.name for f in SCHEMAS[OFFSET_COMMITS].fields if f.name not in DERIVED_COLUMNS]
     return entries.select(
         F.struct(*(column[name].alias(name) for name in fields)).alias(COMMIT_STRUCT_COLUMN)
@@ -542,16 +597,26 @@ TRACKER_TABLES: tuple[str, ...] = (
     MEMBER_ASSIGNMENTS,
     GROUP_METRICS,
     PARTITION_LAG,
+    GROUP_LAG,
+    LAG_TRANSITIONS,
 )
+#: Fields the stateful step carries of a table's rows that the table does not keep: a
+#: ``partition_lag`` row's ``stored`` (the exporter takes every lag row, the table only the
+#: stored ones, :func:`table_frame`).
+STEP_COLUMNS: dict[str, tuple[StructField, ...]] = {
+    PARTITION_LAG: (_f("stored", BooleanType(), "kept by the table (first of its interval)"),),
+}
 #: ``bad_records`` columns the sink derives: the rest travel as the ``bad_records`` struct.
 BAD_RECORD_DERIVED: tuple[str, ...] = ("timestamp", "batch_id", PARTITION_COLUMN)
 
 
 def body_schema(table: str) -> StructType:
     """What the stateful step carries of a row of ``table``: its columns without those the
-    sink derives (:data:`DERIVED_COLUMNS`; ``bad_records``: :data:`BAD_RECORD_DERIVED`)."""
+    sink derives (:data:`DERIVED_COLUMNS`; ``bad_records``: :data:`BAD_RECORD_DERIVED`),
+    with the step's own (:data:`STEP_COLUMNS`)."""
     derived = BAD_RECORD_DERIVED if table == BAD_RECORDS else DERIVED_COLUMNS
-    return StructType([f for f in schema(table).fields if f.name not in derived])
+    kept = [f for f in schema(table).fields if f.name not in derived]
+    return StructType([*kept, *STEP_COLUMNS.get(table, ())])
 
 
 def table_frame(events: DataFrame, table: str) -> DataFrame:
@@ -563,11 +628,10 @@ def table_frame(events: DataFrame, table: str) -> DataFrame:
     if table not in TRACKER_TABLES:
         raise UnknownTableError(table)
     kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
-    rows = (
-        events.where(F.col("kind").isin(kinds))
-        .select(f"{table}.*")
-        .withColumn("event_time", F.timestamp_millis("event_ts_ms"))
-    )
+    rows = events.where(F.col("kind").isin(kinds))
+    if table == PARTITION_LAG:  # the measurements the table keeps (the exporter takes all)
+        rows = rows.where(F.coalesce(F.col(f"{table}.stored"), F.lit(True)))
+    rows = rows.select(f"{table}.*").withColumn("event_time", F.timestamp_millis("event_ts_ms"))
     return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
         *schema(table).fieldNames()
     )

@@ -115,6 +115,7 @@ def commit_rows(with_commits: DataFrame, *, cluster: str, timestamp_ms: str) -> 
         deleted.alias("deleted"),
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
+        F.lit(None).cast("string").alias("reason"),
     )
     return with_commits.where(c.isNotNull()).select(
         F.lit("offset_commit").alias("kind"),

@@ -561,6 +561,8 @@ _RUN_OBSERVED = (
     "run_history_ts_ms",
     "run_history_offsets",
     "run_topic_id",
+    "run_metadata",
+    "run_expire_ts_ms",
     "run_source_offset",
     "run_timestamp_ms",
 )
@@ -572,11 +574,25 @@ def _runs(partition: int, run: Mapping[str, list[Any]], i: int) -> Iterator[Obse
     numpy arrays or lists)."""
     group = str(run["group_id"][i])
     columns = [_values(run[name][i]) for name in _RUN_OBSERVED]
-    for topic, part, off, epoch, ts, count, hist_ts, hist_off, topic_id, at, at_ts in zip(
-        *columns, strict=True
-    ):
+    for (
+        topic,
+        part,
+        off,
+        epoch,
+        ts,
+        count,
+        hist_ts,
+        hist_off,
+        topic_id,
+        metadata,
+        expire,
+        at,
+        at_ts,
+    ) in zip(*columns, strict=True):
         history = tuple(zip(_values(hist_ts), _values(hist_off), strict=True))
-        run_ = CommitRun(group, topic, part, off, epoch, ts, count, history, topic_id)
+        run_ = CommitRun(
+            group, topic, part, off, epoch, ts, count, history, topic_id, metadata, expire
+        )
         yield Observation("offsets", partition, at, at_ts, run_)
 
 

@@ -13,11 +13,12 @@ Pipeline of one ``apply`` call (one group, one micro-batch)::
       ├─ KIP-848 records 3-8, 16            consumer.py ─┤→ causes.py   (rule table)
       │                                                  ├→ expected.py (assign_core)
       │                                                  └→ rebalance.py (event, rows)
-      ├─ OffsetCommit / tombstones, collector snapshots  → lag.py
+      ├─ OffsetCommit / tombstones, collector snapshots  → lag.py, keep.py
       └─ GroupStatus
         │
     (GroupState, [RebalanceEvent | MemberAssignmentRow | GroupMetricsRow |
-                  OffsetCommitRow | PartitionLagRow | GroupDeleted | GroupStatus])
+                  OffsetCommitRow | PartitionLagRow | GroupLagRow | LagTransitionRow |
+                  GroupDeleted | GroupStatus])
                                                                         state.py, events.py
 
 ``GroupState`` serializes to a compact, versioned JSON-able dict (``to_dict``/``from_dict``,
@@ -43,8 +44,10 @@ from streaming.tracking.errors import (
 )
 from streaming.tracking.events import (
     GroupDeleted,
+    GroupLagRow,
     GroupMetricsRow,
     GroupStatus,
+    LagTransitionRow,
     MemberAssignmentRow,
     OffsetCommitRow,
     PartitionLagRow,
@@ -69,10 +72,12 @@ __all__ = [
     "DEFAULT_CONFIG",
     "STATE_VERSION",
     "GroupDeleted",
+    "GroupLagRow",
     "GroupMetricsRow",
     "GroupSnapshot",
     "GroupState",
     "GroupStatus",
+    "LagTransitionRow",
     "MemberAssignmentRow",
     "MembershipEventError",
     "Observation",

@@ -52,6 +52,22 @@ class TrackerConfig:
       ``unknown``, no status): end offsets come only from the collector's snapshots, and
       commits past a stale end offset would read as lag 0. 60 s by default (12 snapshots
       at the collector's 5 s interval).
+    * ``commit_rows``: emit the ``offset_commits`` rows that matter
+      (:mod:`~streaming.tracking.keep`, ``offset_commits_history=kept``): a row per kept
+      commit with its reason, and one per offset tombstone. Off by default here (the job
+      turns it on): otherwise the table's rows are the commit lane's.
+    * ``commit_sample_ms``: the sampling window of ``offset_commits`` (record time): a
+      partition's first commit in a window with no other kept commit is kept as ``sample``.
+      An hour by default.
+    * ``commit_jump_records``: the least forward move (records) kept as a ``jump`` (which
+      also needs a move 10 times the partition's largest recent step). 1,000 by default.
+    * ``lag_interval_ms``: a ``PartitionLagRow`` is ``stored`` (kept by ``partition_lag``)
+      when it is the partition's first measurement in its window of this length (record
+      time, aligned to the epoch); 0: every measurement stored. Every row still reaches the
+      exporter. 10 minutes by default.
+    * ``group_lag_interval_ms``: a :class:`~streaming.tracking.events.GroupLagRow` per group
+      at its first measurement in each window of this length (record time); 0: none. A minute
+      by default.
     * ``max_expected_members`` / ``max_expected_partitions``: bigger groups skip the
       expected assignments (an error text says so), bounding the time one rebalance costs.
     """
@@ -73,6 +89,11 @@ class TrackerConfig:
     max_expected_members: int = 5_000
     max_expected_partitions: int = 100_000
     group_idle_ms: int = 7 * 24 * 3600 * 1000
+    commit_rows: bool = False
+    commit_sample_ms: int = 3_600_000
+    commit_jump_records: int = 1_000
+    lag_interval_ms: int = 600_000
+    group_lag_interval_ms: int = 60_000
 
     def __post_init__(self) -> None:
         for name, strategies, allowed in (
@@ -99,6 +120,8 @@ class TrackerConfig:
             "max_expected_partitions",
             "lag_status_window_ms",
             "end_offsets_max_age_ms",
+            "commit_sample_ms",
+            "commit_jump_records",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -108,6 +131,10 @@ class TrackerConfig:
             raise TrackerConfigError(
                 f"lag_status_allowed_records: expected a non-negative integer, got {allowed_lag!r}"
             )
+        for name in ("lag_interval_ms", "group_lag_interval_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TrackerConfigError(f"{name}: expected a non-negative integer, got {value!r}")
         idle = self.group_idle_ms
         if isinstance(idle, bool) or not isinstance(idle, int) or idle < 0:
             raise TrackerConfigError(

@@ -7,9 +7,12 @@ RebalanceEvent         rebalance (classic generation, KIP-848 target-assignment 
                        static-member replacement without a new generation
 MemberAssignmentRow    generation x member x partition of the actual assignment
 GroupMetricsRow        rebalance x (``actual`` and every strategy): skew, churn, divergence
-OffsetCommitRow        offset commit or offset tombstone in ``__consumer_offsets``
+OffsetCommitRow        offset commit or offset tombstone in ``__consumer_offsets`` (with
+                       ``reason``: one the tracker kept, :mod:`~streaming.tracking.keep`)
 PartitionLagRow        committed partition x (commit or collector snapshot): lag in records
-                       and in seconds
+                       and in seconds (``stored``: the one of its interval the table keeps)
+GroupLagRow            group x minute of record time: its partitions' lag rolled up
+LagTransitionRow       change of a partition's or a group's lag status
 GroupDeleted           group tombstone (so metric series of the group can be removed)
 GroupStatus            ``apply`` call that changed the group: a snapshot for gauges
 RebalanceSummary       RebalanceEvent, what the driver reads of it (built by the job on the
@@ -51,10 +54,13 @@ __all__ = [
     "DepartureKind",
     "ExpectedAssignment",
     "GroupDeleted",
+    "GroupLagRow",
     "GroupMetricsRow",
     "GroupProtocol",
     "GroupStatus",
+    "KeepReason",
     "LagMethod",
+    "LagTransitionRow",
     "MemberAssignmentRow",
     "MemberInfo",
     "OffsetCommitRow",
@@ -91,6 +97,7 @@ GroupProtocol = Literal["classic", "consumer"]
 RebalanceProtocol = Literal["eager", "cooperative"]
 Completion = Literal["completed", "superseded", "timed_out", "deleted"]
 LagMethod = Literal["caught_up", "interpolated", "extrapolated", "lower_bound", "unknown"]
+KeepReason = Literal["tombstone", "rewind", "jump", "rebalance", "first", "sample"]
 
 
 @lru_cache(maxsize=4096)
@@ -423,7 +430,11 @@ class GroupMetricsRow:
 
 @dataclass(frozen=True, slots=True)
 class OffsetCommitRow:
-    """A committed offset (or, ``deleted``, its tombstone) read from ``__consumer_offsets``."""
+    """A committed offset (or, ``deleted``, its tombstone) read from ``__consumer_offsets``.
+
+    ``reason``: why the table keeps it when it keeps only the commits that matter
+    (``offset_commits_history=kept``, :mod:`~streaming.tracking.keep`); None when it keeps
+    every commit or each partition's latest per micro-batch."""
 
     kind: ClassVar[str] = "offset_commit"
     event_id: str
@@ -440,6 +451,7 @@ class OffsetCommitRow:
     deleted: bool
     source_partition: int
     source_offset: int
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,6 +465,9 @@ class PartitionLagRow:
     ``snapshot``. ``status``: the partition's lag status at ``measured_ts_ms`` (OK, WARN,
     STOP, STALL, REWIND; :mod:`streaming.tracking.lag_status`) and ``status_rule`` the rule
     (1-8) that decided it; both null when there is no verdict (no end offset yet).
+    ``stored``: whether the ``partition_lag`` table keeps it (the partition's first
+    measurement in its interval of record time, ``TrackerConfig.lag_interval_ms``); the
+    exporter's gauges take every row, the table only these.
     """
 
     kind: ClassVar[str] = "partition_lag"
@@ -472,6 +487,61 @@ class PartitionLagRow:
     trigger: str
     status: str | None = None
     status_rule: int | None = None
+    stored: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLagRow:
+    """A group's lag at ``event_ts_ms``, its first measurement in the minute (of record
+    time, ``TrackerConfig.group_lag_interval_ms``) that starts at ``interval_ts_ms``.
+
+    ``partitions``: its committed partitions; ``partitions_measured``: those with a fresh end
+    offset (lag known); ``partitions_unknown``: those whose end offset is stale (lag unknown,
+    never 0). ``total_lag_records``, ``max_lag_records``, ``max_lag_seconds``: over the
+    measured partitions, null when any partition's lag is unknown or none is measured (as the
+    group's gauges). ``status``: the group's lag status (OK, WARN, ERR; null: no verdict);
+    ``partitions_ok``/``_warn``/``_err``: the partitions of each verdict."""
+
+    kind: ClassVar[str] = "group_lag"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    interval_ts_ms: int
+    partitions: int
+    partitions_measured: int
+    partitions_unknown: int
+    total_lag_records: int | None
+    max_lag_records: int | None
+    max_lag_seconds: float | None
+    status: str | None
+    partitions_ok: int
+    partitions_warn: int
+    partitions_err: int
+
+
+@dataclass(frozen=True, slots=True)
+class LagTransitionRow:
+    """A lag status that changed: a partition's (``scope`` = ``partition``: OK, WARN, STOP,
+    STALL, REWIND) or the group's worst (``group``: OK, WARN, ERR; ``topic``, ``partition``
+    null). ``status_before``/``status_after`` null: no verdict (no end offset yet, or a stale
+    one: unknown, never OK). ``rule``: the rule that decided a partition's new status;
+    ``lag_records``/``lag_seconds``: the partition's lag (the group's total and worst) then,
+    null when unknown."""
+
+    kind: ClassVar[str] = "lag_transition"
+    event_id: str
+    cluster: str
+    group_id: str
+    event_ts_ms: int
+    scope: str
+    topic: str | None
+    partition: int | None
+    status_before: str | None
+    status_after: str | None
+    rule: int | None
+    lag_records: int | None
+    lag_seconds: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,6 +615,8 @@ TrackerEvent = (
     | GroupMetricsRow
     | OffsetCommitRow
     | PartitionLagRow
+    | GroupLagRow
+    | LagTransitionRow
     | GroupDeleted
     | GroupStatus
 )
@@ -558,6 +630,8 @@ EVENT_TYPES: dict[str, type[Any]] = {
         GroupMetricsRow,
         OffsetCommitRow,
         PartitionLagRow,
+        GroupLagRow,
+        LagTransitionRow,
         GroupDeleted,
         GroupStatus,
         TrackedGroups,
@@ -665,7 +739,8 @@ def _compile(tp: Any) -> _Convert:
 
 
 def from_row(cls: type[T], row: Mapping[str, Any]) -> T:
-    """The inverse of :func:`to_row` for ``cls`` (a row class or one of its parts)."""
+    """The inverse of :func:`to_row` for ``cls`` (a row class or one of its parts); a field
+    missing from ``row`` takes its default."""
     fields = _FIELDS.get(cls)
     if fields is None:
         hints = typing.get_type_hints(cls)
@@ -675,6 +750,12 @@ def from_row(cls: type[T], row: Mapping[str, Any]) -> T:
             if f.init
         )
         _FIELDS[cls] = fields
+    # a field the row lacks takes its default (a row written before the field existed); a
+    # required one is the constructor's TypeError
     return cls(
-        **{name: row[name] if convert is None else convert(row[name]) for name, convert in fields}
+        **{
+            name: row[name] if convert is None else convert(row[name])
+            for name, convert in fields
+            if name in row
+        }
     )

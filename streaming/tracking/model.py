@@ -284,7 +284,9 @@ class CommitRun:
 
     ``history``: the last commits of the run, ``(commit_ts_ms, offset)``, oldest first (at
     most the tracker's ``commit_history``); ``count``: how many commits the run had;
-    ``topic_id``: the last commit's (value v4, tag 0; the zero id when absent)."""
+    ``topic_id``: the last commit's (value v4, tag 0; the zero id when absent);
+    ``metadata``, ``expire_ts_ms``: the last commit's (the ``offset_commits`` row the tracker
+    keeps of it, -1: no expire time)."""
 
     group_id: str
     topic: str
@@ -295,6 +297,8 @@ class CommitRun:
     count: int
     history: tuple[tuple[int, int], ...]
     topic_id: str = "AAAAAAAAAAAAAAAAAAAAAA"
+    metadata: str | None = None
+    expire_ts_ms: int = -1
 
 
 Payload = Record | CommitRun | MembershipPayload

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 
 from assign_core.model import TopicPartition
 from streaming.codec.model import (
@@ -75,13 +76,17 @@ from streaming.tracking.consumer import (
 from streaming.tracking.context import Context
 from streaming.tracking.errors import ObservationError
 from streaming.tracking.events import (
+    GroupLagRow,
     GroupStatus,
     LagMethod,
+    LagTransitionRow,
+    OffsetCommitRow,
     PartitionLagRow,
     TrackerEvent,
     event_id,
 )
 from streaming.tracking.forget import forgets
+from streaming.tracking.keep import keep_reason
 from streaming.tracking.lag import add_point, lag_records, lag_seconds
 from streaming.tracking.lag_status import Verdict, evaluate_partition, group_status
 from streaming.tracking.model import (
@@ -182,9 +187,15 @@ def apply(
             continue
         work.positions[key] = obs.offset
         emitted = len(ctx.events)
+        partitions = len(work.commits)
         _dispatch(ctx, obs)
         if any(forgets(e) for e in ctx.events[emitted:]):
             work = ctx.state = _after_tombstone(work)
+        if partitions != len(work.commits) or any(
+            isinstance(e, LagTransitionRow) for e in ctx.events[emitted:]
+        ):
+            _group_transition(ctx, obs.logical_ts_ms)
+        _rollup(ctx, obs.logical_ts_ms)
     flush_timeout(ctx)
     if ctx.changed:
         ctx.emit(_status(work, now_ms, config))
@@ -276,6 +287,53 @@ def _stale(config: TrackerConfig, history: tuple[tuple[int, int], ...], now_ms: 
     return bool(history) and now_ms - history[-1][0] > config.end_offsets_max_age_ms
 
 
+def _measure(
+    ctx: Context, tp: TopicPartition, committed: int, measured_ts_ms: int, trigger: str
+) -> list[TrackerEvent]:
+    """The partition's lag row at ``measured_ts_ms`` (``stored`` when it is the first of its
+    ``lag_interval_ms`` window), and a ``LagTransitionRow`` before it when its status is not
+    the one of its last measurement; the partition's entry notes both."""
+    state, config = ctx.state, ctx.config
+    row = _lag_row(ctx, tp, committed, measured_ts_ms, trigger)
+    entry = state.commits.get(tp)
+    if entry is None:
+        return [row]
+    interval = config.lag_interval_ms
+    last = entry.lag_ts_ms
+    stored = interval == 0 or last is None or measured_ts_ms // interval > last // interval
+    out: list[TrackerEvent] = []
+    if row.status != entry.status:
+        out.append(
+            LagTransitionRow(
+                event_id=event_id(
+                    "lag_transition",
+                    state.cluster,
+                    state.group_id,
+                    tp.topic,
+                    tp.partition,
+                    measured_ts_ms,
+                ),
+                cluster=state.cluster,
+                group_id=state.group_id,
+                event_ts_ms=measured_ts_ms,
+                scope="partition",
+                topic=tp.topic,
+                partition=tp.partition,
+                status_before=entry.status,
+                status_after=row.status,
+                rule=row.status_rule,
+                lag_records=row.lag_records,
+                lag_seconds=row.lag_seconds,
+            )
+        )
+    if stored or row.status != entry.status:
+        state.commits[tp] = replace(
+            entry, lag_ts_ms=measured_ts_ms if stored else last, status=row.status
+        )
+    out.append(row if stored else replace(row, stored=False))
+    return out
+
+
 def _lag_row(
     ctx: Context, tp: TopicPartition, committed: int, measured_ts_ms: int, trigger: str
 ) -> PartitionLagRow:
@@ -324,12 +382,24 @@ def _commit(ctx: Context, obs: Observation, rec: OffsetCommit) -> None:
         rec.leader_epoch,
         rec.commit_ts_ms,
         ((rec.commit_ts_ms, rec.offset),),
+        rec.metadata,
+        rec.expire_ts_ms,
     )
 
 
 def _commit_run(ctx: Context, obs: Observation, run: CommitRun) -> None:
     tp = TopicPartition(run.topic, run.partition)
-    _committed(ctx, obs, tp, run.offset, run.leader_epoch, run.commit_ts_ms, run.history)
+    _committed(
+        ctx,
+        obs,
+        tp,
+        run.offset,
+        run.leader_epoch,
+        run.commit_ts_ms,
+        run.history or ((run.commit_ts_ms, run.offset),),
+        run.metadata,
+        run.expire_ts_ms,
+    )
 
 
 def _committed(
@@ -340,25 +410,92 @@ def _committed(
     leader_epoch: int,
     commit_ts_ms: int,
     history: tuple[tuple[int, int], ...],
+    metadata: str | None,
+    expire_ts_ms: int,
 ) -> None:
     """The partition's committed offset after one commit or a run of them (``history``:
-    their ``(commit_ts_ms, offset)``, oldest first); the ``offset_commits`` rows are the
-    commit lane's (:mod:`streaming.spark.commits`), not the tracker's."""
-    state = ctx.state
+    their ``(commit_ts_ms, offset)``, oldest first). With ``config.commit_rows`` the
+    ``offset_commits`` row of the last one when the table keeps it
+    (:mod:`~streaming.tracking.keep`); otherwise the table's rows are the commit lane's
+    (:mod:`streaming.spark.commits`)."""
+    state, config = ctx.state, ctx.config
     old = state.commits.get(tp)
     kept = old.history if old is not None and old.source == "log" else ()
+    reason = None
+    if config.commit_rows:
+        reason = keep_reason(
+            old,
+            history,
+            obs.timestamp_ms,
+            state.last_rebalance_ts_ms,
+            sample_ms=config.commit_sample_ms,
+            jump_records=config.commit_jump_records,
+        )
     state.commits[tp] = CommitEntry(
         offset=offset,
         commit_ts_ms=commit_ts_ms,
         record_ts_ms=obs.timestamp_ms,
         leader_epoch=leader_epoch,
-        history=(*kept, *history)[-ctx.config.commit_history :],
+        history=(*kept, *history)[-config.commit_history :],
         source="log",
+        kept_ts_ms=(
+            obs.timestamp_ms if reason is not None else None if old is None else old.kept_ts_ms
+        ),
+        lag_ts_ms=None if old is None else old.lag_ts_ms,
+        status=None if old is None else old.status,
     )
     ctx.interest.add(tp.topic)
     ctx.changed = True
-    if ctx.config.emit_lag_on_commit and tp in state.end_offsets:
-        ctx.emit(_lag_row(ctx, tp, offset, obs.timestamp_ms, "commit"))
+    if reason is not None:
+        ctx.emit(
+            _commit_row(
+                ctx,
+                obs,
+                tp,
+                offset=offset,
+                leader_epoch=None if leader_epoch < 0 else leader_epoch,
+                metadata=metadata,
+                commit_ts_ms=commit_ts_ms,
+                expire_ts_ms=None if expire_ts_ms < 0 else expire_ts_ms,
+                reason=reason,
+            )
+        )
+    if config.emit_lag_on_commit and tp in state.end_offsets:
+        ctx.emit(*_measure(ctx, tp, offset, obs.timestamp_ms, "commit"))
+
+
+def _commit_row(
+    ctx: Context,
+    obs: Observation,
+    tp: TopicPartition,
+    *,
+    offset: int | None,
+    leader_epoch: int | None,
+    metadata: str | None,
+    commit_ts_ms: int | None,
+    expire_ts_ms: int | None,
+    reason: str,
+) -> OffsetCommitRow:
+    """An ``offset_commits`` row the tracker keeps, with the commit lane's event id (the
+    record's source partition and offset)."""
+    state = ctx.state
+    return OffsetCommitRow(
+        event_id=event_id("commit", state.cluster, state.group_id, f"{obs.partition}:{obs.offset}"),
+        cluster=state.cluster,
+        group_id=state.group_id,
+        event_ts_ms=obs.timestamp_ms,
+        topic=tp.topic,
+        partition=tp.partition,
+        offset=offset,
+        leader_epoch=leader_epoch,
+        metadata=metadata,
+        commit_ts_ms=commit_ts_ms,
+        expire_ts_ms=expire_ts_ms,
+        deleted=offset is None,
+        source_partition=obs.partition,
+        source_offset=obs.offset,
+        reason=reason,
+    )
 
 
 def _commit_deleted(ctx: Context, obs: Observation, rec: OffsetCommitTombstone) -> None:
@@ -368,6 +505,20 @@ def _commit_deleted(ctx: Context, obs: Observation, rec: OffsetCommitTombstone) 
         ctx.skip("unknown_offset_tombstone")
     state.end_offsets.pop(tp, None)
     ctx.changed = True
+    if ctx.config.commit_rows:
+        ctx.emit(
+            _commit_row(
+                ctx,
+                obs,
+                tp,
+                offset=None,
+                leader_epoch=None,
+                metadata=None,
+                commit_ts_ms=None,
+                expire_ts_ms=None,
+                reason="tombstone",
+            )
+        )
 
 
 # -- collector events --------------------------------------------------------------------------
@@ -483,7 +634,7 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
             del state.topics[t]
     for tp in [tp for tp in state.end_offsets if tp.topic not in interest]:
         del state.end_offsets[tp]
-    rows: list[PartitionLagRow] = []
+    rows: list[TrackerEvent] = []
     for topic in ev.topics:
         name = topic.topic
         if name not in interest or topic.error is not None:
@@ -520,7 +671,7 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
             )
             entry = state.commits.get(tp)
             if entry is not None and newest:
-                rows.append(_lag_row(ctx, tp, entry.offset, measured, "snapshot"))
+                rows += _measure(ctx, tp, entry.offset, measured, "snapshot")
     if ev.schema_version == 1 and (
         state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms
     ):
@@ -544,14 +695,14 @@ def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
         for tp, history in state.end_offsets.items():
             if tp not in given and tp.topic not in failed and history:
                 given[tp] = history[-1][1]
-    rows: list[PartitionLagRow] = []
+    rows: list[TrackerEvent] = []
     for tp, offset in sorted(given.items()):
         history = state.end_offsets.get(tp, ())
         newest = not history or measured >= history[-1][0]
         state.end_offsets[tp] = add_point(history, measured, offset, config.end_offset_history)
         entry = state.commits.get(tp)
         if entry is not None and newest:
-            rows.append(_lag_row(ctx, tp, entry.offset, measured, "snapshot"))
+            rows += _measure(ctx, tp, entry.offset, measured, "snapshot")
     if state.end_offsets_ts_ms is None or measured > state.end_offsets_ts_ms:
         state.end_offsets_ts_ms = measured
     ctx.emit(*rows)
@@ -561,7 +712,130 @@ def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
 # -- status ------------------------------------------------------------------------------------
 
 
-def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONFIG) -> GroupStatus:
+@dataclass(frozen=True, slots=True)
+class _GroupLag:
+    """The group's partitions' lag at one time: the sums and worsts the status and the
+    rollup report (``unknown``: some partition's end offset is stale)."""
+
+    partitions: int
+    measured: int
+    stale: int
+    total: int | None
+    max_records: int | None
+    worst_seconds: float | None
+    statuses: tuple[str | None, ...]
+
+    @property
+    def unknown(self) -> bool:
+        return self.stale > 0
+
+
+def _group_lag(state: GroupState, now_ms: int, config: TrackerConfig) -> _GroupLag:
+    total: int | None = None
+    max_records: int | None = None
+    worst: float | None = None
+    statuses: list[str | None] = []
+    measured = stale = 0
+    for tp, entry in state.commits.items():
+        history = state.end_offsets.get(tp)
+        if not history:
+            statuses.append(None)  # no end offset: no lag, no verdict (S1)
+            continue
+        if _stale(config, history, now_ms):
+            stale += 1  # the end offset is too old: lag and verdict unknown
+            statuses.append(None)
+            continue
+        measured += 1
+        lag = lag_records(history[-1][1], entry.offset)
+        if lag is not None:
+            total = (total or 0) + lag
+            max_records = lag if max_records is None else max(max_records, lag)
+        seconds, _method = lag_seconds(history, entry.offset, history[-1][0])
+        if seconds is not None and (worst is None or seconds > worst):
+            worst = seconds
+        verdict = _verdict(config, entry, history, now_ms)
+        statuses.append(None if verdict is None else verdict.status)
+    return _GroupLag(
+        len(state.commits), measured, stale, total, max_records, worst, tuple(statuses)
+    )
+
+
+def _group_transition(ctx: Context, ts_ms: int) -> None:
+    """The group's ``lag_transitions`` row when the worst of its partitions' statuses at
+    their last measurements (G1) is not the group's last one: judged after each observation
+    that changed a partition's status or the set of its partitions, so the rows do not
+    depend on how the records were cut into micro-batches."""
+    state = ctx.state
+    worst = group_status(entry.status for entry in state.commits.values())
+    if worst == state.lag_status:
+        return
+    lag = _group_lag(state, ts_ms, ctx.config)
+    ctx.emit(
+        LagTransitionRow(
+            event_id=event_id("lag_transition", state.cluster, state.group_id, ts_ms),
+            cluster=state.cluster,
+            group_id=state.group_id,
+            event_ts_ms=ts_ms,
+            scope="group",
+            topic=None,
+            partition=None,
+            status_before=state.lag_status,
+            status_after=worst,
+            rule=None,
+            lag_records=None if lag.unknown else lag.total,
+            lag_seconds=None if lag.unknown else lag.worst_seconds,
+        )
+    )
+    state.lag_status = worst
+
+
+def _rollup(ctx: Context, ts_ms: int) -> None:
+    """The group's ``group_lag`` row, at its first observation (``ts_ms``: its logical time)
+    in each window of ``group_lag_interval_ms``, for a group some of whose partitions have
+    an end offset (a lag to report)."""
+    state, config = ctx.state, ctx.config
+    interval = config.group_lag_interval_ms
+    last = state.group_lag_ts_ms
+    if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
+        return
+    if not any(tp in state.end_offsets for tp in state.commits):
+        return
+    lag = _group_lag(state, ts_ms, config)
+    state.group_lag_ts_ms = ts_ms
+    counts = {"OK": 0, "WARN": 0, "ERR": 0}
+    for s in lag.statuses:
+        if s is not None:
+            counts["OK" if s == "OK" else "WARN" if s == "WARN" else "ERR"] += 1
+    window = ts_ms - ts_ms % interval
+    ctx.emit(
+        GroupLagRow(
+            event_id=event_id("group_lag", state.cluster, state.group_id, window),
+            cluster=state.cluster,
+            group_id=state.group_id,
+            event_ts_ms=ts_ms,
+            interval_ts_ms=window,
+            partitions=lag.partitions,
+            partitions_measured=lag.measured,
+            partitions_unknown=lag.stale,
+            total_lag_records=None if lag.unknown else lag.total,
+            max_lag_records=None if lag.unknown else lag.max_records,
+            max_lag_seconds=None if lag.unknown else lag.worst_seconds,
+            status=group_status(lag.statuses),
+            partitions_ok=counts["OK"],
+            partitions_warn=counts["WARN"],
+            partitions_err=counts["ERR"],
+        )
+    )
+
+
+def _status(
+    state: GroupState,
+    now_ms: int,
+    config: TrackerConfig = DEFAULT_CONFIG,
+    lag: _GroupLag | None = None,
+) -> GroupStatus:
+    if lag is None:
+        lag = _group_lag(state, now_ms, config)
     col = state.collector
     cg = state.consumer
     classic = state.classic
@@ -605,27 +879,6 @@ def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONF
         state.last_record_ts_ms is None
         or (col.last_ts_ms is not None and col.last_ts_ms >= state.last_record_ts_ms)
     )
-    total: int | None = None
-    worst: float | None = None
-    statuses: list[str | None] = []
-    unknown = False
-    for tp, entry in state.commits.items():
-        history = state.end_offsets.get(tp)
-        if not history:
-            statuses.append(None)  # no end offset: no lag, no verdict (S1)
-            continue
-        if _stale(config, history, now_ms):
-            unknown = True  # the end offset is too old: lag and verdict unknown
-            statuses.append(None)
-            continue
-        lag = lag_records(history[-1][1], entry.offset)
-        if lag is not None:
-            total = (total or 0) + lag
-        seconds, _method = lag_seconds(history, entry.offset, history[-1][0])
-        if seconds is not None and (worst is None or seconds > worst):
-            worst = seconds
-        verdict = _verdict(config, entry, history, now_ms)
-        statuses.append(None if verdict is None else verdict.status)
     return GroupStatus(
         event_id=event_id("status", state.cluster, state.group_id),
         cluster=state.cluster,
@@ -644,9 +897,9 @@ def _status(state: GroupState, now_ms: int, config: TrackerConfig = DEFAULT_CONF
         last_rebalance_ts_ms=state.last_rebalance_ts_ms,
         last_cause=state.last_cause,
         committed_partitions=len(state.commits),
-        total_lag_records=None if unknown else total,
-        max_lag_seconds=None if unknown else worst,
+        total_lag_records=None if lag.unknown else lag.total,
+        max_lag_seconds=None if lag.unknown else lag.worst_seconds,
         collector_seen_ts_ms=col.last_ts_ms,
         skipped_records=sum(state.counters.values()),
-        lag_status=group_status(statuses),
+        lag_status=group_status(lag.statuses),
     )

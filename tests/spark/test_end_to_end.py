@@ -89,6 +89,8 @@ def live(
                 "group_metrics",
                 "offset_commits",
                 "partition_lag",
+                "group_lag",
+                "lag_transitions",
                 "bad_records",
             )
         }
@@ -355,12 +357,50 @@ def test_member_assignments_and_group_metrics_follow_the_events(
 
 
 def test_commits_and_lag_are_recorded(live: Live, backlog: Backlog) -> None:
+    """On the defaults: the commits that matter with their reason (each partition's first,
+    the first after each rebalance, a sample per hour), the lag once per partition per 10
+    minutes, the group's once a minute, and the changes of lag status."""
+    reasons = {"tombstone", "first", "rewind", "jump", "rebalance", "sample"}
     for result in backlog.results.values():
         commits = [r for r in live.tables["offset_commits"] if r.group_id == result.group_id]
         assert commits, result.group_id
         assert {r.topic for r in commits} <= set(result.topics.values())
-    lag = [r for r in live.tables["partition_lag"] if r.group_id in set(backlog.groups)]
+        assert {r.reason for r in commits} <= reasons
+        by_partition: dict[tuple[str, int], list[Any]] = {}
+        for r in sorted(commits, key=lambda r: (r.source_partition, r.source_offset)):
+            by_partition.setdefault((r.topic, r.partition), []).append(r)
+        for rows in by_partition.values():
+            assert rows[0].reason == "first", rows[0]
+            assert all((r.reason == "tombstone") == r.deleted for r in rows)
+        assert len({r.event_id for r in commits}) == len(commits)
+        # every rebalance after the first is followed by its partitions' first commits
+        if len(live.events(result.group_id)) > 1:
+            assert any(r.reason == "rebalance" for r in commits), result.group_id
+    ours = set(backlog.groups)
+    lag = [r for r in live.tables["partition_lag"] if r.group_id in ours]
     assert lag and all(r.lag_records is None or r.lag_records >= 0 for r in lag)
+    windows = [(r.group_id, r.topic, r.partition, r.measured_ts_ms // 600_000) for r in lag]
+    assert len(windows) == len(set(windows))  # one row per partition per 10 minutes
+    rollups = [r for r in live.tables["group_lag"] if r.group_id in ours]
+    assert rollups
+    minutes = [(r.group_id, r.interval_ts_ms) for r in rollups]
+    assert len(minutes) == len(set(minutes))
+    assert all(r.interval_ts_ms % 60_000 == 0 for r in rollups)
+    assert all(r.interval_ts_ms <= r.event_ts_ms < r.interval_ts_ms + 60_000 for r in rollups)
+    for r in rollups:
+        known = r.partitions_unknown == 0 and r.partitions_measured > 0
+        assert (r.total_lag_records is not None) == known, r
+        assert r.partitions_ok + r.partitions_warn + r.partitions_err <= r.partitions_measured
+    # each partition's and group's transitions chain: each starts where the one before ended
+    chains: dict[tuple[Any, ...], list[Any]] = {}
+    for r in sorted(live.tables["lag_transitions"], key=lambda r: r.event_ts_ms):
+        if r.group_id in ours:
+            chains.setdefault((r.group_id, r.scope, r.topic, r.partition), []).append(r)
+    assert chains
+    for rows in chains.values():
+        assert rows[0].status_before is None
+        for before, after in pairwise(rows):
+            assert after.status_before == before.status_after != after.status_after
 
 
 def test_the_garbage_record_is_quarantined(live: Live, backlog: Backlog) -> None:
@@ -506,12 +546,14 @@ def test_advice_exporter_and_delta_agree_on_what_each_strategy_costs(
     assert own["strategy"] == assignor
 
 
-def _last_lag_rows(live: Live, group: str) -> dict[tuple[str, int], Any]:
-    last: dict[tuple[str, int], Any] = {}
-    for r in live.tables["partition_lag"]:
-        if r.group_id == group:
-            key = (r.topic, r.partition)
-            if key not in last or r.measured_ts_ms >= last[key].measured_ts_ms:
+def _last_transitions(live: Live, group: str, scope: str = "partition") -> dict[Any, Any]:
+    """Each partition's (the group's: key None) last lag status transition: its status at
+    the end of the backlog (``lag_transitions``, the audit trail of lag)."""
+    last: dict[Any, Any] = {}
+    for r in live.tables["lag_transitions"]:
+        if r.group_id == group and r.scope == scope:
+            key = (r.topic, r.partition) if scope == "partition" else None
+            if key not in last or r.event_ts_ms >= last[key].event_ts_ms:
                 last[key] = r
     return last
 
@@ -524,11 +566,13 @@ def test_lag_status_of_a_consumer_that_stopped_and_of_groups_that_kept_up(
     whose committed offset reached the end is OK (rule S2), and so is a group all of whose
     partitions did."""
     assert backlog.steady is not None
-    steady = _last_lag_rows(live, backlog.steady.group)
+    steady = _last_transitions(live, backlog.steady.group)
     assert steady
     stopped = [r for r in steady.values() if r.lag_records]
     assert stopped, "the steady members committed before consuming everything"
-    assert {(r.status, r.status_rule) for r in stopped} == {("STOP", 3)}
+    assert {(r.status_after, r.rule) for r in stopped} == {("STOP", 3)}
+    (group_last,) = _last_transitions(live, backlog.steady.group, "group").values()
+    assert group_last.status_after == "ERR"
     samples = scrape(live.job)
     g = {"cluster": "local", "group": backlog.steady.group}
     assert samples[("kafka_consumergroup_status", frozenset(g.items()))] == 3  # ERR
@@ -537,10 +581,10 @@ def test_lag_status_of_a_consumer_that_stopped_and_of_groups_that_kept_up(
         assert samples[("kafka_consumergroup_partition_status", labels)] == 4  # STOP
     kept_up = []
     for result in backlog.results.values():
-        last = _last_lag_rows(live, result.group_id)
+        last = _last_transitions(live, result.group_id)
         for r in last.values():
             if r.lag_records == 0:
-                assert (r.status, r.status_rule) == ("OK", 2), (result.group_id, r)
+                assert (r.status_after, r.rule) == ("OK", 2), (result.group_id, r)
         if last and all(r.lag_records == 0 for r in last.values()):
             kept_up.append(result.group_id)
             key = ("kafka_consumergroup_status", frozenset(

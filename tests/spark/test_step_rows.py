@@ -137,3 +137,62 @@ def test_the_tracker_rows_cross_to_the_jvm_in_the_sinks_shape(spark: SparkSessio
     crossed = step_events(spark, tracker_frame(events))
     expected = spark.createDataFrame(events_to_rows(events), schema=EVENTS_SCHEMA)
     assert same_rows(crossed, expected) == len(events)
+
+
+def test_the_kept_commits_and_the_lag_reach_their_tables_in_their_shape(
+    spark: SparkSession,
+) -> None:
+    """On the job's defaults (``offset_commits_history=kept``): ``offset_commits`` holds the
+    tracker's kept commits with their reason, ``partition_lag`` only the stored measurements
+    (not the exporter's others), ``group_lag`` and ``lag_transitions`` the tracker's rows;
+    each table in its schema's columns, value for value."""
+    from streaming.sinks import tables as t
+    from streaming.sinks.micro_batch import table_frames
+    from streaming.spark.stateful import tracker_frame
+    from streaming.tracking.config import TrackerConfig
+    from streaming.tracking.events import (
+        GroupLagRow,
+        LagTransitionRow,
+        OffsetCommitRow,
+        PartitionLagRow,
+        to_row,
+    )
+    from streaming.tracking.reducer import apply
+    from streaming.tracking.state import GroupState
+    from tests.delta_rows import step_events
+    from tests.unit.streaming.tracking.factories import Log, Tracker, commit, topics_snapshot
+    from tests.unit.streaming.tracking.test_golden import FIXTURES, load, observations
+
+    config = TrackerConfig(commit_rows=True, group_lag_interval_ms=10_000)
+    events: list[Any] = []
+    for name in FIXTURES:
+        fixture = load(name)
+        state = GroupState.new("c", fixture["group_id"])
+        for obs in observations(fixture):  # one call per record: the group's micro-batches
+            state, got = apply(state, [obs], obs.logical_ts_ms, config=config)
+            events += got
+    # and a group measured every 5 s for 25 minutes: most lag measurements are not stored
+    log, tracker = Log(), Tracker(config=config)
+    for ts in range(5_000, 1_500_000, 5_000):
+        log.rec(commit("Order", 0, ts // 1_000, ts=ts), ts)
+        log.snap(topics_snapshot(ts + 1, {"Order": [ts // 1_000 + ts % 3]}))
+        events += tracker.feed(log.take())
+    lag = [e for e in events if isinstance(e, PartitionLagRow)]
+    assert any(e.stored for e in lag) and not all(e.stored for e in lag)
+    want = {
+        t.OFFSET_COMMITS: [e for e in events if isinstance(e, OffsetCommitRow)],
+        t.PARTITION_LAG: [e for e in lag if e.stored],
+        t.GROUP_LAG: [e for e in events if isinstance(e, GroupLagRow)],
+        t.LAG_TRANSITIONS: [e for e in events if isinstance(e, LagTransitionRow)],
+    }
+    assert all(want.values())
+    assert {e.reason for e in want[t.OFFSET_COMMITS]} >= {"first", "rebalance"}
+    crossed = step_events(spark, tracker_frame(events))
+    frames = table_frames(crossed, {type(e).kind for e in events}, 0)
+    for table, rows in want.items():
+        got = frames[table]
+        assert got.schema.fieldNames() == t.schema(table).fieldNames(), table
+        body = [f for f in t.schema(table).fieldNames() if f not in t.DERIVED_COLUMNS]
+        have = sorted((r.asDict() for r in got.select(*body).collect()), key=str)
+        expected = [{k: v for k, v in to_row(e).items() if k in body} for e in rows]
+        assert have == sorted(expected, key=str), table

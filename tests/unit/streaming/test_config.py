@@ -34,7 +34,9 @@ def test_defaults() -> None:
     assert dict(c.spark_conf) == {} and dict(c.kafka_options) == {}
     assert c.max_offsets_per_trigger is None
     assert c.decode_partitions == 4
-    assert c.offset_commits_history == "latest"
+    assert c.offset_commits_history == "kept"
+    assert (c.offset_commits_interval_s, c.offset_commits_jump_records) == (3600.0, 1_000)
+    assert (c.partition_lag_interval_s, c.group_lag_interval_s) == (600.0, 60.0)
     assert c.consumer_session_timeout_ms == 45_000
 
 
@@ -135,6 +137,10 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"decode_partitions": 0}, "decode_partitions"),
     ({"offset_commits_history": "sometimes"}, "offset_commits_history"),
     ({"consumer_session_timeout_ms": 0}, "consumer_session_timeout_ms"),
+    ({"offset_commits_interval_s": 0}, "offset_commits_interval_s"),
+    ({"offset_commits_jump_records": 0}, "offset_commits_jump_records"),
+    ({"partition_lag_interval_s": -1}, "partition_lag_interval_s"),
+    ({"group_lag_interval_s": "1m"}, "group_lag_interval_s"),
     ({"lag_status_window_s": 0}, "lag_status_window_s"),
     ({"lag_status_window_s": "10m"}, "lag_status_window_s"),
     ({"group_filter": "orders-("}, "group_filter"),
