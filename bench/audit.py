@@ -70,10 +70,13 @@ def log(message: str) -> None:
 def _templates() -> list[list[tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]]]:
     """Per golden capture: its rebalances that leave members, each with its
     ``member_assignments`` and ``group_metrics`` rows."""
-    from tests.audit.conftest import golden_rows
+    import importlib
 
+    # the golden replay of the audit tests (a module of the test tree, which mypy does not
+    # check: imported by name)
+    conftest = importlib.import_module("tests.audit.conftest")
     out = []
-    for rows in golden_rows().values():
+    for rows in conftest.golden_rows().values():
         by_event: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
         for r in rows:
             if r["kind"] in ("member_assignment", "group_metrics"):
