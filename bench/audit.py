@@ -12,9 +12,12 @@ as ``p + 7`` and ``p + 14``). They go through the job's own path: the stateful s
 (:func:`tests.delta_rows.events_frame`), each table's frame
 (:func:`streaming.sinks.micro_batch.table_frames`) and :class:`streaming.sinks.delta.DeltaSink`,
 one micro-batch per day (the day's rows; batch id = day, so an interrupted build resumes where
-it stopped: Delta skips the batches already written). The first day's frames are built once
-in Python; each later day is that day shifted in the JVM (event times, dates, event ids).
-Then the tables are compacted as the job's maintenance does (:func:`compact`).
+it stopped: Delta skips the batches already written). The first day's rows of
+``--python-groups`` groups (default 1,000) are built in Python and turned into the stateful
+step's rows once; the JVM copies them to ``--groups`` (:func:`replicated`: group ids, topics
+and event ids renamed, times kept) and each later day is the first shifted (:func:`shifted`:
+event times, dates, event ids). Then the tables are compacted as the job's maintenance does
+(:func:`compact`).
 
 The month is kept under ``.cache/bench/audit-<groups>g-<days>d/`` with ``built.json``;
 a rerun only times. ``--rebuild`` starts over.
@@ -155,6 +158,24 @@ def shifted(frame: DataFrame, days: int) -> DataFrame:
     return out.select(*frame.columns)
 
 
+def replicated(frame: DataFrame, copies: int, groups: int) -> DataFrame:
+    """``frame`` (rows of groups ``bench-g00000`` .. of ``groups``) ``copies`` times: copy
+    ``c`` of group ``i`` is group ``c * groups + i`` (its topic renamed alike, its event ids
+    suffixed ``#c``)."""
+    from pyspark.sql import functions as F
+
+    out = frame.withColumn("__copy", F.explode(F.sequence(F.lit(0), F.lit(copies - 1))))
+    index = F.substring("group_id", len("bench-g") + 1, 5).cast("int") + F.col("__copy") * groups
+    out = out.withColumn("group_id", F.format_string("bench-g%05d", index))
+    suffix = F.concat(F.lit("#"), F.col("__copy").cast("string"))
+    out = out.withColumn("event_id", F.concat("event_id", suffix))
+    if "rebalance_event_id" in frame.columns:
+        out = out.withColumn("rebalance_event_id", F.concat("rebalance_event_id", suffix))
+    if "topic" in frame.columns:
+        out = out.withColumn("topic", F.col("group_id"))
+    return out.select(*frame.columns)
+
+
 def compact(spark: SparkSession, base: Path) -> None:
     """Compact the audit tables as the job's maintenance does: ``OPTIMIZE ... ZORDER BY
     (group_id)`` per table (one file set per day, each group's rows together)."""
@@ -165,7 +186,7 @@ def compact(spark: SparkSession, base: Path) -> None:
         log(f"compacted {table} in {time.monotonic() - started:.0f} s")
 
 
-def build(base: Path, groups: int, days: int, end_day: dt.date) -> None:
+def build(base: Path, groups: int, days: int, end_day: dt.date, python_groups: int) -> None:
     """Write the month under ``base`` (module docstring), resuming a partial build."""
     from streaming.sinks.delta import DeltaSink
     from streaming.sinks.micro_batch import table_frames
@@ -186,11 +207,14 @@ def build(base: Path, groups: int, days: int, end_day: dt.date) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         started = time.monotonic()
-        rows = day_rows(groups, day0_ms)
-        log(f"{len(rows):,} tracker rows of the first day built in Python")
+        python_groups = min(python_groups, groups)
+        if groups % python_groups:
+            raise SystemExit(f"--groups {groups} is no multiple of --python-groups {python_groups}")
+        rows = day_rows(python_groups, day0_ms)
+        log(f"{len(rows):,} tracker rows of {python_groups:,} groups' first day built in Python")
         kinds = {str(r["kind"]) for r in rows}
         first = {
-            table: frame.localCheckpoint()
+            table: replicated(frame, groups // python_groups, python_groups).localCheckpoint()
             for table, frame in table_frames(events_frame(spark, rows), kinds, 0).items()
         }
         del rows
@@ -316,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--python-groups",
+        type=int,
+        default=1_000,
+        help="groups built in Python, copied in the JVM to --groups (a divisor of it)",
+    )
     parser.add_argument("--rebuild", action="store_true", help="drop the cached month first")
     parser.add_argument("--build-only", action="store_true", help="build the month, time nothing")
     args = parser.parse_args(argv)
@@ -327,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     if not done.exists():
         root.mkdir(parents=True, exist_ok=True)
         log(f"building {args.days} days of {args.groups:,} groups under {base}")
-        build(base, args.groups, args.days, dt.datetime.now(dt.UTC).date())
+        build(base, args.groups, args.days, dt.datetime.now(dt.UTC).date(), args.python_groups)
     built = json.loads(done.read_text())
     log(f"the month: {built}")
     if args.build_only:

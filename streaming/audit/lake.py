@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -198,40 +200,58 @@ class LakeAudit:
         only the files whose ``date`` and statistics can hold such rows are read."""
         table = self.table(name, as_of_ms=as_of_ms)
         files: list[tuple[str, str, Any]] = []
-        rows = pc.scalar(True)
+        rows: list[pc.Expression] = []  # (no pc.scalar: converting a Python value loads pandas)
         ts = pc.field("event_ts_ms")
         if since_ms is not None:
             files.append((PARTITION_COLUMN, ">=", _date(since_ms)))
-            rows = rows & (ts >= since_ms)
+            rows.append(ts >= since_ms)
         if until_ms is not None:
             files.append((PARTITION_COLUMN, "<=", _date(until_ms)))
-            rows = rows & (ts < until_ms)
+            rows.append(ts < until_ms)
         if upto_ms is not None:
             files.append((PARTITION_COLUMN, "<=", _date(upto_ms)))
-            rows = rows & (ts <= upto_ms)
+            rows.append(ts <= upto_ms)
         if groups is not None:
             unique = sorted(set(groups))
             if len(unique) == 1:
                 files.append(("group_id", "=", unique[0]))
-                rows = rows & (pc.field("group_id") == unique[0])
+                rows.append(pc.field("group_id") == unique[0])
             else:
                 files.append(("group_id", "in", unique))
-                rows = rows & pc.field("group_id").isin(unique)
+                rows.append(pc.field("group_id").isin(unique))
         if self.cluster is not None:
             files.append(("cluster", "=", self.cluster))
-            rows = rows & (pc.field("cluster") == self.cluster)
+            rows.append(pc.field("cluster") == self.cluster)
         if where is not None:
-            rows = rows & where
+            rows.append(where)
         from deltalake.exceptions import DeltaProtocolError
 
         try:
-            dataset = table.to_pyarrow_dataset(file_pruning_predicate=files or None)
+            dataset = table.to_pyarrow_dataset(
+                file_pruning_predicate=files or None, filesystem=self._filesystem(name)
+            )
         except DeltaProtocolError as e:
             raise LakeUnsupportedError(f"{name}: {e}") from None
-        out = dataset.to_table(columns=dict(columns), filter=rows)
+        out = dataset.to_table(
+            columns=dict(columns), filter=functools.reduce(operator.and_, rows) if rows else None
+        )
         total = len(table.file_uris())
         self.scans.append(Scan(name, total, len(dataset.files), out.num_rows))
         return out
+
+    def _filesystem(self, name: str) -> Any:
+        """Arrow's own file system rooted at the table (local, S3, GCS...: native reads on
+        Arrow's threads); None, for delta-rs's (through Python), when Arrow has none for the
+        URI or the table needs ``storage_options``."""
+        from pyarrow import fs
+
+        if self.storage_options:
+            return None
+        try:
+            filesystem, root = fs.FileSystem.from_uri(self.path(name))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        return fs.SubTreeFileSystem(root, filesystem)
 
     def _found(self, rows: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
         return shape.limited(rows, self.limit, notes)
