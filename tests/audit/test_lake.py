@@ -152,7 +152,7 @@ def test_every_subcommand_answers_alike_on_both_engines(
         asked += 1
         nonempty += bool(want.rows)
     # the questions reach every kind of answer, not only empty ones
-    assert asked > 100 and nonempty > asked // 2
+    assert asked >= 80 and nonempty > asked // 2
 
 
 @pytest.mark.parametrize("group", GROUPS)
@@ -246,14 +246,14 @@ def test_a_group_and_a_day_read_a_few_of_the_tables_files(
         got = lake.history(group, since_ms=since, until_ms=until)
         on_spark, _ = engines(spark, base)
         same(on_spark.history(group, since_ms=since, until_ms=until), got)
-        assert len(got.rows) == 4  # the range group's four rebalances, that day
+        assert len(got.rows) == 5  # the range group's five rebalances, that day
         (scan,) = lake.scans
         table = DeltaTable(str(base / "rebalance_events"))
         that_day = table.file_uris(file_pruning_predicate=[("date", "=", days_tables.days[1])])
         # the day's partition, and of it only the files whose group_id range holds the group
         assert scan.files_total == len(table.file_uris())
         assert 1 <= scan.files_read <= len(that_day) < scan.files_total, scan
-        assert scan.rows == 4
+        assert scan.rows == 5
         if compacted:  # one file a day
             assert (scan.files_total, scan.files_read) == (3, 1)
         else:  # the day's other micro-batch held other groups: its files are skipped
