@@ -173,9 +173,7 @@ class LakeAudit:
         timestamp (one small file read)."""
         import json
 
-        from pyarrow import fs
-
-        filesystem, root = fs.FileSystem.from_uri(self.path(name))
+        filesystem, root = _arrow_fs(self.path(name))
         with filesystem.open_input_stream(f"{root}/_delta_log/{version:020d}.json") as f:
             for line in f.read().decode("utf-8").splitlines():
                 action = json.loads(line)
@@ -248,7 +246,7 @@ class LakeAudit:
         if self.storage_options:
             return None
         try:
-            filesystem, root = fs.FileSystem.from_uri(self.path(name))
+            filesystem, root = _arrow_fs(self.path(name))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
         return fs.SubTreeFileSystem(root, filesystem)
@@ -615,6 +613,18 @@ class LakeAudit:
             group=group,
             cluster=self.cluster,
         )
+
+
+def _arrow_fs(uri: str) -> tuple[Any, str]:
+    """Arrow's file system of ``uri`` and the path in it (a plain path: the local one)."""
+    import os
+
+    from pyarrow import fs
+
+    if "://" not in uri and not uri.startswith("file:"):
+        return fs.LocalFileSystem(), os.path.abspath(uri)
+    filesystem, root = fs.FileSystem.from_uri(uri)
+    return filesystem, str(root)
 
 
 def _storms(
