@@ -198,7 +198,7 @@ class LakeAudit:
         only the files whose ``date`` and statistics can hold such rows are read."""
         table = self.table(name, as_of_ms=as_of_ms)
         files: list[tuple[str, str, Any]] = []
-        rows: list[pc.Expression] = []  # (no pc.scalar: converting a Python value loads pandas)
+        rows: list[pc.Expression] = []
         ts = pc.field("event_ts_ms")
         if since_ms is not None:
             files.append((PARTITION_COLUMN, ">=", _date(since_ms)))
