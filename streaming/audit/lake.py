@@ -203,8 +203,8 @@ class LakeAudit:
         if since_ms is not None:
             files.append((PARTITION_COLUMN, ">=", _date(since_ms)))
             rows.append(ts >= since_ms)
-        if until_ms is not None:
-            files.append((PARTITION_COLUMN, "<=", _date(until_ms)))
+        if until_ms is not None:  # exclusive: an until at midnight ends the day before
+            files.append((PARTITION_COLUMN, "<=", _date(until_ms - 1)))
             rows.append(ts < until_ms)
         if upto_ms is not None:
             files.append((PARTITION_COLUMN, "<=", _date(upto_ms)))

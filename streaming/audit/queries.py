@@ -76,9 +76,9 @@ def _in_range(frame: DataFrame, since_ms: int | None, until_ms: int | None) -> D
             (F.col(t.PARTITION_COLUMN) >= F.lit(_date(since_ms)))
             & (F.col("event_ts_ms") >= F.lit(since_ms))
         )
-    if until_ms is not None:
+    if until_ms is not None:  # exclusive: an until at midnight ends the day before
         frame = frame.filter(
-            (F.col(t.PARTITION_COLUMN) <= F.lit(_date(until_ms)))
+            (F.col(t.PARTITION_COLUMN) <= F.lit(_date(until_ms - 1)))
             & (F.col("event_ts_ms") < F.lit(until_ms))
         )
     return frame

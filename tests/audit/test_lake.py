@@ -97,8 +97,10 @@ def questions(t: AuditTables) -> list[tuple[str, dict[str, Any], Callable[[Any],
             lambda a: a.storms(since_ms=gen2, until_ms=None, min_rebalances=2, window_ms=60_000),
         )
     )
-    for topic, parts in (("golden-range-orders", 7), ("golden-roundrobin-orders", 7)):
-        for p in range(parts + 1):
+    # a partition that moves (2), one that stays (0), one never assigned (7); a group that
+    # ended empty (roundrobin: released)
+    for topic, parts in (("golden-range-orders", (0, 2, 7)), ("golden-roundrobin-orders", (2,))):
+        for p in parts:
             for at, label in ((t.end_ms, "now"), (gen4 - 1, "before gen 4"), (gen2, "at gen 2")):
                 out.append(
                     (
@@ -152,7 +154,7 @@ def test_every_subcommand_answers_alike_on_both_engines(
         asked += 1
         nonempty += bool(want.rows)
     # the questions reach every kind of answer, not only empty ones
-    assert asked >= 80 and nonempty > asked // 2
+    assert asked >= 45 and nonempty > asked // 2
 
 
 @pytest.mark.parametrize("group", GROUPS)
