@@ -25,6 +25,9 @@ a rerun only times. ``--rebuild`` starts over.
 **The timing.** Each command runs ``--runs`` times (default 3) as a subprocess,
 ``rebalance-monitor audit ... --format csv``, wall time from start to exit, p50 and max.
 Ranges are absolute (the month's last day), so a month built on another day answers alike.
+The table also gives each command's CPU time (user + sys of the process and its children:
+Spark's JVM for ``sql``) and the load average: on a shared machine the wall time is mostly
+waiting for a core.
 
 Targets (issue 29): ``history G --since -1d`` and ``owner`` under 5 s on this machine; every
 subcommand over the month under 30 s.
@@ -40,6 +43,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -294,8 +299,9 @@ def time_commands(base: Path, built: Mapping[str, Any], runs: int) -> list[dict[
     exe = str(Path(sys.executable).with_name("rebalance-monitor"))
     results = []
     for label, argv, target in commands(built):
-        walls = []
+        walls, cpus = [], []
         for _ in range(runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             proc = subprocess.run(
                 [exe, "audit", *argv, "--delta-path", str(base), "--format", "csv", "--limit", "0"],
@@ -304,6 +310,8 @@ def time_commands(base: Path, built: Mapping[str, Any], runs: int) -> list[dict[
                 cwd=REPO,
             )
             walls.append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             if proc.returncode != 0:
                 raise SystemExit(f"{label}: exit {proc.returncode}: {proc.stderr.strip()}")
         answer_rows = max(0, len(proc.stdout.strip().splitlines()) - 1)
@@ -316,21 +324,26 @@ def time_commands(base: Path, built: Mapping[str, Any], runs: int) -> list[dict[
                 "target_s": target,
                 "met": worst < target,
                 "rows": answer_rows,
+                "cpu_p50_s": round(statistics.median(cpus), 2),
+                "load": round(os.getloadavg()[0], 1),
             }
         )
-        log(f"{label}: p50 {p50:.2f} s, max {worst:.2f} s ({answer_rows} rows)")
+        log(
+            f"{label}: p50 {p50:.2f} s, max {worst:.2f} s, CPU p50 "
+            f"{statistics.median(cpus):.2f} s ({answer_rows} rows)"
+        )
     return results
 
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| verb | wall p50 | wall max | target | met? | rows |",
-        "|---|---|---|---|---|---|",
+        "| verb | wall p50 | wall max | target | met? | CPU p50 (user+sys) | load | rows |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| `{r['verb']}` | {r['p50_s']:.2f} s | {r['max_s']:.2f} s | < {r['target_s']} s | "
-            f"{'yes' if r['met'] else 'NO'} | {r['rows']} |"
+            f"{'yes' if r['met'] else 'NO'} | {r['cpu_p50_s']:.2f} s | {r['load']} | {r['rows']} |"
         )
     return "\n".join(lines)
 

@@ -190,12 +190,13 @@ class LakeAudit:
         until_ms: int | None = None,
         upto_ms: int | None = None,
         groups: Sequence[str] | None = None,
+        dates: Sequence[dt.date] | None = None,
         where: pc.Expression | None = None,
         as_of_ms: int | None = None,
     ) -> pa.Table:
         """``columns`` (name -> expression) of the rows of ``name`` with ``since_ms <= event
-        time < until_ms`` (``<= upto_ms``), of ``groups`` and the cluster, and ``where``;
-        only the files whose ``date`` and statistics can hold such rows are read."""
+        time < until_ms`` (``<= upto_ms``), of ``groups``, ``dates`` and the cluster, and
+        ``where``; only the files whose ``date`` and statistics can hold such rows are read."""
         table = self.table(name, as_of_ms=as_of_ms)
         files: list[tuple[str, str, Any]] = []
         rows: list[pc.Expression] = []
@@ -217,6 +218,8 @@ class LakeAudit:
             else:
                 files.append(("group_id", "in", unique))
                 rows.append(pc.field("group_id").isin(unique))
+        if dates is not None:  # a partition column: the files are exactly the rows
+            files.append((PARTITION_COLUMN, "in", sorted(set(dates))))
         if self.cluster is not None:
             files.append(("cluster", "=", self.cluster))
             rows.append(pc.field("cluster") == self.cluster)
@@ -549,26 +552,44 @@ class LakeAudit:
         finds the version at ``at_ms`` by a binary search over the commits' times)."""
         f = pc.field
         as_of = at_ms if as_recorded else None
-        held = self.scan(
+        where = (f("topic") == topic) & (f("partition") == partition)
+        # first the groups that held it and when last (three narrow columns of the window),
+        # then their rows of those days only (the ids and member columns are the costly ones)
+        last = self.scan(
             MEMBER_ASSIGNMENTS,
-            {
-                "event_id": f("event_id"),
-                **{c: f(c) for c in GROUP},
-                "rebalance_event_id": f("rebalance_event_id"),
-                "owner_generation": f("generation"),
-                "held_ts_ms": f("event_ts_ms"),
-                "member_id": f("member_id"),
-                "group_instance_id": f("group_instance_id"),
-                "client_id": f("client_id"),
-            },
+            {"cluster": f("cluster"), "group_id": f("group_id"), "ts": f("event_ts_ms")},
             since_ms=since_ms,
             upto_ms=at_ms,
             groups=None if group is None else [group],
-            where=(f("topic") == topic) & (f("partition") == partition),
+            where=where,
             as_of_ms=as_of,
         )
+        last = last.group_by(["cluster", "group_id"], use_threads=False).aggregate([("ts", "max")])
+        held = (
+            []
+            if last.num_rows == 0
+            else self.scan(
+                MEMBER_ASSIGNMENTS,
+                {
+                    "event_id": f("event_id"),
+                    **{c: f(c) for c in GROUP},
+                    "rebalance_event_id": f("rebalance_event_id"),
+                    "owner_generation": f("generation"),
+                    "held_ts_ms": f("event_ts_ms"),
+                    "member_id": f("member_id"),
+                    "group_instance_id": f("group_instance_id"),
+                    "client_id": f("client_id"),
+                },
+                since_ms=since_ms,
+                upto_ms=at_ms,
+                groups=sorted(set(last["group_id"].to_pylist())),
+                dates=[_date(ts) for ts in last["ts_max"].to_pylist()],
+                where=where,
+                as_of_ms=as_of,
+            )
+        )
         holdings: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in _dedupe(held).to_pylist():
+        for r in [] if isinstance(held, list) else _dedupe(held).to_pylist():
             key = (r["cluster"], r["group_id"])
             last = holdings.setdefault(key, [])
             rank = (r["held_ts_ms"], r["owner_generation"])
