@@ -10,7 +10,7 @@ MVN := mvn -B -q -s jvm/settings.xml
 LOCALFS_JAR := $(JARS)/localfs/rebalance-monitor-localfs.jar
 UDF_JAR := $(JARS)/udf/rebalance-monitor-udf.jar
 
-.PHONY: help setup test-tools jars test test-unit test-oracle chaos check schema fmt bench bench-stream bench-steady bench-live bench-soak demo clean
+.PHONY: help setup test-tools jars test test-unit test-oracle chaos check schema fmt bench bench-stream bench-steady bench-live bench-soak bench-audit demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -147,6 +147,9 @@ bench-stream: setup ## the streaming job vs a kafka-python read+decode loop (ben
 
 bench-steady: setup ## the job vs Burrow, KMinion and the loop on a steady commit backlog in the real __consumer_offsets (bench/steady.py)
 	$(BIN)/python bench/steady.py $(ARGS)
+
+bench-audit: setup ## every audit subcommand timed over a month of 10,000 groups, built once into .cache/bench (bench/audit.py)
+	$(BIN)/python -m bench.audit $(ARGS)
 
 bench-live: setup ## detection latency while the job consumes the steady workload live at its real rate (bench/live.py)
 	$(BIN)/python bench/live.py $(ARGS)

@@ -4,24 +4,28 @@
 
     rebalance-monitor audit history GROUP [--since T] [--until T] [--plot FILE.png]
     rebalance-monitor audit storms [--since T] [--until T] [--min-rebalances N] [--window MIN]
-    rebalance-monitor audit diverging [--strategy S]
+    rebalance-monitor audit diverging [--strategy S] [--since T] [--until T]
     rebalance-monitor audit top-churn [--since T] [--until T]
-    rebalance-monitor audit owner TOPIC PARTITION --at T [--group G] [--current]
+    rebalance-monitor audit owner TOPIC PARTITION --at T [--since T] [--group G] [--as-recorded]
     rebalance-monitor audit sql "SELECT ... FROM rebalance_events ..."
 
 Every subcommand takes ``--delta-path`` (default: the job's, from its config file and
 environment, :func:`streaming.config.load_config`), ``--cluster`` (default: every cluster),
-``--format table|csv|json``, ``--limit`` and ``--master``.
+``--format table|csv|json``, ``--limit``, ``--engine`` and ``--master``. Without ``--since``,
+a range is the 30 days before ``--until`` (or now; ``owner``: before ``--at``).
 
 Modules, one per concern:
 
 * :mod:`streaming.audit.times`: ``T`` arguments (ISO-8601, dates, ``-1h``) -> epoch ms.
-* :mod:`streaming.audit.queries`: the Spark side, one function per subcommand, each
-  returning a :class:`~streaming.audit.queries.Result` (columns, rows, notes).
+* :mod:`streaming.audit.lake`: the delta-rs side (every subcommand but ``sql``, no Spark),
+  one method per subcommand, each returning a :class:`~streaming.audit.render.Result`
+  (columns, rows, notes).
+* :mod:`streaming.audit.queries`: the Spark side, the same methods and ``sql``.
+* :mod:`streaming.audit.results`: what both sides share, from found records to a result.
 * :mod:`streaming.audit.render`: a result as aligned text, CSV or JSON.
 * :mod:`streaming.audit.plot`: the ``history --plot`` figure (matplotlib, Agg).
-* :mod:`streaming.audit.cli`: argument parsing and exit codes; imports Spark only when a
-  subcommand runs, so ``--help`` is instant.
+* :mod:`streaming.audit.cli`: argument parsing, the engine, exit codes; imports delta-rs
+  or Spark only when a subcommand runs, so ``--help`` is instant.
 
 Importing this package loads nothing else.
 
@@ -30,7 +34,7 @@ Exceptions (all end the command with exit code 2 and a one-line message)::
     AuditError              root: bad input to an audit subcommand; the message names it
     ├── BadTimeError        a T argument that is not a time (``--since``, ``--at``...)
     ├── MissingTableError   no Delta table where one is needed (``--delta-path``)
-    ├── TimeTravelError     ``owner --at T`` before the table's first version, or a
+    ├── TimeTravelError     ``owner --as-recorded`` before the table's first version, or a
     │                       version that can no longer be read (vacuumed)
     └── QueryError          ``sql``: a statement Spark rejects, or one that is not read-only
 """

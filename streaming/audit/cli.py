@@ -1,13 +1,21 @@
 """``rebalance-monitor audit SUBCOMMAND``: argument parsing, exit codes, output.
 
-Parsing imports nothing but the standard library (``--help`` is instant); Spark starts only
-when a subcommand runs, after every argument has been checked, and a local ``--delta-path``
-without the tables fails before Spark starts.
+Parsing imports nothing but the standard library (``--help`` is instant). Every subcommand
+but ``sql`` reads the tables with delta-rs in this process (:mod:`streaming.audit.lake`, no
+Spark: a local session alone takes ~10 s to start); ``sql`` runs on Spark SQL
+(:mod:`streaming.audit.queries`), as does any subcommand with ``--engine spark``, or with
+``--engine auto`` when delta-rs cannot read the tables (a storage it lacks, a reader feature
+it lacks). Spark starts only after every argument has been checked, and a local
+``--delta-path`` without the tables fails before anything is read.
+
+Ranges are bounded by default: without ``--since`` a subcommand reads the
+:data:`DEFAULT_WINDOW` before ``--until`` (or now; ``owner``: before ``--at``), so no
+command reads the whole history unasked.
 
 Exit codes: 0 success (an unknown group is not an error: the output is empty and a note on
-stderr says so); 1 Spark failed for another reason; 2 bad input (unparsable time, missing
-table, bad SQL, time travel before the first version, unknown strategy), with a one-line
-message on stderr naming what was wrong.
+stderr says so); 1 Spark or delta-rs failed for another reason; 2 bad input (unparsable
+time, missing table, bad SQL, time travel before the first version, unknown strategy), with
+a one-line message on stderr naming what was wrong.
 """
 
 from __future__ import annotations
@@ -38,6 +46,10 @@ __all__ = ["PROG", "build_parser", "cli_audit"]
 PROG = "rebalance-monitor audit"
 EXIT_SPARK = EXIT_FAILED
 DEFAULT_LIMIT = 1000
+#: Without ``--since``: this long before ``--until``/now (``owner``: before ``--at``).
+DEFAULT_WINDOW = "30d"
+_DEFAULT_WINDOW_MS = 30 * 86_400_000
+ENGINES = ("auto", "delta-rs", "spark")
 #: Over :data:`streaming.spark.session.DEFAULT_CONF`: no progress bars on a terminal.
 _SESSION_CONF = {"spark.ui.showConsoleProgress": "false"}
 #: Where Spark's own lines go (``--log-file``): never the terminal.
@@ -45,6 +57,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_LOG_FILE = REPO / ".local" / "audit" / "spark.log"
 
 _TIME_OPTIONS = ("--since", "--until", "--at")
+_RANGED = ("history", "advise", "storms", "diverging", "top-churn", "owner")
 _NEGATIVE = re.compile(r"-\s*\d")
 _REBALANCE_EVENTS = "rebalance_events"  # streaming.sinks.tables (which imports pyspark)
 _MEMBER_ASSIGNMENTS = "member_assignments"
@@ -108,9 +121,16 @@ def _common() -> ArgumentParser:
         help=f"at most N rows, a note says when more exist (default {DEFAULT_LIMIT}; 0: all)",
     )
     g.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="what reads the tables: delta-rs in this process (fast start), or Spark; "
+        "auto: delta-rs when it can read them, else Spark (sql: always Spark)",
+    )
+    g.add_argument(
         "--master",
         default="local[*]",
-        help="Spark master (default: local[*]; 'none': spark-submit's)",
+        help="Spark master, when Spark runs (default: local[*]; 'none': spark-submit's)",
     )
     g.add_argument(
         "--log-file",
@@ -123,8 +143,13 @@ def _common() -> ArgumentParser:
 
 
 def _range(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--since", metavar="T", help=f"from T, inclusive: {TIME_HELP}")
-    p.add_argument("--until", metavar="T", help="up to T, exclusive (same forms)")
+    p.add_argument(
+        "--since",
+        metavar="T",
+        help=f"from T, inclusive: {TIME_HELP} (default: {DEFAULT_WINDOW} before --until, "
+        "else before now; give an early date for all history)",
+    )
+    p.add_argument("--until", metavar="T", help="up to T, exclusive (same forms; default: none)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -208,9 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Groups whose latest actual assignment (their most recent rebalance) differs "
             "from the expected assignment of their own strategy, or of --strategy S, with "
-            "every strategy that differs. A group that ended empty does not diverge."
+            "every strategy that differs. A group that ended empty does not diverge. "
+            "Only the rebalances in the range count (its latest there is a group's latest)."
         ),
     )
+    _range(p)
     p.add_argument(
         "--strategy",
         metavar="S",
@@ -231,24 +258,30 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="who owned a topic-partition at time T",
         description=(
-            "Who owned TOPIC-PARTITION at T, per group. The tables are read as they were at "
-            "T (Delta time travel to the last commit at or before T: what the monitor knew "
-            "then), and only events at or before T count. For each group that held the "
-            "partition, its latest generation at or before T decides: status 'owner' when "
-            "that generation assigns the partition (member_id owns it), 'released' when it "
-            "does not (member_id is then the last owner, in owner_generation). T before the "
-            "tables' first version is an error; --current reads the tables as they are now "
-            "instead (for history written after the fact, e.g. a backfill)."
+            "Who owned TOPIC-PARTITION at T, per group, from the rebalances at or before T "
+            f"(event time) since --since (default {DEFAULT_WINDOW} before T: a group whose "
+            "last rebalance is older is not seen). For each group that held the partition, "
+            "its latest generation at or before T decides: status 'owner' when that "
+            "generation assigns the partition (member_id owns it), 'released' when it does "
+            "not (member_id is then the last owner, in owner_generation). --as-recorded reads "
+            "the tables as they were at T instead (Delta time travel to the last commit at or "
+            "before T: what the monitor knew then); T before the tables' first version, or a "
+            "version whose files were vacuumed, is then an error."
         ),
     )
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("partition", metavar="PARTITION", type=_non_negative_int)
     p.add_argument("--at", required=True, metavar="T", help=TIME_HELP)
+    p.add_argument(
+        "--since",
+        metavar="T",
+        help=f"only rebalances from T on (default: {DEFAULT_WINDOW} before --at)",
+    )
     p.add_argument("--group", metavar="G", help="only this group")
     p.add_argument(
-        "--current",
+        "--as-recorded",
         action="store_true",
-        help="no time travel: read the tables as they are now, events up to T",
+        help="read the tables as they were at T (Delta time travel), not as they are now",
     )
 
     p = sub.add_parser(
@@ -312,6 +345,12 @@ def _times(args: argparse.Namespace, now_ms: int) -> dict[str, int | None]:
         out[name] = None if text is None else parse_time(text, now_ms, option=f"--{name}")
     if out["since"] is not None and out["until"] is not None and out["since"] >= out["until"]:
         raise AuditError(f"--until: {args.until!r} is not after --since {args.since!r}")
+    if out["since"] is None and args.command in _RANGED:
+        anchor = out["at"] if args.command == "owner" else out["until"]
+        out["since"] = (now_ms if anchor is None else anchor) - _DEFAULT_WINDOW_MS
+    since, at = out["since"], out["at"]
+    if args.command == "owner" and since is not None and at is not None and since > at:
+        raise AuditError(f"--since: {args.since!r} is after --at {args.at!r}")
     return out
 
 
@@ -373,15 +412,30 @@ def _run(args: argparse.Namespace) -> int:
     base = _delta_path(args)
     _precheck_tables(base, args.command)
 
-    with waiting("starting Spark", quiet_when_piped=True) as step:
-        spark, started = _session(args.master, args.log_file)
+    result = None
+    if args.engine != "spark" and args.command != "sql":
+        from streaming.audit.lake import LakeAudit, LakeUnsupportedError
+
         try:
-            step(f"running {args.command}")
-            result = _query(spark, base, args, times)
-        finally:
-            if started:
-                step("stopping Spark")
-                spark.stop()
+            lake = LakeAudit(base, cluster=args.cluster, limit=args.limit or None)
+            result = _query(lake, args, times)
+        except LakeUnsupportedError as e:
+            if args.engine != "auto":
+                raise AuditError(f"--engine delta-rs: cannot read the tables: {e}") from None
+            print(f"{PROG}: delta-rs cannot read the tables ({e}); using Spark", file=sys.stderr)
+    if result is None:
+        with waiting("starting Spark", quiet_when_piped=True) as step:
+            spark, started = _session(args.master, args.log_file)
+            try:
+                step(f"running {args.command}")
+                from streaming.audit.queries import Audit
+
+                audit = Audit(spark, base, cluster=args.cluster, limit=args.limit or None)
+                result = _query(audit, args, times)
+            finally:
+                if started:
+                    step("stopping Spark")
+                    spark.stop()
     print(render(result, args.format))
     for note in result.notes:
         print(f"{PROG}: {note}", file=sys.stderr)
@@ -390,11 +444,10 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _query(spark: Any, base: str, args: argparse.Namespace, times: dict[str, int | None]) -> Any:
-    """The subcommand's result (:class:`streaming.audit.queries.Result`), and its plot."""
-    from streaming.audit.queries import Audit
-
-    audit = Audit(spark, base, cluster=args.cluster, limit=args.limit or None)
+def _query(audit: Any, args: argparse.Namespace, times: dict[str, int | None]) -> Any:
+    """The subcommand's result (:class:`streaming.audit.render.Result`), and its plot, from
+    ``audit``: a :class:`~streaming.audit.lake.LakeAudit` or a Spark
+    :class:`~streaming.audit.queries.Audit` (the same methods)."""
     command: str = args.command
     if command == "history":
         result = audit.history(args.group, since_ms=times["since"], until_ms=times["until"])
@@ -423,7 +476,9 @@ def _query(spark: Any, base: str, args: argparse.Namespace, times: dict[str, int
             window_ms=max(1, round(args.window * 60_000)),
         )
     if command == "diverging":
-        return audit.diverging(strategy=args.strategy)
+        return audit.diverging(
+            strategy=args.strategy, since_ms=times["since"], until_ms=times["until"]
+        )
     if command == "top-churn":
         return audit.top_churn(since_ms=times["since"], until_ms=times["until"])
     if command == "owner":
@@ -432,8 +487,9 @@ def _query(spark: Any, base: str, args: argparse.Namespace, times: dict[str, int
             args.topic,
             args.partition,
             at_ms=times["at"],
+            since_ms=times["since"],
             group=args.group,
-            current=args.current,
+            as_recorded=args.as_recorded,
         )
     return audit.sql(args.query)
 
@@ -485,12 +541,29 @@ def cli_audit(argv: Sequence[str] | None = None) -> int:
         return _run(args)  # AuditError: exit 2 (streaming.errors.cli_command)
     except (RebalanceMonitorError, BrokenPipeError):
         raise
-    except Exception as e:  # Spark failed (not the input): one line, no traceback
+    except Exception as e:  # Spark or delta-rs failed (not the input): one line, no traceback
+        message = _lake_failure(e)
+        if message is not None:
+            print(f"{PROG}: delta-rs failed: {message}", file=sys.stderr)
+            return EXIT_SPARK
         message = _spark_failure(e)
         if message is None:
             raise
         print(f"{PROG}: Spark failed: {message}", file=sys.stderr)
         return EXIT_SPARK
+
+
+def _lake_failure(error: Exception) -> str | None:
+    """One line for an error of delta-rs or Arrow reading the tables; None otherwise."""
+    if "deltalake" not in sys.modules:
+        return None
+    import pyarrow as pa
+    from deltalake.exceptions import DeltaError
+
+    if isinstance(error, DeltaError | pa.ArrowException):
+        text = str(error).strip()
+        return text.splitlines()[0] if text else type(error).__name__
+    return None
 
 
 def _spark_failure(error: Exception) -> str | None:

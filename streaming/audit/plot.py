@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from streaming.audit.advise import CostRow
-    from streaming.audit.queries import Timeline
+    from streaming.audit.results import Timeline
 
 __all__ = ["plot_cumulative_paused", "plot_timeline"]
 

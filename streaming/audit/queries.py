@@ -20,13 +20,14 @@ Semantics, numbered as the help texts refer to them:
    it holds and the most found in one window (``max_in_window``), and what its rebalances
    paused (``paused_partition_seconds``: paused partitions x duration, summed; rules C4,
    C5 of ``docs/tracking.md``). The costliest storms come first.
-3. ``diverging``: per group, the latest row of ``rebalance_events`` (event time, then
-   generation); reported when its actual assignment differs from the expected one of the
+3. ``diverging``: per group, the latest row of ``rebalance_events`` in the range (event
+   time, then generation); reported when its actual assignment differs from the expected one of the
    group's own strategy (``own_strategy_divergent``), or of strategy ``S`` (``divergent[S]``).
    A group that ended empty has nothing to diverge.
 4. ``top-churn``: per group, partitions moved and revoked summed over the range
    (``churn`` of ``rebalance_events``), most moved first.
-5. ``owner``: see :meth:`Audit.owner`.
+5. ``owner``: per group that held the partition at or before T (event time, from the
+   window's start on), its latest rebalance at or before T decides: :meth:`Audit.owner`.
 6. ``sql``: every table registered as a temporary view under its name (restricted to the
    cluster when one is given); only read-only statements run.
 7. ``advise``: the ``group_metrics`` rows of the group's rebalances (``is_rebalance`` in
@@ -45,17 +46,18 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from streaming.audit import AuditError, MissingTableError, QueryError, TimeTravelError
-from streaming.audit.advise import CostRow, recommend, summarize
+from streaming.audit import MissingTableError, QueryError, TimeTravelError
+from streaming.audit import results as shape
+from streaming.audit.advise import CostRow
 from streaming.audit.readonly import check_read_only
 from streaming.audit.render import Result
+from streaming.audit.results import GROUP as _GROUP
+from streaming.audit.results import ORDER as _ORDER
+from streaming.audit.results import Timeline
 from streaming.audit.times import format_ms
 from streaming.sinks import tables as t
 
-__all__ = ["Audit", "Timeline"]
-
-_ORDER = ("event_ts_ms", "generation_after", "source_partition", "source_offset")
-_GROUP = ("cluster", "group_id")
+__all__ = ["Audit"]
 
 
 def _first_line(error: BaseException) -> str:
@@ -74,9 +76,9 @@ def _in_range(frame: DataFrame, since_ms: int | None, until_ms: int | None) -> D
             (F.col(t.PARTITION_COLUMN) >= F.lit(_date(since_ms)))
             & (F.col("event_ts_ms") >= F.lit(since_ms))
         )
-    if until_ms is not None:
+    if until_ms is not None:  # exclusive: an until at midnight ends the day before
         frame = frame.filter(
-            (F.col(t.PARTITION_COLUMN) <= F.lit(_date(until_ms)))
+            (F.col(t.PARTITION_COLUMN) <= F.lit(_date(until_ms - 1)))
             & (F.col("event_ts_ms") < F.lit(until_ms))
         )
     return frame
@@ -84,19 +86,6 @@ def _in_range(frame: DataFrame, since_ms: int | None, until_ms: int | None) -> D
 
 def _divergent_strategies() -> Column:
     return F.array_sort(F.map_keys(F.map_filter("divergent", lambda _k, v: v)))
-
-
-class Timeline:
-    """What ``history --plot`` draws: per rebalance, the partitions each member held."""
-
-    def __init__(self) -> None:
-        self.generations: list[int] = []
-        self.times_ms: list[int] = []
-        self.counts: list[dict[str, int]] = []  # member id -> partitions, per rebalance
-        self.labels: dict[str, str] = {}  # member id -> a short display name
-        self.moved: list[int] = []
-        self.revoked: list[int] = []
-        self.causes: list[str] = []
 
 
 class Audit:
@@ -153,9 +142,6 @@ class Audit:
             rows = rows[: self.limit]
         return rows
 
-    def _where(self) -> str:
-        return "" if self.cluster is None else f" in cluster {self.cluster!r}"
-
     # -- 1. history ------------------------------------------------------------------------
 
     def _group_events(self, group: str, since_ms: int | None, until_ms: int | None) -> DataFrame:
@@ -164,21 +150,6 @@ class Audit:
 
     def history(self, group: str, *, since_ms: int | None, until_ms: int | None) -> Result:
         """The group's rebalances in order (module docstring, 1)."""
-        columns = (
-            "time",
-            "cluster",
-            "generation_before",
-            "generation_after",
-            "members_before",
-            "members_after",
-            "cause",
-            "moved",
-            "revoked",
-            "skew",
-            "imbalance",
-            "strategy",
-            "divergent",
-        )
         frame = (
             self._group_events(group, since_ms, until_ms)
             .select(
@@ -200,13 +171,8 @@ class Audit:
             .orderBy(*_ORDER, "cluster")
         )
         notes: list[str] = []
-        rows = [
-            (format_ms(r["event_ts_ms"]), *(r[c] for c in columns[1:]))
-            for r in self._collect(frame, notes)
-        ]
-        if not rows:
-            notes.append(f"no rebalances of group {group!r}{self._where()} in the range")
-        return Result(columns, rows, notes)
+        found = self._collect(frame, notes)
+        return shape.history_result(found, notes, group=group, cluster=self.cluster)
 
     def timeline(self, group: str, *, since_ms: int | None, until_ms: int | None) -> Timeline:
         """Per rebalance of the group in the range (all of them, ``limit`` aside): the
@@ -233,27 +199,7 @@ class Audit:
             .dropDuplicates(["event_id"])
             .orderBy(*_ORDER)
         )
-        rows = frame.collect()
-        clusters = sorted({r["cluster"] for r in rows})
-        if len(clusters) > 1:
-            raise AuditError(
-                f"--cluster: group {group!r} is in clusters {', '.join(clusters)}; "
-                "choose one with --cluster to plot it"
-            )
-        out = Timeline()
-        for r in rows:
-            out.generations.append(r["generation_after"])
-            out.times_ms.append(r["event_ts_ms"])
-            out.counts.append(dict(r["counts"] or {}))
-            out.moved.append(r["moved"])
-            out.revoked.append(r["revoked"])
-            out.causes.append(r["cause"])
-            for m in r["members"] or ():
-                out.labels[m["member_id"]] = _label(m["member_id"], m["group_instance_id"])
-        for counts in out.counts:
-            for member in counts:
-                out.labels.setdefault(member, _label(member, None))
-        return out
+        return shape.timeline_of(frame.collect(), group=group)
 
     # -- 2. storms -------------------------------------------------------------------------
 
@@ -342,33 +288,13 @@ class Audit:
             F.desc("paused_partition_seconds"), F.desc("rebalances"), "start_ms", *_GROUP
         )
         notes: list[str] = []
-        rows = [
-            (
-                r["cluster"],
-                r["group_id"],
-                format_ms(r["start_ms"]),
-                format_ms(r["end_ms"]),
-                r["rebalances"],
-                r["max_in_window"],
-                round(r["paused_partition_seconds"], 3),
-            )
-            for r in self._collect(storms, notes)
-        ]
-        if not rows:
-            notes.append(
-                f"no group{self._where()} had {min_rebalances} or more rebalances within "
-                f"{window_ms / 60_000:g} minutes in the range"
-            )
-        columns = (
-            "cluster",
-            "group_id",
-            "window_start",
-            "window_end",
-            "rebalances",
-            "max_in_window",
-            "paused_partition_seconds",
+        return shape.storms_result(
+            self._collect(storms, notes),
+            notes,
+            cluster=self.cluster,
+            min_rebalances=min_rebalances,
+            window_ms=window_ms,
         )
-        return Result(columns, rows, notes)
 
     # -- 7. advise -------------------------------------------------------------------------
 
@@ -414,24 +340,7 @@ class Audit:
             )
             .orderBy("rebalance_ts_ms", "rebalance_event_id", "strategy")
         )
-        rows = metrics.collect()
-        protocol = rows[-1]["group_protocol"] if rows else None
-        return [
-            CostRow(
-                rebalance_event_id=r["rebalance_event_id"],
-                event_ts_ms=r["rebalance_ts_ms"],
-                strategy=r["strategy"],
-                own=bool(r["is_own_strategy"]),
-                rebalance_protocol=r["rebalance_protocol"],
-                moved_partitions=r["moved_partitions"],
-                paused_partitions=r["paused_partitions"],
-                paused_partition_seconds=r["paused_partition_seconds"],
-                spread_partitions=r["spread_partitions"],
-                needs_followup=bool(r["needs_followup"]),
-                error=r["error"],
-            )
-            for r in rows
-        ], protocol
+        return shape.cost_rows(metrics.collect())
 
     def advise(
         self,
@@ -447,49 +356,17 @@ class Audit:
         (:meth:`cost_rows`)."""
         if rows is None:
             rows, group_protocol = self.cost_rows(group, since_ms=since_ms, until_ms=until_ms)
-        summaries = summarize(rows)
-        columns = (
-            "strategy",
-            "side",
-            "protocol",
-            "own",
-            "rebalances",
-            "partitions_moved",
-            "paused_partitions",
-            "paused_partition_seconds",
-            "mean_skew",
-            "max_skew",
-            "followup_rebalances",
-            "failed",
+        return shape.advise_result(
+            rows, group=group, group_protocol=group_protocol, cluster=self.cluster
         )
-        out = [
-            (
-                s.strategy,
-                s.side,
-                s.protocol,
-                s.own,
-                s.rebalances,
-                s.partitions_moved,
-                s.paused_partitions,
-                round(s.paused_partition_seconds, 3),
-                None if s.mean_skew is None else round(s.mean_skew, 2),
-                s.max_skew,
-                s.followup_rebalances,
-                s.failed,
-            )
-            for s in summaries
-        ]
-        notes: list[str] = []
-        if not out:
-            notes.append(f"no rebalances of group {group!r}{self._where()} in the range")
-        footer = recommend(summaries, group=group, group_protocol=group_protocol)
-        return Result(columns, out, notes, footer=footer)
 
     # -- 3. diverging ----------------------------------------------------------------------
 
-    def diverging(self, *, strategy: str | None) -> Result:
-        """Groups whose latest actual assignment differs from their own strategy's (or
-        ``strategy``'s) expected one (module docstring, 3)."""
+    def diverging(
+        self, *, strategy: str | None, since_ms: int | None = None, until_ms: int | None = None
+    ) -> Result:
+        """Groups whose latest actual assignment in the range differs from their own
+        strategy's (or ``strategy``'s) expected one (module docstring, 3)."""
         if strategy is None:
             divergent = F.coalesce(F.col("own_strategy_divergent"), F.lit(False))
             checked = F.filter("expected", lambda e: e["own"])
@@ -498,7 +375,7 @@ class Audit:
             checked = F.filter("expected", lambda e: e["strategy"] == F.lit(strategy))
         latest = Window.partitionBy(*_GROUP).orderBy(*(F.desc(c) for c in _ORDER))
         frame = (
-            self.read(t.REBALANCE_EVENTS)
+            _in_range(self.read(t.REBALANCE_EVENTS), since_ms, until_ms)
             .select(
                 "event_id",
                 *_GROUP,
@@ -515,36 +392,9 @@ class Audit:
             .orderBy(*_GROUP)
         )
         notes: list[str] = []
-        rows = [
-            (
-                r["cluster"],
-                r["group_id"],
-                format_ms(r["event_ts_ms"]),
-                r["generation_after"],
-                r["strategy"],
-                strategy or r["strategy"],
-                r["members"],
-                # no expected entry for the strategy: size() is null (or -1, legacy)
-                None if (r["divergent_members"] or 0) < 0 else r["divergent_members"],
-                r["divergent"],
-            )
-            for r in self._collect(frame, notes)
-        ]
-        if not rows:
-            against = f"strategy {strategy!r}" if strategy else "their own strategy"
-            notes.append(f"no group{self._where()} diverges from {against} at its latest rebalance")
-        columns = (
-            "cluster",
-            "group_id",
-            "time",
-            "generation",
-            "strategy",
-            "checked",
-            "members",
-            "divergent_members",
-            "divergent",
+        return shape.diverging_result(
+            self._collect(frame, notes), notes, strategy=strategy, cluster=self.cluster
         )
-        return Result(columns, rows, notes)
 
     # -- 4. top-churn ----------------------------------------------------------------------
 
@@ -569,12 +419,8 @@ class Audit:
             )
             .orderBy(F.desc("moved"), F.desc("revoked"), *_GROUP)
         )
-        columns = ("cluster", "group_id", "moved", "revoked", "rebalances", "max_moved")
         notes: list[str] = []
-        rows = [tuple(r[c] for c in columns) for r in self._collect(frame, notes)]
-        if not rows:
-            notes.append(f"no rebalances{self._where()} in the range")
-        return Result(columns, rows, notes)
+        return shape.top_churn_result(self._collect(frame, notes), notes, cluster=self.cluster)
 
     # -- 5. owner --------------------------------------------------------------------------
 
@@ -597,7 +443,7 @@ class Audit:
             raise TimeTravelError(
                 f"--at: {format_ms(at_ms)} is before the first version of {table} "
                 f"(version {summary['first_version']}, written {format_ms(summary['first_ms'])});"
-                " use a later --at, or --current to read the table as it is now"
+                " use a later --at, or drop --as-recorded to read the table as it is now"
             )
         return int(summary["version"])
 
@@ -607,17 +453,17 @@ class Audit:
         partition: int,
         *,
         at_ms: int,
+        since_ms: int | None = None,
         group: str | None = None,
-        current: bool = False,
+        as_recorded: bool = False,
     ) -> Result:
-        """Who owned ``topic``-``partition`` at ``at_ms``, per group.
+        """Who owned ``topic``-``partition`` at ``at_ms``, per group (module docstring, 5).
 
-        1. Unless ``current``: ``rebalance_events`` and ``member_assignments`` are read as
-           they were at ``at_ms`` (Delta time travel: the last commit at or before it,
-           :meth:`version_at`), i.e. what the monitor had recorded by then. ``current``
-           reads today's tables (for history the job wrote after the fact, e.g. a
-           backfill, whose tables did not exist yet at ``at_ms``).
-        2. Only events at or before ``at_ms`` (event time) count.
+        1. ``rebalance_events`` and ``member_assignments`` are read as they are now; with
+           ``as_recorded`` as they were at ``at_ms`` (Delta time travel to the last commit
+           at or before it, :meth:`version_at`: what the monitor had recorded by then).
+        2. Only events at or before ``at_ms`` (event time) count, and from ``since_ms`` on
+           (the window's bound: a group whose last rebalance is older is not seen).
         3. Per group that held the partition in one of those generations: the group's
            latest generation at or before ``at_ms``. If it assigns the partition, that
            member is the owner (``status = owner``); if not (the group moved on, shrank to
@@ -625,7 +471,7 @@ class Audit:
            last owner and the generation it held the partition in (``owner_generation``).
         """
         re_version = ma_version = None
-        if not current:
+        if as_recorded:
             re_version = self.version_at(t.REBALANCE_EVENTS, at_ms)
             ma_version = self.version_at(t.MEMBER_ASSIGNMENTS, at_ms)
 
@@ -634,6 +480,7 @@ class Audit:
                 (F.col(t.PARTITION_COLUMN) <= F.lit(_date(at_ms)))
                 & (F.col("event_ts_ms") <= F.lit(at_ms))
             )
+            frame = _in_range(frame, since_ms, None)
             return frame if group is None else frame.filter(F.col("group_id") == F.lit(group))
 
         held = (
@@ -684,52 +531,21 @@ class Audit:
         try:
             found = self._collect(frame, notes)
         except PySparkException as e:
-            if current:
+            if not as_recorded:
                 raise
             raise TimeTravelError(
                 f"--at: cannot read the tables as of {format_ms(at_ms)} (versions "
                 f"{re_version}/{ma_version}): {_first_line(e)}"
             ) from None
-        rows = []
-        for r in found:
-            owned = (
-                r["latest_event_id"] is None
-                or r["latest_event_id"] == r["rebalance_event_id"]
-                or r["held_ts_ms"] >= r["latest_ts_ms"]
-            )
-            generation = r["owner_generation"] if owned else r["latest_generation"]
-            since_ms = r["held_ts_ms"] if owned else r["latest_ts_ms"]
-            rows.append(
-                (
-                    r["cluster"],
-                    r["group_id"],
-                    generation,
-                    format_ms(since_ms),
-                    "owner" if owned else "released",
-                    r["member_id"],
-                    r["group_instance_id"],
-                    r["client_id"],
-                    r["owner_generation"],
-                )
-            )
-        if not rows:
-            who = f"group {group!r}" if group else "any group"
-            notes.append(
-                f"no record of {who}{self._where()} holding {topic}-{partition} at or before "
-                f"{format_ms(at_ms)}"
-            )
-        columns = (
-            "cluster",
-            "group_id",
-            "generation",
-            "generation_time",
-            "status",
-            "member_id",
-            "group_instance_id",
-            "client_id",
-            "owner_generation",
+        return shape.owner_result(
+            found,
+            notes,
+            topic=topic,
+            partition=partition,
+            at_ms=at_ms,
+            group=group,
+            cluster=self.cluster,
         )
-        return Result(columns, rows, notes)
 
     # -- 6. sql ----------------------------------------------------------------------------
 
@@ -767,11 +583,3 @@ def _iso(name: str, dtype: Any) -> Column:
         # rendered in the session time zone (UTC, streaming.spark.session.DEFAULT_CONF)
         return F.date_format(column, "yyyy-MM-dd'T'HH:mm:ss.SSSXXX").alias(name)
     return column.alias(name)
-
-
-def _label(member_id: str, group_instance_id: str | None) -> str:
-    """A short name for a member: its static id, else the member id cut to 20 characters
-    (Kafka's ids are ``<client id>-<uuid>``, so the start is the readable part)."""
-    if group_instance_id:
-        return group_instance_id
-    return member_id if len(member_id) <= 20 else member_id[:19] + "…"

@@ -29,10 +29,19 @@ RANGE, STICKY, COOP = "golden-range", "golden-sticky", "golden-cooperative-stick
 ROUNDROBIN, KIP848 = "golden-roundrobin", "golden-kip848-uniform"
 
 
+#: Before the golden fixtures' events (2026-11-21): ranges default to the 30 days before now,
+#: which would lose them as the calendar moves on; a test's own --since comes later and wins.
+FIXTURES_SINCE = "2026-11-01"
+RANGED = ("history", "advise", "storms", "diverging", "top-churn", "owner")
+
+
 def audit(
     capsys: pytest.CaptureFixture[str], tables: AuditTables, *argv: str
 ) -> tuple[int, str, str]:
-    """Run ``rebalance-monitor audit ARGV --delta-path <tables>`` in this process."""
+    """Run ``rebalance-monitor audit ARGV --delta-path <tables>`` in this process (from
+    :data:`FIXTURES_SINCE` unless ARGV says otherwise)."""
+    if argv and argv[0] in RANGED:
+        argv = (argv[0], "--since", FIXTURES_SINCE, *argv[1:])
     code = main(["audit", *argv, "--delta-path", str(tables.base)])
     out, err = capsys.readouterr()
     return code, out, err
@@ -481,7 +490,7 @@ def test_top_churn_ranks_groups_by_moved_then_revoked(
 TOPIC = "golden-range-orders"
 
 
-def test_owner_time_travels_to_before_and_after_a_reassignment(
+def test_owner_as_recorded_time_travels_to_before_and_after_a_reassignment(
     capsys: pytest.CaptureFixture[str], audit_tables: AuditTables
 ) -> None:
     # generation 3: C2 holds orders-2; generation 4 (C2 left, written later): C3 does
@@ -489,14 +498,16 @@ def test_owner_time_travels_to_before_and_after_a_reassignment(
     c3 = reported_owner("range", 4, TOPIC, 2)
     assert c2 != c3
 
-    before, _ = audit_json(
-        capsys, audit_tables, "owner", TOPIC, "2", "--at", iso(audit_tables.mid_ms)
-    )
+    mid = iso(audit_tables.mid_ms)
+    before, _ = audit_json(capsys, audit_tables, "owner", TOPIC, "2", "--at", mid, "--as-recorded")
     assert [(r["group_id"], r["generation"], r["status"], r["member_id"]) for r in before] == [
         (RANGE, 3, "owner", c2)
     ]
+    # as the tables are now: generation 4 (its event time is before T) decides
+    now, _ = audit_json(capsys, audit_tables, "owner", TOPIC, "2", "--at", mid)
+    assert [(r["generation"], r["member_id"]) for r in now] == [(4, c3)]
     after, _ = audit_json(
-        capsys, audit_tables, "owner", TOPIC, "2", "--at", iso(audit_tables.end_ms)
+        capsys, audit_tables, "owner", TOPIC, "2", "--at", iso(audit_tables.end_ms), "--as-recorded"
     )
     assert [(r["group_id"], r["generation"], r["status"], r["member_id"]) for r in after] == [
         (RANGE, 4, "owner", c3)
@@ -508,18 +519,26 @@ def test_owner_time_travels_to_before_and_after_a_reassignment(
     assert [r["member_id"] for r in rows] == [reported_owner("range", 4, TOPIC, 0)]
 
 
-def test_owner_current_reads_todays_tables_by_event_time(
+def test_owner_reads_todays_tables_by_event_time(
     capsys: pytest.CaptureFixture[str], audit_tables: AuditTables
 ) -> None:
     range_rows = audit_tables.written[RANGE]
     between = iso(rebalance_ts(range_rows, 4) - 1)  # 1 ms before generation 4
-    rows, _ = audit_json(capsys, audit_tables, "owner", TOPIC, "2", "--at", between, "--current")
+    rows, _ = audit_json(capsys, audit_tables, "owner", TOPIC, "2", "--at", between)
     assert [(r["generation"], r["member_id"]) for r in rows] == [
         (3, reported_owner("range", 3, TOPIC, 2))
     ]
-    # the same event time without --current: the tables did not exist yet
-    code, _, err = audit(capsys, audit_tables, "owner", TOPIC, "2", "--at", between)
-    assert_error(code, err, "--at", "before the first version of", "--current")
+    # the same event time as recorded: the tables did not exist yet
+    code, _, err = audit(
+        capsys, audit_tables, "owner", TOPIC, "2", "--at", between, "--as-recorded"
+    )
+    assert_error(code, err, "--at", "before the first version of", "--as-recorded")
+    # a window that starts after generation 3 formed: no holding of the group is seen
+    code, out, err = audit(
+        capsys, audit_tables, "owner", TOPIC, "2", "--at", between, "--since", between
+    )
+    assert (code, out.strip().splitlines()[1:]) == (0, [])
+    assert "no record of any group holding" in err
 
 
 def test_owner_released_when_the_group_moved_on(
@@ -539,7 +558,14 @@ def test_owner_before_the_first_version_is_an_error(
     capsys: pytest.CaptureFixture[str], audit_tables: AuditTables
 ) -> None:
     code, out, err = audit(
-        capsys, audit_tables, "owner", TOPIC, "2", "--at", iso(audit_tables.before_ms)
+        capsys,
+        audit_tables,
+        "owner",
+        TOPIC,
+        "2",
+        "--at",
+        iso(audit_tables.before_ms),
+        "--as-recorded",
     )
     assert out == ""
     assert_error(code, err, "--at", iso(audit_tables.before_ms), "before the first version")

@@ -234,3 +234,46 @@ def test_advise_names_the_kip848_migration_and_keeping() -> None:
     zero = [_cost(i, s, 0.0, own=s == "range") for i in range(3) for s in ("actual", "range")]
     line = recommend(summarize(zero), group="g", group_protocol="classic")
     assert line.startswith("history too short: none of the 3 rebalances"), line
+
+
+D = 86_400_000
+
+
+@pytest.mark.parametrize(
+    ("argv", "since", "until", "at"),
+    [
+        # no --since: the 30 days before --until, else before now (owner: before --at)
+        (["history", "g"], NOW - 30 * D, None, None),
+        (["history", "g", "--until", "2026-11-20"], ms("2026-10-21T00:00:00+00:00"), None, None),
+        (["storms"], NOW - 30 * D, None, None),
+        (["diverging"], NOW - 30 * D, None, None),
+        (["top-churn", "--since", "2020-01-01"], ms("2020-01-01T00:00:00+00:00"), None, None),
+        (["owner", "t", "1", "--at", "2026-11-01"], ms("2026-10-02T00:00:00+00:00"), None, None),
+        (["owner", "t", "1", "--at", "-1h", "--since", "-2d"], NOW - 2 * D, None, NOW - H),
+        (["sql", "SELECT 1"], None, None, None),
+    ],
+)
+def test_ranges_are_bounded_by_default(
+    argv: list[str], since: int | None, until: int | None, at: int | None
+) -> None:
+    from streaming.audit.cli import _attach_relative_times, _times, build_parser
+
+    args = build_parser().parse_args(_attach_relative_times(argv))
+    times = _times(args, NOW)
+    assert times["since"] == since
+    if "--until" in argv:
+        assert times["until"] == ms("2026-11-20T00:00:00+00:00")
+    else:
+        assert times["until"] == until
+    if at is not None:
+        assert times["at"] == at
+
+
+def test_the_default_window_is_in_the_help() -> None:
+    from streaming.audit.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for command in ("history", "advise", "storms", "diverging", "top-churn", "owner"):
+        text = " ".join(sub.choices[command].format_help().split())  # type: ignore[attr-defined]
+        assert "default: 30d before" in text or "default 30d before" in text, command
