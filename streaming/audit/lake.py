@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streaming.audit import MissingTableError, TimeTravelError
+from streaming.audit import AuditError, MissingTableError, TimeTravelError
 from streaming.audit import results as shape
 from streaming.audit.advise import CostRow
 from streaming.audit.render import Result
@@ -51,7 +51,7 @@ _DESC = "descending"
 _ASC = "ascending"
 
 
-class LakeUnsupportedError(Exception):
+class LakeUnsupportedError(AuditError):
     """delta-rs cannot read these tables through Arrow (a reader feature it lacks)."""
 
 
