@@ -326,8 +326,7 @@ class JobConfig:
       micro-batches' path; an hour by default, 0: never (``rebalance-monitor maintain``).
     * ``audit_retention_days`` / ``lag_retention_days`` / ``bad_records_retention_days``: the
       whole ``date`` partitions older than this many days that maintenance deletes, of the
-      audit tables (``rebalance_events``, ``member_assignments``, ``group_metrics``,
-      ``lag_transitions``; 400), of
+      audit tables (``rebalance_events``, ``member_assignments``, ``group_metrics``; 400), of
       the commit and lag tables (every other table of the job but ``bad_records``; 30) and of
       ``bad_records`` (90); 0: keep every day.
     * ``delta_log_retention_hours``: the tables' ``delta.logRetentionDuration``, how long

@@ -90,14 +90,8 @@ __all__ = [
     "table_properties",
 ]
 
-#: The audit tables, kept longest (``audit_retention_days``): the rebalances, and the lag
-#: status transitions (the audit trail of lag, a row per change).
-AUDIT_TABLES: tuple[str, ...] = (
-    "rebalance_events",
-    "member_assignments",
-    "group_metrics",
-    "lag_transitions",
-)
+#: The audit tables: full history by default (``audit_retention_days``).
+AUDIT_TABLES: tuple[str, ...] = ("rebalance_events", "member_assignments", "group_metrics")
 BAD_RECORDS = "bad_records"
 #: What a closed date is Z-ordered by: the audit queries' filter.
 CLUSTER_COLUMN = "group_id"
