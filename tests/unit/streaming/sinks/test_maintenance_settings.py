@@ -31,8 +31,7 @@ def test_each_table_keeps_its_class_of_days() -> None:
     assert s.retention_days("group_metrics") == 400
     assert s.retention_days("offset_commits") == s.retention_days("partition_lag") == 30
     assert s.retention_days("bad_records") == 90
-    # a commit or lag table added later keeps the commit and lag tables' days
-    assert s.retention_days("partition_lag_rollup") == 30
+    assert s.retention_days("group_lag") == s.retention_days("lag_transitions") == 30
 
 
 def test_the_properties_are_the_settings_in_minutes_and_the_checkpoint_interval() -> None:
