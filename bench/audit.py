@@ -181,14 +181,25 @@ def replicated(frame: DataFrame, copies: int, groups: int) -> DataFrame:
     return out.select(*frame.columns)
 
 
-def compact(spark: SparkSession, base: Path) -> None:
-    """Compact the audit tables as the job's maintenance does: ``OPTIMIZE ... ZORDER BY
-    (group_id)`` per table (one file set per day, each group's rows together)."""
-    for table in AUDIT_TABLES:
-        started = time.monotonic()
-        path = str(base / table).replace("`", "``")
-        spark.sql(f"OPTIMIZE delta.`{path}` ZORDER BY (group_id)").collect()
-        log(f"compacted {table} in {time.monotonic() - started:.0f} s")
+def compact(spark: SparkSession, base: Path, end_day: dt.date) -> None:
+    """Maintain the audit tables as the job does (:class:`streaming.sinks.maintenance.
+    Maintenance`), on the day after ``end_day``: every built date is closed, so each is
+    Z-ordered by ``group_id``; the retention keeps every day."""
+    from streaming.sinks.maintenance import Maintenance, Settings
+
+    maintenance = Maintenance(
+        spark,
+        str(base),
+        Settings(audit_retention_days=0),
+        tables=AUDIT_TABLES,
+        progress=log,
+        today=lambda: end_day + dt.timedelta(days=2),
+    )
+    started = time.monotonic()
+    report = maintenance.cycle()
+    if report.failed:
+        raise RuntimeError(f"maintenance failed: {report.failed}")
+    log(f"maintained {', '.join(AUDIT_TABLES)} in {time.monotonic() - started:.0f} s")
 
 
 def build(base: Path, groups: int, days: int, end_day: dt.date, python_groups: int) -> None:
@@ -233,7 +244,7 @@ def build(base: Path, groups: int, days: int, end_day: dt.date, python_groups: i
                 f"day {day + 1}/{days} ({day0 + dt.timedelta(days=day)}) written in "
                 f"{time.monotonic() - t0:.0f} s"
             )
-        compact(spark, base)
+        compact(spark, base, end_day)
         sizes = _sizes(base)
         (base.parent / "built.json").write_text(
             json.dumps(
