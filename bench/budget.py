@@ -389,8 +389,8 @@ def report(
     cells = []
     for s in SCALES:
         compacted_total[s] = totals[s][1]
-        cells.append(f" | **{_gb(totals[s][0])}** | **{_gb(totals[s][1])}**")
-    lines.append("| **total** | | | " + " | ".join(c.strip(" |") for c in cells) + " |")
+        cells += ["", f"**{_gb(totals[s][0])}**", f"**{_gb(totals[s][1])}**"]
+    lines.append("| **total** | | | " + " | ".join(cells) + " |")
     return "\n".join(lines), compacted_total
 
 
