@@ -313,6 +313,22 @@ class PacedProducer:
 # -- the live phase ---------------------------------------------------------------------------
 
 
+def begin(bootstrap: str, groups: Sequence[Group], log: Path) -> tuple[PacedProducer, int]:
+    """The groups' topics created and their prelude written (each group's generation):
+    the paced producer, ready for the commits, and the prelude's records."""
+    topics: dict[str, int] = {}
+    for g in groups:
+        for t, p in g.capture.owned:
+            topics[t] = max(topics.get(t, 0), p + 1)
+    stream.create_topics(bootstrap, *topics.items())
+    producer = PacedProducer(bootstrap, log)
+    pre = prelude(groups, _now_ms())
+    producer.write(b"".join(pre))
+    producer.flush()
+    print(f"prelude: {len(pre):,} rebalance records of {len(groups):,} groups", flush=True)
+    return producer, len(pre)
+
+
 @dataclass
 class Trial:
     group: str
@@ -547,16 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     membership = "live.membership"
     with steady._broker(STATE / "kafka") as (bootstrap, _broker_log):
         steady.ensure_offsets_topic(bootstrap)
-        topics: dict[str, int] = {}
-        for g in groups:
-            for t, p in g.capture.owned:
-                topics[t] = max(topics.get(t, 0), p + 1)
-        stream.create_topics(bootstrap, (membership, 1), *topics.items())
-        producer = PacedProducer(bootstrap, STATE / "producer.log")
-        pre = prelude(groups, _now_ms())
-        producer.write(b"".join(pre))
-        producer.flush()
-        print(f"prelude: {len(pre):,} rebalance records of {len(groups):,} groups", flush=True)
+        stream.create_topics(bootstrap, (membership, 1))
+        producer, prelude_records = begin(bootstrap, groups, STATE / "producer.log")
 
         (port,) = free_ports(1)
         url = f"http://127.0.0.1:{port}/metrics"
@@ -567,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         writer = scraper = None
         try:
             job.first("started:", timeout_s=600)
-            _wait_for(lambda: job_total(job) >= len(pre), 600, job, "the prelude read")
+            _wait_for(lambda: job_total(job) >= prelude_records, 600, job, "the prelude read")
             print(f"  prelude processed (batch {batches(job)[-1].batch})", flush=True)
 
             start_ms = (_now_ms() // 1000 + 2) * 1000

@@ -883,17 +883,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} cores, load average {live._loadavg():.1f}", flush=True)
     with steady._broker(STATE / "kafka") as (bootstrap, _broker_log):
         steady.ensure_offsets_topic(bootstrap)
-        topics: dict[str, int] = {}
-        for g in groups:
-            for t, p in g.capture.owned:
-                topics[t] = max(topics.get(t, 0), p + 1)
-        stream.create_topics(bootstrap, *topics.items())
         create_membership_topic(bootstrap)
-        producer = live.PacedProducer(bootstrap, STATE / "producer.log")
-        pre = live.prelude(groups, live._now_ms())
-        producer.write(b"".join(pre))
-        producer.flush()
-        print(f"prelude: {len(pre):,} rebalance records of {len(groups):,} groups", flush=True)
+        producer, prelude_records = live.begin(bootstrap, groups, STATE / "producer.log")
         (port,) = free_ports(1)
         url = f"http://127.0.0.1:{port}/metrics"
         print(f"the job: rebalance-monitor run, trigger 1 s, exporter {url} ...", flush=True)
@@ -904,7 +895,9 @@ def main(argv: list[str] | None = None) -> int:
         writer = scraper = None
         try:
             job.first("started:", timeout_s=600)
-            live._wait_for(lambda: live.job_total(job) >= len(pre), 600, job, "the prelude read")
+            live._wait_for(
+                lambda: live.job_total(job) >= prelude_records, 600, job, "the prelude read"
+            )
             print(f"  prelude processed (batch {live.batches(job)[-1].batch})", flush=True)
             collector = CollectorProcess(
                 bootstrap, args.groups, schedule_path, STATE / "collector.log"
