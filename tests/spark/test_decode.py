@@ -456,5 +456,6 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(
                 "deleted": False,
                 "source_partition": partition,
                 "source_offset": offset,
+                "reason": None,  # kept's, not latest's
             }
     assert latest_commits(step_events(spark, got)) == expected
