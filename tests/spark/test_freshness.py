@@ -164,6 +164,7 @@ def _job(
             "metrics_port": metrics_port,
             "trigger_interval_s": 1.0,
             "broker_watch_interval_s": 0,
+            "partition_lag_interval_s": 0,  # every measurement in the table: the stale ones too
             **overrides,
         },
     )

@@ -70,6 +70,7 @@ def _commits(spark: SparkSession, day: dt.date, batch: int) -> DataFrame:
         F.lit(False).alias("deleted"),
         F.lit(3).alias("source_partition"),
         (F.lit(batch) * 1000 + F.col("id")).alias("source_offset"),
+        F.lit("sample").alias("reason"),
         F.lit(day).alias("date"),
     )
     return spark.createDataFrame(rows.rdd, t.schema(t.OFFSET_COMMITS)).coalesce(1)
