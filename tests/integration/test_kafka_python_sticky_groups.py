@@ -37,7 +37,11 @@ from assign_core.model import GroupSpec, TopicPartition
 from streaming.codec.model import GroupMetadata
 from streaming.kafka_local import BrokerInfo
 from streaming.tracking.expected import classic_specs, flatten
-from tests.integration.test_librdkafka_assignors import group_records, tracker_verdict
+from tests.integration.test_librdkafka_assignors import (
+    ensure_topics,
+    group_records,
+    tracker_verdict,
+)
 
 admin_module = pytest.importorskip("confluent_kafka.admin")
 
@@ -50,12 +54,7 @@ SESSION_MS = 4000
 
 @pytest.fixture(scope="module")
 def topics(kafka_broker: BrokerInfo) -> dict[str, int]:
-    admin = admin_module.AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
-    existing = admin.list_topics(timeout=10).topics
-    new = [admin_module.NewTopic(t, n, 1) for t, n in TOPICS.items() if t not in existing]
-    for future in admin.create_topics(new).values() if new else ():
-        future.result(30)
-    return dict(TOPICS)
+    return ensure_topics(kafka_broker.bootstrap_servers, TOPICS)
 
 
 @dataclass

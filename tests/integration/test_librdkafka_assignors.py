@@ -140,14 +140,19 @@ def _topic(line: str) -> tuple[str, int]:
     return m["topic"], int(m["p"])
 
 
-@pytest.fixture(scope="module")
-def topics(kafka_broker: BrokerInfo) -> dict[str, int]:
-    admin = admin_module.AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, int]:
+    """``topics`` (name -> partitions) created on the broker where missing; returns a copy."""
+    admin = admin_module.AdminClient({"bootstrap.servers": bootstrap})
     existing = admin.list_topics(timeout=10).topics
-    new = [admin_module.NewTopic(t, n, 1) for t, n in TOPICS.items() if t not in existing]
+    new = [admin_module.NewTopic(t, n, 1) for t, n in topics.items() if t not in existing]
     for future in admin.create_topics(new).values() if new else ():
         future.result(30)
-    return dict(TOPICS)
+    return dict(topics)
+
+
+@pytest.fixture(scope="module")
+def topics(kafka_broker: BrokerInfo) -> dict[str, int]:
+    return ensure_topics(kafka_broker.bootstrap_servers, TOPICS)
 
 
 def group_records(bootstrap: str, group: str) -> list[GroupMetadata]:
