@@ -181,17 +181,19 @@ def replicated(frame: DataFrame, copies: int, groups: int) -> DataFrame:
     return out.select(*frame.columns)
 
 
-def compact(spark: SparkSession, base: Path, end_day: dt.date) -> None:
-    """Maintain the audit tables as the job does (:class:`streaming.sinks.maintenance.
-    Maintenance`), on the day after ``end_day``: every built date is closed, so each is
-    Z-ordered by ``group_id``; the retention keeps every day."""
+def compact(
+    spark: SparkSession, base: Path, end_day: dt.date, tables: tuple[str, ...] = AUDIT_TABLES
+) -> None:
+    """Maintain ``tables`` as the job does (:class:`streaming.sinks.maintenance.Maintenance`),
+    on the day after ``end_day``: every built date is closed, so each is Z-ordered by
+    ``group_id``; the retention keeps every day."""
     from streaming.sinks.maintenance import Maintenance, Settings
 
     maintenance = Maintenance(
         spark,
         str(base),
         Settings(audit_retention_days=0),
-        tables=AUDIT_TABLES,
+        tables=tables,
         progress=log,
         today=lambda: end_day + dt.timedelta(days=2),
     )
@@ -199,7 +201,7 @@ def compact(spark: SparkSession, base: Path, end_day: dt.date) -> None:
     report = maintenance.cycle()
     if report.failed:
         raise RuntimeError(f"maintenance failed: {report.failed}")
-    log(f"maintained {', '.join(AUDIT_TABLES)} in {time.monotonic() - started:.0f} s")
+    log(f"maintained {', '.join(tables)} in {time.monotonic() - started:.0f} s")
 
 
 def build(base: Path, groups: int, days: int, end_day: dt.date, python_groups: int) -> None:

@@ -43,6 +43,8 @@ _TABLES = (
     "group_metrics",
     "offset_commits",
     "partition_lag",
+    "group_lag",
+    "lag_transitions",
     "bad_records",
 )
 

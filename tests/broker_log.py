@@ -30,6 +30,11 @@ rejoined with other metadata while Stable;              ``partition_count_change
 broker rebalances whatever it sends)                    also ``unknown`` (rule 13: a leader's
                                                         rejoin for what the log does not show)
 ======================================================  =====================================
+
+A member that joins or leaves while a round is already preparing logs no line of its own, so
+when the trigger is a leader's rejoin without a client reason, a row whose own account shows
+that change (``joined`` for ``join``; ``left`` for ``leave``, ``graceful_leave``, ``crash``)
+agrees too: the round the leader opened took the change in.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ _LINE = re.compile(
 _TS = re.compile(r"^\[(?P<ts>[^\]]+)\]")
 
 JOIN = frozenset({"join"})
+LEFT = frozenset({"leave", "graceful_leave", "crash"})
 LEAVE = frozenset({"graceful_leave", "leave"})
 EXPIRY = frozenset({"crash", "leave"})
 METADATA = frozenset({"partition_count_change", "subscription_change", "metadata_update"})
@@ -152,7 +158,8 @@ class Verdict:
 def judge(rows: Sequence[Any], reasons: Sequence[BrokerReason]) -> list[Verdict]:
     """Each classic rebalance row (``is_rebalance``, a known previous generation) against the
     broker's line of its previous generation. ``rows`` need ``group_id``,
-    ``generation_before``, ``generation_after``, ``cause`` and ``is_rebalance``."""
+    ``generation_before``, ``generation_after``, ``cause`` and ``is_rebalance``; ``joined``
+    and ``left`` when they have them (module docstring)."""
     by_key = {(r.group_id, r.old_generation): r for r in reasons}
     out = []
     for row in rows:
@@ -170,8 +177,20 @@ def judge(rows: Sequence[Any], reasons: Sequence[BrokerReason]) -> list[Verdict]
                 generation_after=a,
                 cause=row.cause,
                 reason=None if trigger is None else trigger.reason,
-                agrees=trigger is not None and row.cause in trigger.causes,
+                agrees=trigger is not None
+                and (row.cause in trigger.causes or _taken_in(row, trigger.reason)),
                 factors=factors,
             )
         )
     return out
+
+
+def _taken_in(row: Any, reason: str) -> bool:
+    """Whether ``row``'s membership change joined the round a leader's rejoin without a client
+    reason opened (module docstring)."""
+    broker, _, client = reason.partition("; client reason: ")
+    if "re-joining" not in broker or client not in ("", "not provided"):
+        return False
+    if row.cause in JOIN:
+        return bool(getattr(row, "joined", None))
+    return row.cause in LEFT and bool(getattr(row, "left", None))

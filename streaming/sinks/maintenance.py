@@ -115,6 +115,9 @@ MAINTENANCE_CONF: dict[str, str] = {
     "spark.databricks.delta.optimize.maxThreads": "1",
     # VACUUM records what it deleted in the table's history (its START and END commits)
     "spark.databricks.delta.vacuum.logging.enabled": "true",
+    # VACUUM lists a table's folders in this many Spark tasks (Spark's default, 10,000, is
+    # made for lakes of millions of folders: here a table has a folder per date)
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8",
 }
 MAX_FILE_BYTES = int(MAINTENANCE_CONF["spark.databricks.delta.optimize.maxFileSize"])
 MIN_FILE_BYTES = int(MAINTENANCE_CONF["spark.databricks.delta.optimize.minFileSize"])

@@ -361,22 +361,31 @@ def test_commits_and_lag_are_recorded(live: Live, backlog: Backlog) -> None:
     the first after each rebalance, a sample per hour), the lag once per partition per 10
     minutes, the group's once a minute, and the changes of lag status."""
     reasons = {"tombstone", "first", "rewind", "jump", "rebalance", "sample"}
-    rebalanced: set[str] = set()  # groups whose commits after a later rebalance were kept
+    crossings = 0  # kept commits of a partition with a rebalance of its group between them
     for result in backlog.results.values():
         commits = [r for r in live.tables["offset_commits"] if r.group_id == result.group_id]
         assert commits, result.group_id
         assert {r.topic for r in commits} <= set(result.topics.values())
         assert {r.reason for r in commits} <= reasons
+        assert len({r.event_id for r in commits}) == len(commits)
+        rebalances = [e.completed_ts_ms for e in live.events(result.group_id) if e.is_rebalance]
         by_partition: dict[tuple[str, int], list[Any]] = {}
         for r in sorted(commits, key=lambda r: (r.source_partition, r.source_offset)):
             by_partition.setdefault((r.topic, r.partition), []).append(r)
         for rows in by_partition.values():
             assert rows[0].reason == "first", rows[0]
             assert all((r.reason == "tombstone") == r.deleted for r in rows)
-        assert len({r.event_id for r in commits}) == len(commits)
-        if len(live.events(result.group_id)) > 1 and any(r.reason == "rebalance" for r in commits):
-            rebalanced.add(result.group_id)
-    assert rebalanced  # a rebalance's first commits are kept with their reason
+            # Every commit is kept whose previous commit is older than a rebalance it is not:
+            # between two kept commits lies a rebalance exactly when the later one is the
+            # partition's first after it, kept for that (or for a rule before it).
+            for a, b in pairwise(rows):
+                crossed = any(a.event_ts_ms < t <= b.event_ts_ms for t in rebalances)
+                crossings += crossed
+                if a.deleted:
+                    assert b.reason == "first", (a, b)
+                elif b.reason == "rebalance" or crossed:
+                    assert crossed and b.reason in ("rewind", "jump", "rebalance"), (a, b)
+    assert crossings  # the plays commit across their rebalances
     ours = set(backlog.groups)
     lag = [r for r in live.tables["partition_lag"] if r.group_id in ours]
     assert lag and all(r.lag_records is None or r.lag_records >= 0 for r in lag)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,20 @@ def test_a_row_is_judged_by_the_line_of_its_previous_generation() -> None:
     ]
     assert verdicts[0].factors == (f"Adding new member {M} with group instance id null",)
     assert verdicts[2].reason is None
+
+
+def test_a_change_taken_into_a_leaders_round_agrees_when_the_row_shows_it() -> None:
+    rejoin = f"Leader {M} re-joining group during Stable; client reason: not provided"
+    reasons = parse_lines([line(rejoin, 1), line(rejoin, 2), line(rejoin, 3), line(rejoin, 4)])
+
+    def row(b: int, cause: str, joined: tuple[str, ...] = (), left: tuple[str, ...] = ()) -> Any:
+        return SimpleNamespace(
+            group_id="g", generation_before=b, generation_after=b + 1, cause=cause,
+            is_rebalance=True, joined=joined, left=left,
+        )  # fmt: skip
+
+    rows = [row(1, "join", joined=("b",)), row(2, "join"), row(3, "crash", left=("c",)),
+            row(4, "crash", joined=("d",))]  # fmt: skip
+    assert [v.agrees for v in judge(rows, reasons)] == [True, False, True, False]
+    with_reason = parse_lines([line(rejoin.replace("not provided", "rebalance failed"), 1)])
+    assert [v.agrees for v in judge(rows[:1], with_reason)] == [False]

@@ -104,3 +104,10 @@ def test_maintain_refuses_an_unknown_table_and_a_folder_without_tables(
     assert cli_maintain(["--delta-path", str(tmp_path)]) == 2
     assert "--delta-path: no Delta table of the job under" in capsys.readouterr().err
     assert cli_maintain(["--delta-path", str(tmp_path), "--bogus"]) == 2
+
+
+def test_maintain_knows_every_table_of_the_job() -> None:
+    from streaming.maintain import _TABLES
+    from streaming.sinks.tables import TABLE_NAMES
+
+    assert _TABLES == TABLE_NAMES
