@@ -147,11 +147,12 @@ def test_bad_client_settings_exit_2_with_their_cause(
             python_options(secured_broker, ssl_cafile=str(other_ca)),
             "TLS handshake failed: the broker's certificate is not trusted",
         ),
-        ([], "gave no Kafka answer"),  # plaintext
+        ([], "gave no Kafka answer"),  # plaintext: the check's timeout runs out
     ]
     for flags, cause in cases:
+        timeout = "5" if not flags else "15"
         proc = cli("collect", "--once", "--bootstrap-server", server, *flags,
-                   "--broker-check-timeout", "15")  # fmt: skip
+                   "--broker-check-timeout", timeout)  # fmt: skip
         _refused_in_one_line(proc, "collect", server, cause, password(secured_broker))
 
 
@@ -172,12 +173,13 @@ def test_run_checks_the_java_settings_before_spark(
     cases = [
         (wrong, "SASL authentication failed"),
         (untrusted, "TLS handshake failed: the broker's certificate is not trusted"),
-        ({}, "gave no Kafka answer"),  # plaintext
+        ({}, "gave no Kafka answer"),  # plaintext: the check's timeout runs out
     ]
     for options, cause in cases:
         flags = [f for k, v in options.items() for f in ("--kafka-option", f"{k}={v}")]
+        timeout = "5" if not options else "15"
         proc = cli("run", "--bootstrap-server", server, *flags,
-                   "--broker-check-timeout", "15")  # fmt: skip
+                   "--broker-check-timeout", timeout)  # fmt: skip
         _refused_in_one_line(proc, "run", server, cause, password(secured_broker))
         assert "started:" not in proc.stdout
 
