@@ -34,7 +34,10 @@ broker rebalances whatever it sends)                    also ``unknown`` (rule 1
 A member that joins or leaves while a round is already preparing logs no line of its own, so
 when the trigger is a leader's rejoin without a client reason, a row whose own account shows
 that change (``joined`` for ``join``; ``left`` for ``leave``, ``graceful_leave``, ``crash``)
-agrees too: the round the leader opened took the change in.
+agrees too: the round the leader opened took the change in. Likewise ``static_rejoin`` agrees
+with a leader's rejoin without a client reason when the leader is a static member the row
+shows coming back under that member id: a restarted static leader that does not take the
+coordinator's skip-assignment answer (librdkafka) rejoins to assign.
 """
 
 from __future__ import annotations
@@ -191,6 +194,9 @@ def _taken_in(row: Any, reason: str) -> bool:
     broker, _, client = reason.partition("; client reason: ")
     if "re-joining" not in broker or client not in ("", "not provided"):
         return False
+    if row.cause == "static_rejoin":
+        leader = broker.removeprefix("Leader ").split(" ", 1)[0]
+        return any(r.new_member_id == leader for r in getattr(row, "static_rejoins", ()))
     if row.cause in JOIN:
         return bool(getattr(row, "joined", None))
     return row.cause in LEFT and bool(getattr(row, "left", None))

@@ -138,3 +138,17 @@ def test_a_change_taken_into_a_leaders_round_agrees_when_the_row_shows_it() -> N
     assert [v.agrees for v in judge(rows, reasons)] == [True, False, True, False]
     with_reason = parse_lines([line(rejoin.replace("not provided", "rebalance failed"), 1)])
     assert [v.agrees for v in judge(rows[:1], with_reason)] == [False]
+
+
+def test_a_restarted_static_leaders_rejoin_agrees_with_its_static_rejoin() -> None:
+    rejoin = f"Leader {M} re-joining group during Stable; client reason: not provided"
+    reasons = parse_lines([line(rejoin, 1), line(rejoin, 2)])
+
+    def row(b: int, new_id: str) -> Any:
+        back = SimpleNamespace(group_instance_id="d", old_member_id="o", new_member_id=new_id)
+        return SimpleNamespace(
+            group_id="g", generation_before=b, generation_after=b + 1, cause="static_rejoin",
+            is_rebalance=True, joined=(), left=(), static_rejoins=(back,),
+        )  # fmt: skip
+
+    assert [v.agrees for v in judge([row(1, M), row(2, "another")], reasons)] == [True, False]
