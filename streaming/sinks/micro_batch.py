@@ -265,12 +265,17 @@ class Sinks:
         stops and a restart replays the batch into the (new) exporter and into Delta, which
         skips the tables already committed (``txnVersion``)."""
         import pyarrow.compute as pc
+        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 
         started = time.monotonic()
-        df = df.persist()
+        # on disk (the OS's page cache keeps it in memory when there is room): a block Spark
+        # caches in its heap is pinned while a task reads it, and a partition of a backlog's
+        # batch bigger than the heap's share left the tasks that read it (a table's append,
+        # its sort) no memory at all
+        df = df.persist(StorageLevel.DISK_ONLY)
         try:
             # the first job computes the batch (persisted) and counts each kind; the second
             # brings the driver, from the cache, the rows it needs, typed: the exporter's
