@@ -26,7 +26,7 @@ against the tables' transactions before the query starts.
 
 from __future__ import annotations
 
-import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -238,8 +238,9 @@ class DeltaSink:
 
     def _append(self, table: str, frame: DataFrame, batch_id: int) -> None:
         self.pauser.reach("before-append", batch_id, table)
-        marker = f"{self.app_id}:{batch_id}"
-        started_ms = int(time.time() * 1000)
+        # this attempt's own mark: a replayed batch's earlier commit carries another, so a
+        # skipped append finds none (no clock compared with the storage's)
+        marker = f"{self.app_id}:{batch_id}:{uuid.uuid4().hex}"
         (
             frame.write.format("delta")
             .mode("append")
@@ -249,22 +250,22 @@ class DeltaSink:
             .save(self.path(table))
         )
         if self.on_rows_written is not None:
-            rows = self._rows_written(table, marker, started_ms)
+            rows = self._rows_written(table, marker)
             if rows is not None:
                 self.on_rows_written(table, rows)
         self.pauser.reach("after-append", batch_id, table)
 
-    def _rows_written(self, table: str, marker: str, since_ms: int) -> int | None:
-        """Delta's count of the rows of this batch's append: the commit made at or after
-        ``since_ms`` whose ``userMetadata`` is ``marker``, among the table's newest
-        :data:`_HISTORY_SCAN` (table maintenance may commit beside the job); None when the
-        append was skipped (a replayed batch: its commit is an older one)."""
+    def _rows_written(self, table: str, marker: str) -> int | None:
+        """Delta's count of the rows of an append: the commit whose ``userMetadata`` is
+        ``marker`` (the attempt's own), among the table's newest :data:`_HISTORY_SCAN` (table
+        maintenance may commit beside the job); None when the append was skipped (a
+        replayed batch Delta had committed before)."""
         from pyspark.sql import functions as F
 
         where = self.path(table).replace("`", "``")
         ours = (
             self.spark.sql(f"DESCRIBE HISTORY delta.`{where}` LIMIT {_HISTORY_SCAN}")
-            .where((F.col("userMetadata") == marker) & (F.unix_millis("timestamp") >= since_ms))
+            .where(F.col("userMetadata") == marker)
             .select("operationMetrics")
             .first()
         )
