@@ -3,6 +3,9 @@ the group's lag rollup and the lag status transitions."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from itertools import pairwise
+
 import pytest
 
 from assign_core.model import TopicPartition
@@ -301,7 +304,7 @@ def test_each_transition_is_a_change_of_the_lag_rows_status() -> None:
     assert len(set(statuses)) >= 2
 
 
-# -- the hold: a partition's status is recorded once it has lasted ---------------------------
+# -- the hold: a partition's status is recorded once it has lasted (H1-H5) --------------------
 
 HOLD = TrackerConfig(lag_status_window_ms=8 * S)  # the default hold, 5 minutes
 
@@ -336,12 +339,13 @@ def _moves(t: Tracker) -> list[tuple[str, int, str | None, str | None, int | Non
 
 
 def test_a_flapping_status_writes_no_transition() -> None:
+    """H1: each measurement starts the other status again; none lasts the hold."""
     log, t = Log(), Tracker(config=HOLD)
     for batch in _play(log, [("flap", 20 * 60)]):
         t.feed(batch)
     statuses = [s for _ts, s in _snapshot_statuses(t)][1:]  # the first: one commit, STOP
     assert len(statuses) == 239 and set(statuses) == {"OK", "WARN"}
-    assert all(a != b for a, b in zip(statuses, statuses[1:], strict=False))  # every time
+    assert all(a != b for a, b in pairwise(statuses))  # every time
     assert t.of(LagTransitionRow) == []  # neither the partition's nor the group's
     entry = t.state.commits[P0]
     assert entry.status is None and entry.pending_status in ("OK", "WARN")
@@ -350,6 +354,7 @@ def test_a_flapping_status_writes_no_transition() -> None:
 
 
 def test_a_status_that_lasts_the_hold_is_one_row_from_when_it_began() -> None:
+    """H2: one row per status that lasted, at its start; H4: the group's when recorded."""
     log, t = Log(), Tracker(config=HOLD)
     for batch in _play(log, [("ok", 10 * 60), ("warn", 10 * 60), ("flap", 10 * 60)]):
         t.feed(batch)
@@ -372,6 +377,7 @@ def test_a_status_that_lasts_the_hold_is_one_row_from_when_it_began() -> None:
 
 
 def test_a_status_shorter_than_the_hold_is_not_recorded() -> None:
+    """H1: the recorded status measured again drops the pending one."""
     log, t = Log(), Tracker(config=HOLD)
     batches = _play(log, [("ok", 10 * 60)])
     batches += _play(log, [("warn", 4 * 60), ("ok", 10 * 60)], start=len(batches))
@@ -386,7 +392,7 @@ def test_a_status_shorter_than_the_hold_is_not_recorded() -> None:
 
 
 def test_a_third_status_restarts_the_hold() -> None:
-    """OK recorded; 4 minutes WARN, then STOP: the STOP's hold starts at its first
+    """H1: OK recorded; 4 minutes WARN, then STOP: the STOP's hold starts at its first
     measurement, not at the WARN's."""
     log, t = Log(), Tracker(config=HOLD)
     batches = _play(log, [("ok", 10 * 60), ("warn", 4 * 60)])
@@ -422,11 +428,9 @@ def test_the_hold_does_not_depend_on_the_batches() -> None:
         assert other.state.commits == live.state.commits
 
 
-def test_the_recorded_statuses_are_the_runs_that_lasted_the_hold() -> None:
-    """Against the lag rows: each partition row starts a run of snapshots of one status
-    that lasted the hold, and every such run of a status other than the recorded one is a
-    row."""
-    config = TrackerConfig(lag_status_window_ms=30 * S, lag_status_hold_ms=MIN)
+def _wandering(config: TrackerConfig) -> Tracker:
+    """An hour of a consumer that keeps up, falls behind and stops in turn; the collector
+    misses a snapshot now and then."""
     log, t = Log(), Tracker(config=config)
     end = offset = 0
     for i in range(1, 720):
@@ -437,6 +441,15 @@ def test_the_recorded_statuses_are_the_runs_that_lasted_the_hold() -> None:
         if i % 13 != 0:
             log.snap(topics_snapshot(i * 5 * S + 1, {"Order": [end]}))
         t.feed(log.take())
+    return t
+
+
+def test_the_recorded_statuses_are_the_runs_that_lasted_the_hold() -> None:
+    """H1, H2 against the lag rows: each partition row starts a run of snapshots of one
+    status that lasted the hold, and every such run of a status other than the recorded one
+    is a row."""
+    config = TrackerConfig(lag_status_window_ms=30 * S, lag_status_hold_ms=MIN)
+    t = _wandering(config)
     runs: list[tuple[str | None, int, int]] = []  # status, first and last measurement
     for ts, status in _snapshot_statuses(t):
         if runs and runs[-1][0] == status:
@@ -454,3 +467,24 @@ def test_the_recorded_statuses_are_the_runs_that_lasted_the_hold() -> None:
     ]
     assert got == want
     assert len(want) >= 10 and len(runs) > 2 * len(want)
+
+
+def test_the_commits_measurements_take_no_part_in_the_hold() -> None:
+    """H3: with a hold the rows are those of the snapshots alone, whether or not the commits
+    are measured; H5: without one, the commits' measurements add rows of their own."""
+    held = TrackerConfig(lag_status_window_ms=30 * S, lag_status_hold_ms=MIN)
+    with_commits = _wandering(held)
+    without = _wandering(replace(held, emit_lag_on_commit=False))
+    assert {r.status for r in with_commits.of(PartitionLagRow) if r.trigger == "commit"} >= {
+        "OK",
+        "WARN",
+    }
+    assert with_commits.of(LagTransitionRow) == without.of(LagTransitionRow) != []
+    a, b = with_commits.state.commits[P0], without.state.commits[P0]
+    assert (a.status, a.pending_status, a.pending_since_ts_ms) == (
+        b.status, b.pending_status, b.pending_since_ts_ms,
+    )  # fmt: skip
+    at_once = replace(held, lag_status_hold_ms=0)
+    every = _wandering(at_once).of(LagTransitionRow)
+    snapshots_only = _wandering(replace(at_once, emit_lag_on_commit=False)).of(LagTransitionRow)
+    assert len(every) > len(snapshots_only) > len(with_commits.of(LagTransitionRow))
