@@ -294,8 +294,8 @@ def _measure(
     """The partition's lag row at ``measured_ts_ms`` (``stored`` when it is the first of its
     ``lag_interval_ms`` window), and a ``LagTransitionRow`` before it when the row's status
     is recorded (:func:`_held`); the partition's entry notes both. With a hold only the
-    collector's snapshots are judged: a commit's measurement depends on how the log's
-    commits were grouped into a :class:`~streaming.tracking.model.CommitRun`."""
+    collector's snapshots are judged (H3): which commits are measured depends on how the
+    log's commits were grouped into runs (:class:`~streaming.tracking.model.CommitRun`)."""
     state, config = ctx.state, ctx.config
     row = _lag_row(ctx, tp, committed, measured_ts_ms, trigger)
     entry = state.commits.get(tp)
@@ -353,11 +353,11 @@ class _Held(NamedTuple):
 
 
 def _held(entry: CommitEntry, status: str | None, ts_ms: int, hold_ms: int) -> _Held:
-    """The hold: a measured ``status`` other than the recorded one waits as pending from its
-    first measurement (a different pending one starts again there) and is recorded at the
-    first measurement showing it ``hold_ms`` or more after that; a measurement of the
-    recorded status drops what was pending. Record time only, so the result does not depend
-    on how the records were cut into micro-batches."""
+    """The hold (``docs/tracking.md``, "Lag status", H1-H2): a measured ``status`` other than
+    the recorded one waits as pending from its first measurement (a different pending one
+    starts again there) and is recorded at the first measurement showing it ``hold_ms`` or
+    more after that; a measurement of the recorded status drops what was pending. Record
+    time only, so the result does not depend on how the records were cut into batches."""
     if status == entry.status:
         return _Held(entry.status, None, None, None)
     since = entry.pending_since_ts_ms
@@ -797,10 +797,10 @@ def _group_lag(state: GroupState, now_ms: int, config: TrackerConfig) -> _GroupL
 
 
 def _group_transition(ctx: Context, ts_ms: int) -> None:
-    """The group's ``lag_transitions`` row when the worst of its partitions' statuses at
-    their last measurements (G1) is not the group's last one: judged after each observation
-    that changed a partition's status or the set of its partitions, so the rows do not
-    depend on how the records were cut into micro-batches."""
+    """The group's ``lag_transitions`` row when the worst of its partitions' recorded
+    statuses (G1 over what the hold let through, H4) is not the group's last one: judged
+    after each observation that recorded a partition's status or changed the set of its
+    partitions, so the rows do not depend on how the records were cut into micro-batches."""
     state = ctx.state
     worst = group_status(entry.status for entry in state.commits.values())
     if worst == state.lag_status:
