@@ -311,6 +311,9 @@ class JobConfig:
       (``rebalance_monitor_kafka_up``, a line when it goes down or comes back); 0: never.
     * ``lag_status_window_s``: the lag status's sliding window, in record time (Burrow's
       evaluation, ``docs/tracking.md`` "Lag status"), 600 s by default.
+    * ``lag_status_hold_s``: a partition's new lag status reaches ``lag_transitions`` (and
+      the group's status there) only once it has lasted this long, in record time, so a
+      status flapping between verdicts writes nothing; 0: every change. 300 s by default.
     * ``group_filter``: only groups whose whole id matches this regular expression are
       tracked and written (the collector's ``group_filter``, the same matching); not with
       ``offset_commits_history=every``, whose commit lane never leaves the JVM.
@@ -361,6 +364,7 @@ class JobConfig:
     broker_check_timeout_s: float = 30.0
     broker_watch_interval_s: float = 5.0
     lag_status_window_s: float = 600.0
+    lag_status_hold_s: float = 300.0
     group_filter: str = ".*"
     group_retention_s: float = 7 * 24 * 3600.0
     end_offsets_max_age_s: float = 60.0
@@ -425,6 +429,7 @@ class JobConfig:
         for name, zero in (
             ("partition_lag_interval_s", "every measurement"),
             ("group_lag_interval_s", "none"),
+            ("lag_status_hold_s", "every change"),
         ):
             value = getattr(self, name)
             if not _is_number(value) or not 0 <= value <= 86_400 * 30:

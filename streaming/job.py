@@ -207,6 +207,7 @@ def start(
     tracker = TrackerConfig(
         consumer_session_timeout_ms=config.consumer_session_timeout_ms,
         lag_status_window_ms=max(1, round(config.lag_status_window_s * 1000)),
+        lag_status_hold_ms=round(config.lag_status_hold_s * 1000),
         group_idle_ms=round(config.group_retention_s * 1000),
         end_offsets_max_age_ms=max(1, round(config.end_offsets_max_age_s * 1000)),
         commit_rows=history == "kept",

@@ -43,6 +43,10 @@ class TrackerConfig:
       time; at most ``commit_history`` commits of it are kept. 10 minutes by default.
     * ``lag_status_allowed_records``: lag (records) still counted as caught up (Burrow's
       ``allowed-lag``), 0 by default.
+    * ``lag_status_hold_ms``: a partition's new lag status is recorded (a ``lag_transitions``
+      row, the status the group's is judged from) only once its measurements have shown it
+      for this long (record time), so a status flapping between two verdicts writes nothing;
+      0: every change at once. 5 minutes by default.
     * ``group_idle_ms``: a group without a ``__consumer_offsets`` record and without a
       collector snapshot listing it for this long (record time) is forgotten (rule F3 of
       :mod:`~streaming.tracking.forget`); a week by default, as Kafka's default offset
@@ -85,6 +89,7 @@ class TrackerConfig:
     emit_lag_on_commit: bool = True
     lag_status_window_ms: int = 600_000
     lag_status_allowed_records: int = 0
+    lag_status_hold_ms: int = 300_000
     end_offsets_max_age_ms: int = 60_000
     max_expected_members: int = 5_000
     max_expected_partitions: int = 100_000
@@ -131,7 +136,7 @@ class TrackerConfig:
             raise TrackerConfigError(
                 f"lag_status_allowed_records: expected a non-negative integer, got {allowed_lag!r}"
             )
-        for name in ("lag_interval_ms", "group_lag_interval_ms"):
+        for name in ("lag_interval_ms", "group_lag_interval_ms", "lag_status_hold_ms"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise TrackerConfigError(f"{name}: expected a non-negative integer, got {value!r}")

@@ -527,7 +527,10 @@ class LagTransitionRow:
     null). ``status_before``/``status_after`` null: no verdict (no end offset yet, or a stale
     one: unknown, never OK). ``rule``: the rule that decided a partition's new status;
     ``lag_records``/``lag_seconds``: the partition's lag (the group's total and worst) then,
-    null when unknown."""
+    null when unknown. A partition's new status is recorded once it has lasted
+    ``TrackerConfig.lag_status_hold_ms``: ``event_ts_ms`` (and the id's time) is when it
+    began, ``rule`` and the lag are those of the measurement that recorded it; a group's row
+    is at the observation that recorded the change of its worst partition status."""
 
     kind: ClassVar[str] = "lag_transition"
     event_id: str

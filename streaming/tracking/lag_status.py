@@ -37,6 +37,10 @@ S7. ``WARN`` when the lags at the window's commits (those known, at least one) n
     decrease from one to the next.
 S8. Otherwise ``OK`` (the lag is shrinking).
 
+The tracker records a partition's new status (``lag_transitions``) only once it has lasted
+``lag_status_hold_ms`` (:func:`streaming.tracking.reducer._held`); this module judges the
+moment.
+
 Group status (G1): the worst of its partitions' statuses, ``STOP``/``STALL``/``REWIND``
 counted as ``ERR`` (``OK`` < ``WARN`` < ``ERR``); ``None`` when no partition has a verdict.
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from assign_core.model import TopicPartition
 from streaming.codec.model import (
@@ -291,8 +292,10 @@ def _measure(
     ctx: Context, tp: TopicPartition, committed: int, measured_ts_ms: int, trigger: str
 ) -> list[TrackerEvent]:
     """The partition's lag row at ``measured_ts_ms`` (``stored`` when it is the first of its
-    ``lag_interval_ms`` window), and a ``LagTransitionRow`` before it when its status is not
-    the one of its last measurement; the partition's entry notes both."""
+    ``lag_interval_ms`` window), and a ``LagTransitionRow`` before it when the row's status
+    is recorded (:func:`_held`); the partition's entry notes both. With a hold only the
+    collector's snapshots are judged (H3): which commits are measured depends on how the
+    log's commits were grouped into runs (:class:`~streaming.tracking.model.CommitRun`)."""
     state, config = ctx.state, ctx.config
     row = _lag_row(ctx, tp, committed, measured_ts_ms, trigger)
     entry = state.commits.get(tp)
@@ -302,20 +305,21 @@ def _measure(
     last = entry.lag_ts_ms
     stored = interval == 0 or last is None or measured_ts_ms // interval > last // interval
     out: list[TrackerEvent] = []
-    if row.status != entry.status:
+    hold = config.lag_status_hold_ms
+    if hold == 0 or trigger == "snapshot":
+        held = _held(entry, row.status, measured_ts_ms, hold)
+    else:
+        held = _Held(entry.status, entry.pending_status, entry.pending_since_ts_ms, None)
+    since = held.since
+    if since is not None:
         out.append(
             LagTransitionRow(
                 event_id=event_id(
-                    "lag_transition",
-                    state.cluster,
-                    state.group_id,
-                    tp.topic,
-                    tp.partition,
-                    measured_ts_ms,
+                    "lag_transition", state.cluster, state.group_id, tp.topic, tp.partition, since
                 ),
                 cluster=state.cluster,
                 group_id=state.group_id,
-                event_ts_ms=measured_ts_ms,
+                event_ts_ms=since,
                 scope="partition",
                 topic=tp.topic,
                 partition=tp.partition,
@@ -326,12 +330,42 @@ def _measure(
                 lag_seconds=row.lag_seconds,
             )
         )
-    if stored or row.status != entry.status:
+    if stored or held[:3] != (entry.status, entry.pending_status, entry.pending_since_ts_ms):
         state.commits[tp] = replace(
-            entry, lag_ts_ms=measured_ts_ms if stored else last, status=row.status
+            entry,
+            lag_ts_ms=measured_ts_ms if stored else last,
+            status=held.status,
+            pending_status=held.pending_status,
+            pending_since_ts_ms=held.pending_since_ts_ms,
         )
     out.append(row if stored else replace(row, stored=False))
     return out
+
+
+class _Held(NamedTuple):
+    """A partition's recorded status and pending one after a measurement; ``since``: when
+    the status it confirmed began (None: nothing confirmed)."""
+
+    status: str | None
+    pending_status: str | None
+    pending_since_ts_ms: int | None
+    since: int | None
+
+
+def _held(entry: CommitEntry, status: str | None, ts_ms: int, hold_ms: int) -> _Held:
+    """The hold (``docs/tracking.md``, "Lag status", H1-H2): a measured ``status`` other than
+    the recorded one waits as pending from its first measurement (a different pending one
+    starts again there) and is recorded at the first measurement showing it ``hold_ms`` or
+    more after that; a measurement of the recorded status drops what was pending. Record
+    time only, so the result does not depend on how the records were cut into batches."""
+    if status == entry.status:
+        return _Held(entry.status, None, None, None)
+    since = entry.pending_since_ts_ms
+    if since is None or entry.pending_status != status:
+        since = ts_ms
+    if ts_ms - since >= hold_ms:
+        return _Held(status, None, None, since)
+    return _Held(entry.status, status, since, None)
 
 
 def _lag_row(
@@ -443,6 +477,8 @@ def _committed(
         ),
         lag_ts_ms=None if old is None else old.lag_ts_ms,
         status=None if old is None else old.status,
+        pending_status=None if old is None else old.pending_status,
+        pending_since_ts_ms=None if old is None else old.pending_since_ts_ms,
     )
     ctx.interest.add(tp.topic)
     ctx.changed = True
@@ -761,10 +797,10 @@ def _group_lag(state: GroupState, now_ms: int, config: TrackerConfig) -> _GroupL
 
 
 def _group_transition(ctx: Context, ts_ms: int) -> None:
-    """The group's ``lag_transitions`` row when the worst of its partitions' statuses at
-    their last measurements (G1) is not the group's last one: judged after each observation
-    that changed a partition's status or the set of its partitions, so the rows do not
-    depend on how the records were cut into micro-batches."""
+    """The group's ``lag_transitions`` row when the worst of its partitions' recorded
+    statuses (G1 over what the hold let through, H4) is not the group's last one: judged
+    after each observation that recorded a partition's status or changed the set of its
+    partitions, so the rows do not depend on how the records were cut into micro-batches."""
     state = ctx.state
     worst = group_status(entry.status for entry in state.commits.values())
     if worst == state.lag_status:

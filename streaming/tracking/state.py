@@ -75,8 +75,10 @@ class CommitEntry:
 
     What the tables keep of it: ``kept_ts_ms``, the record time of its last commit
     ``offset_commits`` kept (:mod:`~streaming.tracking.keep`); ``lag_ts_ms``, the
-    measurement time of its last row ``partition_lag`` kept; ``status``, its lag status at
-    its last measurement (None: no verdict), what a ``lag_transitions`` row changes."""
+    measurement time of its last row ``partition_lag`` kept; ``status``, its recorded lag
+    status (None: no verdict), what a ``lag_transitions`` row changes. A measured status
+    other than it waits in ``pending_status`` since ``pending_since_ts_ms`` (None: nothing
+    waits) until it has lasted ``lag_status_hold_ms``."""
 
     offset: int
     commit_ts_ms: int
@@ -87,6 +89,8 @@ class CommitEntry:
     kept_ts_ms: int | None = None
     lag_ts_ms: int | None = None
     status: str | None = None
+    pending_status: str | None = None
+    pending_since_ts_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,20 +394,21 @@ class GroupState:
         if self.commits:
             cm: dict[str, list[Any]] = {}
             for tp, e in self.commits.items():
-                cm.setdefault(tp.topic, []).append(
-                    [
-                        tp.partition,
-                        e.offset,
-                        e.commit_ts_ms,
-                        e.record_ts_ms,
-                        e.leader_epoch,
-                        e.source,
-                        _flat(e.history),
-                        e.kept_ts_ms,
-                        e.lag_ts_ms,
-                        e.status,
-                    ]
-                )
+                entry = [
+                    tp.partition,
+                    e.offset,
+                    e.commit_ts_ms,
+                    e.record_ts_ms,
+                    e.leader_epoch,
+                    e.source,
+                    _flat(e.history),
+                    e.kept_ts_ms,
+                    e.lag_ts_ms,
+                    e.status,
+                ]
+                if e.pending_since_ts_ms is not None:
+                    entry += [e.pending_status, e.pending_since_ts_ms]
+                cm.setdefault(tp.topic, []).append(entry)
             out["commits"] = cm
         if self.last_rebalance_ts_ms is not None:
             out["last_rb"] = self.last_rebalance_ts_ms
@@ -547,11 +552,11 @@ _INT = frozenset((int,))
 
 def _dec_commits(data: Mapping[Any, Any]) -> dict[TopicPartition, CommitEntry]:
     """The ``commits`` section: ``{topic: [[partition, offset, commit_ts_ms, record_ts_ms,
-    leader_epoch, source, history, kept_ts_ms, lag_ts_ms, status], ...]}`` (the last three
-    absent in a state written before them). Every live micro-batch reads it for each group
-    that committed (20 entries a group in the steady benchmark): the checks are made a set
-    of types at a time rather than a call per field (20 entries: 48 -> 41 µs of CPU, A/B in
-    one process)."""
+    leader_epoch, source, history, kept_ts_ms, lag_ts_ms, status, pending_status,
+    pending_since_ts_ms], ...]}`` (the last two only while a status is pending; the three
+    before them absent in a state written before them). Every live micro-batch reads it for
+    each group that committed: the checks are made a set of types at a time rather than a
+    call per field."""
     out: dict[TopicPartition, CommitEntry] = {}
     new_entry = CommitEntry
     for t, entries in data.items():
@@ -560,7 +565,7 @@ def _dec_commits(data: Mapping[Any, Any]) -> dict[TopicPartition, CommitEntry]:
             partition, offset, commit_ts_ms, record_ts_ms, leader_epoch, source, flat = e[:7]
             if not {*map(type, e[:5])} <= _INT:
                 raise TypeError(f"expected integers, got {e[:5]!r}")
-            kept, lag_ts, status = (*e[7:10], None, None, None)[:3]  # absent before
+            kept, lag_ts, status, pending, since = (*e[7:12], *(None,) * 5)[:5]
             out[TopicPartition(topic, partition)] = new_entry(
                 offset,
                 commit_ts_ms,
@@ -571,6 +576,8 @@ def _dec_commits(data: Mapping[Any, Any]) -> dict[TopicPartition, CommitEntry]:
                 _oi(kept),
                 _oi(lag_ts),
                 _os(status),
+                _os(pending),
+                _oi(since),
             )
     return out
 

@@ -76,6 +76,11 @@ def live(
             # a minute: this tier judges the recorded lag (tests/spark/test_freshness.py
             # judges staleness)
             "end_offsets_max_age_s": 3600.0,
+            # the backlog's end offsets are measured once or twice (the collector publishes
+            # the moved ones every 30 s), so no status could last the default hold of 5
+            # minutes: every change is recorded (hold 0; the unit tier proves the hold), and
+            # were the setting not passed on, lag_transitions would be empty
+            "lag_status_hold_s": 0,
         },
     )
     job = launch(config, spark=spark, progress=lambda line: print(line, flush=True))

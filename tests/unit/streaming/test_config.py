@@ -37,6 +37,7 @@ def test_defaults() -> None:
     assert c.offset_commits_history == "kept"
     assert (c.offset_commits_interval_s, c.offset_commits_jump_records) == (3600.0, 1_000)
     assert (c.partition_lag_interval_s, c.group_lag_interval_s) == (600.0, 60.0)
+    assert (c.lag_status_window_s, c.lag_status_hold_s) == (600.0, 300.0)
     assert c.consumer_session_timeout_ms == 45_000
 
 
@@ -143,6 +144,9 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"group_lag_interval_s": "1m"}, "group_lag_interval_s"),
     ({"lag_status_window_s": 0}, "lag_status_window_s"),
     ({"lag_status_window_s": "10m"}, "lag_status_window_s"),
+    ({"lag_status_hold_s": -1}, "lag_status_hold_s"),
+    ({"lag_status_hold_s": "5m"}, "lag_status_hold_s"),
+    ({"lag_status_hold_s": 86_400 * 31}, "lag_status_hold_s"),
     ({"group_filter": "orders-("}, "group_filter"),
     ({"group_filter": "orders-.*", "offset_commits_history": "every"}, "group_filter"),
     ({"group_retention_s": -1}, "group_retention_s"),
@@ -394,3 +398,8 @@ def test_run_takes_the_group_filter_and_retention_as_flags_and_settings() -> Non
     env = {"REBALANCE_MONITOR_GROUP_FILTER": "billing", "REBALANCE_MONITOR_GROUP_RETENTION_S": "0"}
     from_env = load_config(environ=env)
     assert (from_env.group_filter, from_env.group_retention_s) == ("billing", 0)
+
+
+def test_the_lag_status_hold_is_read_from_the_environment() -> None:
+    c = load_config(environ={"REBALANCE_MONITOR_LAG_STATUS_HOLD_S": "0"})
+    assert c.lag_status_hold_s == 0

@@ -3,6 +3,9 @@ the group's lag rollup and the lag status transitions."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from itertools import pairwise
+
 import pytest
 
 from assign_core.model import TopicPartition
@@ -236,7 +239,8 @@ def test_group_lag_interval_zero_writes_no_rollup() -> None:
 
 
 def test_lag_status_transitions_of_the_partition_and_the_group() -> None:
-    config = TrackerConfig(lag_status_window_ms=20 * S)
+    """Without a hold (0), every change of status is a row, at the measurement showing it."""
+    config = TrackerConfig(lag_status_window_ms=20 * S, lag_status_hold_ms=0)
     log, t = Log(), Tracker(config=config)
     log.rec(commit("Order", 0, 1000, ts=1 * S), 1 * S)
     t.feed(log.take())
@@ -277,8 +281,10 @@ def test_lag_status_transitions_of_the_partition_and_the_group() -> None:
 
 
 def test_each_transition_is_a_change_of_the_lag_rows_status() -> None:
-    """The partition transitions are exactly the changes between consecutive lag rows."""
-    log, t = Log(), Tracker(config=TrackerConfig(lag_status_window_ms=30 * S))
+    """Without a hold (0), the partition transitions are exactly the changes between
+    consecutive lag rows."""
+    config = TrackerConfig(lag_status_window_ms=30 * S, lag_status_hold_ms=0)
+    log, t = Log(), Tracker(config=config)
     end = 0
     offset = 0
     for i in range(1, 60):
@@ -296,3 +302,189 @@ def test_each_transition_is_a_change_of_the_lag_rows_status() -> None:
     ]
     assert moves == changes
     assert len(set(statuses)) >= 2
+
+
+# -- the hold: a partition's status is recorded once it has lasted (H1-H5) --------------------
+
+HOLD = TrackerConfig(lag_status_window_ms=8 * S)  # the default hold, 5 minutes
+
+
+def _play(log: Log, phases: list[tuple[str, int]], start: int = 0) -> list[list[Observation]]:
+    """A commit every 5 s and the collector's end offset 1 ms later (100 more records each
+    time); ``ok``: the commit reaches the end offset (S2); ``warn``: 30 records behind, a lag
+    that never shrinks (S7); ``flap``: 30 and 50 behind in turn, so with the 8 s window
+    (two commits) the lag grows (S7, WARN) and shrinks (S8, OK) at every evaluation. One
+    batch per 5 s."""
+    batches = []
+    k = start
+    for kind, seconds in phases:
+        for _ in range(seconds // 5):
+            k += 1
+            behind = {"ok": 0, "warn": 30, "flap": 30 if k % 2 else 50}[kind]
+            log.rec(commit("Order", 0, 100 * k - behind, ts=5 * k * S), 5 * k * S)
+            log.snap(topics_snapshot(5 * k * S + 1, {"Order": [100 * k]}))
+            batches.append(log.take())
+    return batches
+
+
+def _snapshot_statuses(t: Tracker) -> list[tuple[int, str | None]]:
+    return [(r.measured_ts_ms, r.status) for r in t.of(PartitionLagRow) if r.trigger == "snapshot"]
+
+
+def _moves(t: Tracker) -> list[tuple[str, int, str | None, str | None, int | None]]:
+    return [
+        (e.scope, e.event_ts_ms, e.status_before, e.status_after, e.rule)
+        for e in t.of(LagTransitionRow)
+    ]
+
+
+def test_a_flapping_status_writes_no_transition() -> None:
+    """H1: each measurement starts the other status again; none lasts the hold."""
+    log, t = Log(), Tracker(config=HOLD)
+    for batch in _play(log, [("flap", 20 * 60)]):
+        t.feed(batch)
+    statuses = [s for _ts, s in _snapshot_statuses(t)][1:]  # the first: one commit, STOP
+    assert len(statuses) == 239 and set(statuses) == {"OK", "WARN"}
+    assert all(a != b for a, b in pairwise(statuses))  # every time
+    assert t.of(LagTransitionRow) == []  # neither the partition's nor the group's
+    entry = t.state.commits[P0]
+    assert entry.status is None and entry.pending_status in ("OK", "WARN")
+    # the gauges' rows and the group's status still carry the status of the moment
+    assert t.of(GroupStatus)[-1].lag_status == statuses[-1]
+
+
+def test_a_status_that_lasts_the_hold_is_one_row_from_when_it_began() -> None:
+    """H2: one row per status that lasted, at its start; H4: the group's when recorded."""
+    log, t = Log(), Tracker(config=HOLD)
+    for batch in _play(log, [("ok", 10 * 60), ("warn", 10 * 60), ("flap", 10 * 60)]):
+        t.feed(batch)
+    seen = _snapshot_statuses(t)
+    first_ok = seen[0][0]
+    first_warn = next(ts for ts, s in seen if s == "WARN")
+    assert (first_ok, first_warn) == (5 * S + 1, 610 * S + 1)  # at 605 s: S5, OK
+    assert _moves(t) == [
+        ("partition", first_ok, None, "OK", 2),
+        ("group", first_ok + 300 * S, None, "OK", None),  # when the group's was recorded
+        ("partition", first_warn, "OK", "WARN", 7),
+        ("group", first_warn + 300 * S, "OK", "WARN", None),
+    ]
+    partition_rows = [e for e in t.of(LagTransitionRow) if e.scope == "partition"]
+    # the id names when the status began; the lag is the confirming measurement's
+    assert partition_rows[1].event_id == f"lag_transition/local/{GROUP}/Order/0/{first_warn}"
+    assert (partition_rows[0].lag_records, partition_rows[1].lag_records) == (0, 30)
+    # the flapping that followed the WARN is not recorded: the status stays WARN
+    assert t.state.commits[P0].status == "WARN"
+
+
+def test_a_status_shorter_than_the_hold_is_not_recorded() -> None:
+    """H1: the recorded status measured again drops the pending one."""
+    log, t = Log(), Tracker(config=HOLD)
+    batches = _play(log, [("ok", 10 * 60)])
+    batches += _play(log, [("warn", 4 * 60), ("ok", 10 * 60)], start=len(batches))
+    for batch in batches:
+        t.feed(batch)
+    assert "WARN" in {s for _ts, s in _snapshot_statuses(t)}
+    assert [(scope, after) for scope, _ts, _b, after, _r in _moves(t)] == [
+        ("partition", "OK"),
+        ("group", "OK"),
+    ]
+    assert t.state.commits[P0].pending_since_ts_ms is None  # OK again: nothing pending
+
+
+def test_a_third_status_restarts_the_hold() -> None:
+    """H1: OK recorded; 4 minutes WARN, then STOP: the STOP's hold starts at its first
+    measurement, not at the WARN's."""
+    log, t = Log(), Tracker(config=HOLD)
+    batches = _play(log, [("ok", 10 * 60), ("warn", 4 * 60)])
+    for batch in batches:
+        t.feed(batch)
+    k = len(batches)
+    for i in range(1, 121):  # the consumer stops; the end offset keeps growing
+        ts = 5 * (k + i) * S + 1
+        log.snap(topics_snapshot(ts, {"Order": [100 * (k + i)]}))
+        t.feed(log.take())
+    seen = _snapshot_statuses(t)
+    first_stop = next(ts for ts, s in seen if s == "STOP")
+    assert {s for ts, s in seen if 605 * S + 1 < ts < first_stop} == {"WARN"}
+    assert [m for m in _moves(t) if m[0] == "partition"][1:] == [
+        ("partition", first_stop, "OK", "STOP", 3),
+    ]
+
+
+def test_the_hold_does_not_depend_on_the_batches() -> None:
+    """Live (a batch per 5 s), a backlog read in one batch, and a record per batch write the
+    same transitions and end in the same state."""
+    phases = [("ok", 7 * 60), ("flap", 3 * 60), ("warn", 6 * 60), ("flap", 8 * 60)]
+    live, backlog, single = Tracker(config=HOLD), Tracker(config=HOLD), Tracker(config=HOLD)
+    batches = _play(Log(), phases)
+    for batch in batches:
+        live.feed(batch)
+    backlog.feed([o for batch in batches for o in batch])
+    for o in (o for batch in batches for o in batch):
+        single.feed([o])
+    assert len(_moves(live)) == 4
+    for other in (backlog, single):
+        assert other.of(LagTransitionRow) == live.of(LagTransitionRow)
+        assert other.state.commits == live.state.commits
+
+
+def _wandering(config: TrackerConfig) -> Tracker:
+    """An hour of a consumer that keeps up, falls behind and stops in turn; the collector
+    misses a snapshot now and then."""
+    log, t = Log(), Tracker(config=config)
+    end = offset = 0
+    for i in range(1, 720):
+        end += 50 if i % 7 else 400
+        if i % 97 < 60:
+            offset = min(end, offset + (70 if i % 23 < 12 else 40))
+            log.rec(commit("Order", 0, offset, ts=i * 5 * S), i * 5 * S)
+        if i % 13 != 0:
+            log.snap(topics_snapshot(i * 5 * S + 1, {"Order": [end]}))
+        t.feed(log.take())
+    return t
+
+
+def test_the_recorded_statuses_are_the_runs_that_lasted_the_hold() -> None:
+    """H1, H2 against the lag rows: each partition row starts a run of snapshots of one
+    status that lasted the hold, and every such run of a status other than the recorded one
+    is a row."""
+    config = TrackerConfig(lag_status_window_ms=30 * S, lag_status_hold_ms=MIN)
+    t = _wandering(config)
+    runs: list[tuple[str | None, int, int]] = []  # status, first and last measurement
+    for ts, status in _snapshot_statuses(t):
+        if runs and runs[-1][0] == status:
+            runs[-1] = (status, runs[-1][1], ts)
+        else:
+            runs.append((status, ts, ts))
+    want = []
+    recorded: str | None = None
+    for status, first, last in runs:
+        if status != recorded and last - first >= config.lag_status_hold_ms:
+            want.append((first, recorded, status))
+            recorded = status
+    got = [
+        (ts, before, after) for scope, ts, before, after, _r in _moves(t) if scope == "partition"
+    ]
+    assert got == want
+    assert len(want) >= 10 and len(runs) > 2 * len(want)
+
+
+def test_the_commits_measurements_take_no_part_in_the_hold() -> None:
+    """H3: with a hold the rows are those of the snapshots alone, whether or not the commits
+    are measured; H5: without one, the commits' measurements add rows of their own."""
+    held = TrackerConfig(lag_status_window_ms=30 * S, lag_status_hold_ms=MIN)
+    with_commits = _wandering(held)
+    without = _wandering(replace(held, emit_lag_on_commit=False))
+    assert {r.status for r in with_commits.of(PartitionLagRow) if r.trigger == "commit"} >= {
+        "OK",
+        "WARN",
+    }
+    assert with_commits.of(LagTransitionRow) == without.of(LagTransitionRow) != []
+    a, b = with_commits.state.commits[P0], without.state.commits[P0]
+    assert (a.status, a.pending_status, a.pending_since_ts_ms) == (
+        b.status, b.pending_status, b.pending_since_ts_ms,
+    )  # fmt: skip
+    at_once = replace(held, lag_status_hold_ms=0)
+    every = _wandering(at_once).of(LagTransitionRow)
+    snapshots_only = _wandering(replace(at_once, emit_lag_on_commit=False)).of(LagTransitionRow)
+    assert len(every) > len(snapshots_only) > len(with_commits.of(LagTransitionRow))

@@ -238,3 +238,6 @@ def test_the_bound_is_validated() -> None:
 
     with pytest.raises(TrackerConfigError, match="end_offsets_max_age_ms"):
         TrackerConfig(end_offsets_max_age_ms=0)
+    with pytest.raises(TrackerConfigError, match="lag_status_hold_ms"):
+        TrackerConfig(lag_status_hold_ms=-1)
+    assert TrackerConfig().lag_status_hold_ms == 300_000

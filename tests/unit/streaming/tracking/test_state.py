@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -246,3 +247,42 @@ def test_state_size_fits_ten_thousand_groups() -> None:
     size = len(big_group_state(10, 12, 60).to_json().encode())
     assert size < 40_000
     assert 10_000 * size < 2**31 / 4
+
+
+def test_a_pending_lag_status_round_trips_and_older_states_read_without_one() -> None:
+    from streaming.tracking.state import CommitEntry
+
+    tp = TopicPartition("Order", 0)
+    state = GroupState.new(CLUSTER, GROUP)
+    entry = CommitEntry(
+        offset=120,
+        commit_ts_ms=5_000,
+        record_ts_ms=5_000,
+        leader_epoch=0,
+        history=((5_000, 120),),
+        source="log",
+        lag_ts_ms=5_001,
+        status="OK",
+        pending_status=None,  # a verdict lost (stale end offsets): pending too
+        pending_since_ts_ms=9_001,
+    )
+    state.commits[tp] = entry
+    data = state.to_dict()
+    assert data["commits"]["Order"][0][-2:] == [None, 9_001]
+    assert GroupState.from_dict(json.loads(json.dumps(data))).commits[tp] == entry
+    assert GroupState.decode(state.encode()).commits[tp] == entry
+    # nothing pending: the entry is written as before the hold, and such entries (as every
+    # state written before it) read back with nothing pending
+    settled = replace(entry, pending_since_ts_ms=None)
+    state.commits[tp] = settled
+    assert len(state.to_dict()["commits"]["Order"][0]) == 10
+    assert GroupState.from_dict(state.to_dict()).commits[tp] == settled
+    old = {**data, "commits": {"Order": [data["commits"]["Order"][0][:10]]}}
+    back = GroupState.from_dict(old).commits[tp]
+    assert (back.status, back.pending_status, back.pending_since_ts_ms) == ("OK", None, None)
+    older = {**data, "commits": {"Order": [data["commits"]["Order"][0][:7]]}}
+    assert GroupState.from_dict(older).commits[tp].status is None
+    with pytest.raises(StateFormatError) as info:
+        bad = [*data["commits"]["Order"][0][:10], "WARN", "soon"]
+        GroupState.from_dict({**data, "commits": {"Order": [bad]}})
+    assert info.value.field == "commits"
