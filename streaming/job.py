@@ -76,6 +76,7 @@ import argparse
 import math
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -257,7 +258,8 @@ def _join(base: str, name: str) -> str:
 def session_for(config: JobConfig, *, log_file: Path | None = None) -> SparkSession:
     """The active session, the one ``spark-submit`` prepared, or a local one with the jars
     from the local Maven cache (:func:`streaming.spark.session.build_session`; the JVM it
-    launches prints to ``log_file``, when given, not to the terminal)."""
+    launches prints to ``log_file``, when given, not to the terminal). Ctrl-C then stops the
+    job as SIGTERM does (:func:`_interrupt_without_cancelling`)."""
     from pyspark.sql import SparkSession
 
     from streaming.config import under_spark_submit
@@ -272,8 +274,21 @@ def session_for(config: JobConfig, *, log_file: Path | None = None) -> SparkSess
         defaults = {k: v for k, v in DEFAULT_CONF.items() if k not in loaded}
         for key, value in {**defaults, **config.spark_conf, **REQUIRED_CONF}.items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
-    return build_session(master=config.spark_master, conf=config.spark_conf, log_file=log_file)
+        spark = builder.getOrCreate()
+    else:
+        spark = build_session(master=config.spark_master, conf=config.spark_conf, log_file=log_file)
+    _interrupt_without_cancelling()
+    return spark
+
+
+def _interrupt_without_cancelling() -> None:
+    """Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` in the main thread and nothing else.
+    pyspark's ``SparkContext`` handler cancels every Spark job first: the micro-batch in
+    flight then failed its Delta append and the query ended as failed, where the job's own
+    stop (:func:`run`, :class:`~streaming.spark.stopping.BatchGuard`) lets that batch finish
+    or ends it as stopped."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _submitted_conf() -> set[str]:

@@ -33,6 +33,7 @@ masters only: a cluster's executors need not have the ``streaming`` package inst
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -87,4 +88,8 @@ for _strategy in assign_core.assignors.registry.STRATEGIES:  # the what-if assig
     assign_core.assignors.registry.get_assignor(_strategy)
 
 if __name__ == "__main__":
+    # a process group of its own: a terminal's Ctrl-C goes to the job's foreground group, and
+    # Spark's forked workers take SIGINT (pyspark restores Python's handler in each), which
+    # failed the task in flight; the driver stops the query, and the JVM ends the workers
+    os.setpgid(0, 0)
     daemon.manager()

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,15 @@ def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         cwd=REPO,
     )
+
+
+def side_by_side(argvs: Iterable[Sequence[str]]) -> list[subprocess.CompletedProcess[str]]:
+    """:func:`cli` of each ``argv`` at the same time (each mostly waits on the broker)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = list(argvs)
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(lambda argv: cli(*argv), calls))
 
 
 def python_options(info: BrokerInfo, **changes: str) -> list[str]:
@@ -149,10 +159,12 @@ def test_bad_client_settings_exit_2_with_their_cause(
         ),
         ([], "gave no Kafka answer"),  # plaintext: the check's timeout runs out
     ]
-    for flags, cause in cases:
-        timeout = "5" if not flags else "15"
-        proc = cli("collect", "--once", "--bootstrap-server", server, *flags,
-                   "--broker-check-timeout", timeout)  # fmt: skip
+    runs = side_by_side(
+        ("collect", "--once", "--bootstrap-server", server, *flags,
+         "--broker-check-timeout", "5" if not flags else "15")
+        for flags, _ in cases
+    )  # fmt: skip
+    for (_, cause), proc in zip(cases, runs, strict=True):
         _refused_in_one_line(proc, "collect", server, cause, password(secured_broker))
 
 
@@ -175,11 +187,13 @@ def test_run_checks_the_java_settings_before_spark(
         (untrusted, "TLS handshake failed: the broker's certificate is not trusted"),
         ({}, "gave no Kafka answer"),  # plaintext: the check's timeout runs out
     ]
-    for options, cause in cases:
-        flags = [f for k, v in options.items() for f in ("--kafka-option", f"{k}={v}")]
-        timeout = "5" if not options else "15"
-        proc = cli("run", "--bootstrap-server", server, *flags,
-                   "--broker-check-timeout", timeout)  # fmt: skip
+    runs = side_by_side(
+        ("run", "--bootstrap-server", server,
+         *[f for k, v in options.items() for f in ("--kafka-option", f"{k}={v}")],
+         "--broker-check-timeout", "5" if not options else "15")
+        for options, _ in cases
+    )  # fmt: skip
+    for (_, cause), proc in zip(cases, runs, strict=True):
         _refused_in_one_line(proc, "run", server, cause, password(secured_broker))
         assert "started:" not in proc.stdout
 
