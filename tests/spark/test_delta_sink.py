@@ -32,7 +32,9 @@ C1, C2 = "client-1-aaaa", "client-2-bbbb"
 
 
 def tracker_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Two batches of real tracker rows: generation 1 (one member), then generation 2."""
+    """Two batches of real tracker rows: generation 1 (one member), then generation 2; every
+    lag status change is a ``lag_transitions`` row (no hold), so every event table has rows."""
+    from streaming.tracking.config import TrackerConfig
     from tests.unit.streaming.tracking.factories import (
         Log,
         Tracker,
@@ -41,7 +43,7 @@ def tracker_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         topics_snapshot,
     )
 
-    log, tracker = Log(), Tracker()
+    log, tracker = Log(), Tracker(config=TrackerConfig(lag_status_hold_ms=0))
     topics = {"t": 4}
     out: list[list[dict[str, Any]]] = []
     joined: list[str] = []
