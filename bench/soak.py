@@ -212,13 +212,13 @@ def quantities(samples: Sequence[Mapping[str, Any]]) -> list[Quantity]:
         keys.update(dict.fromkeys(k for k, v in s.items() if isinstance(v, int | float)))
     out = []
     for k in keys:
-        if k.startswith("table.") and k.endswith((".bytes", ".data_bytes")):
+        if k.startswith("table.") and k.endswith((".bytes", ".data_bytes", ".live_bytes")):
             out.append(Quantity(k, "bytes", "groups", False))
         elif k.startswith("table.") and k.endswith(".log_bytes"):
             out.append(Quantity(k, "bytes", "time", False))
         elif k.startswith("table.") and k.endswith("_files"):
             out.append(Quantity(k, "files", "time", True))
-        elif k == "tables.bytes":
+        elif k in ("tables.bytes", "tables.live_bytes"):
             out.append(Quantity(k, "bytes", "groups", False))
         elif k == "checkpoint.bytes":
             out.append(Quantity(k, "bytes", "groups", True))
@@ -258,18 +258,16 @@ def verdicts(growths: Sequence[Growth], groups: int) -> list[Verdict]:
             continue
         pct = "no line" if g.last is None else f"{g.last.pct_per_h:+.1f} %/h"
         out.append(Verdict(f"{g.key} flat (±{FLAT_PCT_PER_H:g} %/h)", pct, g.flat))
-    total = next((g for g in growths if g.key == "tables.bytes"), None)
     budget = BUDGET_DAY_BYTES * DAYS
-    if total is not None and total.projected_30d_10k is not None:
-        out.append(
-            Verdict(
-                f"all tables in 30 days at {REFERENCE_GROUPS:,} groups <= {_size(budget)}",
-                _size(total.projected_30d_10k),
-                total.projected_30d_10k <= budget,
+    for key, what in (("tables.bytes", "on disk"), ("tables.live_bytes", "live")):
+        total = next((g for g in growths if g.key == key), None)
+        target = f"all tables in 30 days at {REFERENCE_GROUPS:,} groups, {what}, <= {_size(budget)}"
+        if total is not None and total.projected_30d_10k is not None:
+            out.append(
+                Verdict(target, _size(total.projected_30d_10k), total.projected_30d_10k <= budget)
             )
-        )
-    else:
-        out.append(Verdict("all tables in 30 days within the budget", "no data", None))
+        else:
+            out.append(Verdict(target, "no data", None))
     return out
 
 
@@ -626,9 +624,24 @@ def tree_stats(path: Path) -> tuple[int, int]:
     return files, size
 
 
+def live_files(table: Path) -> tuple[int, int]:
+    """(files, bytes) of the table's latest version, as its log lists them (``deltalake``):
+    what a reader of the table reads, without the files compaction replaced and the log
+    versions that wait for their retention to end (on disk until then)."""
+    from deltalake import DeltaTable
+
+    try:
+        actions = DeltaTable(str(table)).get_add_actions(flatten=True)
+    except Exception:  # no commit yet, or a log being written: no sample this time
+        return -1, -1
+    sizes = actions.column("size_bytes")
+    return len(sizes), sum(v.as_py() for v in sizes)
+
+
 def delta_tables(delta: Path) -> dict[str, dict[str, int]]:
     """Per table folder under ``delta``: its bytes, its data files (Parquet outside
-    ``_delta_log``) and their bytes, its ``_delta_log`` files and their bytes."""
+    ``_delta_log``) and their bytes, its ``_delta_log`` files and their bytes, and its
+    latest version's files and bytes (:func:`live_files`; -1 when it could not be read)."""
     out: dict[str, dict[str, int]] = {}
     if not delta.is_dir():
         return out
@@ -651,6 +664,7 @@ def delta_tables(delta: Path) -> dict[str, dict[str, int]]:
             "log_files": log_files,
             "log_bytes": log_bytes,
         }
+        out[table.name]["live_files"], out[table.name]["live_bytes"] = live_files(table)
     return out
 
 
@@ -770,6 +784,8 @@ class Sampler:
             for k, v in stats.items():
                 s[f"table.{name}.{k}"] = v
         s["tables.bytes"] = sum(t["bytes"] for t in tables.values())
+        live_bytes = [t["live_bytes"] for t in tables.values()]
+        s["tables.live_bytes"] = math.nan if -1 in live_bytes else sum(live_bytes)
         files, size = tree_stats(self.job_folder / "checkpoint")
         s["checkpoint.files"], s["checkpoint.bytes"] = files, size
         states = [d for d in (self.job_folder / "checkpoint").glob("**/state") if d.is_dir()]
@@ -794,7 +810,8 @@ def progress_line(s: Mapping[str, Any]) -> str:
     gib = 1024**3
     jvm, drv, wrk = s["pss.jvm"] / gib, s["pss.driver"] / gib, s["pss.workers"] / gib
     return (
-        f"[soak {s['t_s'] / 60:5.1f} min] tables {_size(s['tables.bytes'])}, checkpoint "
+        f"[soak {s['t_s'] / 60:5.1f} min] tables {_size(s['tables.bytes'])} (live "
+        f"{_size(s['tables.live_bytes'])}), checkpoint "
         f"{_size(s['checkpoint.bytes'])} ({s['checkpoint.files']} files); batches "
         f"{s['batch.count']} p50 {s['batch.p50_s']:.1f} s p95 {s['batch.p95_s']:.1f} s; input "
         f"{s['input_rate']:,.0f}/s vs produced {s['produce_rate']:,.0f}/s, behind "

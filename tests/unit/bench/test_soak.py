@@ -94,8 +94,10 @@ def test_the_budget_target_holds_the_tables_to_2_gb_a_day_at_10000_groups(
             tables(per_h), groups=2000, window_min=30, first_maintenance_s=None
         )
         assert since == 30 * 60
-        [budget] = [v for v in checks if "30 days" in v.target]
+        [budget] = [v for v in checks if "30 days" in v.target and "on disk" in v.target]
         assert budget.met is met
+        [live] = [v for v in checks if "30 days" in v.target and "live" in v.target]
+        assert live.met is None  # no live bytes sampled
         [cp] = [v for v in checks if v.target.startswith("checkpoint.bytes")]
         assert cp.met is True  # constant
 
@@ -146,13 +148,34 @@ def test_each_table_folder_is_sampled_with_its_data_and_log_files_apart(
     (lag / "_delta_log" / "00000000000000000000.crc").write_bytes(b"k" * 2)
     (tmp_path / "delta" / "new_table" / "_delta_log").mkdir(parents=True)  # appears later
     got = soak.delta_tables(tmp_path / "delta")
+    unread = {"live_files": -1, "live_bytes": -1}  # not Delta logs: no latest version read
     assert got == {
-        "new_table": {"bytes": 0, "data_files": 0, "data_bytes": 0, "log_files": 0, "log_bytes": 0},
+        "new_table": {
+            "bytes": 0, "data_files": 0, "data_bytes": 0, "log_files": 0, "log_bytes": 0, **unread
+        },
         "partition_lag": {
             "bytes": 145,
             "data_files": 1,
             "data_bytes": 100,
             "log_files": 2,
             "log_bytes": 42,
+            **unread,
         },
-    }
+    }  # fmt: skip
+
+
+def test_live_files_are_the_latest_versions_not_what_waits_on_disk(
+    soak: ModuleType, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+
+    table = tmp_path / "delta" / "group_lag"
+    write_deltalake(str(table), pa.table({"g": ["a"] * 50}))
+    write_deltalake(str(table), pa.table({"g": ["b"] * 70}), mode="append")
+    write_deltalake(str(table), pa.table({"g": ["c"] * 90}), mode="overwrite")  # 2 removed
+    got = soak.delta_tables(tmp_path / "delta")["group_lag"]
+    [latest] = [p for p in table.glob("*.parquet") if pq.read_table(p)["g"][0].as_py() == "c"]
+    assert got["data_files"] == 3
+    assert (got["live_files"], got["live_bytes"]) == (1, latest.stat().st_size)

@@ -1277,3 +1277,33 @@ def test_source_offsets_of_a_progress_report() -> None:
         ("rm.membership", 0, 7, 7),
     ]
     assert source_offsets([(None, latest), ("not json", latest)]) == []
+
+
+def test_progress_listener_reads_a_report_as_spark_writes_its_json() -> None:
+    """Spark's ``StreamingQueryProgress.json`` embeds a Kafka source's offsets as objects;
+    reports of other queries are ignored."""
+    import json
+
+    from streaming.spark.progress import ProgressListener
+
+    got: list[tuple[float, list[tuple[str, int, int, int]]]] = []
+    listener = ProgressListener("rebalance-monitor-events", lambda ts, o: got.append((ts, o)))
+    report = {
+        "name": "rebalance-monitor-events",
+        "timestamp": "2026-11-29T04:00:01.500Z",
+        "batchId": 7,
+        "sources": [
+            {
+                "description": "KafkaV2[Subscribe[__consumer_offsets]]",
+                "endOffset": {"__consumer_offsets": {"3": 40, "0": 10}},
+                "latestOffset": {"__consumer_offsets": {"3": 45, "0": 10}},
+            },
+            {"description": "MemoryStream", "endOffset": "7", "latestOffset": None},
+        ],
+    }
+    listener.on_report(json.dumps({**report, "name": "another-query"}))
+    assert got == []
+    listener.on_report(json.dumps(report))
+    assert got == [
+        (1795924801.5, [("__consumer_offsets", 0, 10, 10), ("__consumer_offsets", 3, 40, 45)])
+    ]
