@@ -628,14 +628,15 @@ def live_files(table: Path) -> tuple[int, int]:
     """(files, bytes) of the table's latest version, as its log lists them (``deltalake``):
     what a reader of the table reads, without the files compaction replaced and the log
     versions that wait for their retention to end (on disk until then)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     from deltalake import DeltaTable
 
     try:
-        actions = DeltaTable(str(table)).get_add_actions(flatten=True)
+        actions = pa.table(DeltaTable(str(table)).get_add_actions(flatten=True))
     except Exception:  # no commit yet, or a log being written: no sample this time
         return -1, -1
-    sizes = actions.column("size_bytes")
-    return len(sizes), sum(v.as_py() for v in sizes)
+    return actions.num_rows, int(pc.sum(actions.column("size_bytes")).as_py() or 0)
 
 
 def delta_tables(delta: Path) -> dict[str, dict[str, int]]:
@@ -880,6 +881,13 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_MAINTENANCE,
         help="a regular expression matching the job's lines of a maintenance cycle",
     )
+    parser.add_argument(
+        "--retention-hours",
+        type=float,
+        default=None,
+        help="the job's delta_log_retention_hours and deleted_file_retention_hours (its "
+        "defaults 48 and 24): from 1, what waits on disk is removed within the run",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help=f"samples and report ({OUT})")
     steady.add_run_options(parser, "--job-arg=--conf --job-arg=spark.driver.memory=1g", STATE)
     args = parser.parse_args(argv)
@@ -896,6 +904,9 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
     maintenance = re.compile(args.maintenance_pattern)
+    if args.retention_hours is not None:  # the job's environment layer
+        for field in ("DELTA_LOG_RETENTION_HOURS", "DELETED_FILE_RETENTION_HOURS"):
+            os.environ[f"REBALANCE_MONITOR_{field}"] = f"{args.retention_hours:g}"
     schedule_path = STATE / "schedule.json"
     print(f"machine: {os.cpu_count()} cores, load average {live._loadavg():.1f}", flush=True)
     with steady._broker(STATE / "kafka") as (bootstrap, _broker_log):
@@ -992,7 +1003,8 @@ def main(argv: list[str] | None = None) -> int:
     lat = [t.latency_ms for t in writer.trials if t.latency_ms is not None]
     head = [
         f"soak: {args.groups:,} groups, {per_s:,.0f} records/s due, {samples[-1]['t_s'] / 60:.1f} "
-        f"min live, {len(samples)} samples, job args {args.job_arg or 'none'}",
+        f"min live, {len(samples)} samples, job args {args.job_arg or 'none'}, "
+        f"table retention {args.retention_hours or 'default'} h",
         f"maintenance: {len(sampler.maintenance_lines)} job lines matched "
         + (
             f"(first at {first_m / 60:.1f} min: {sampler.maintenance_lines[0][1][:120]!r})"
@@ -1015,6 +1027,7 @@ def main(argv: list[str] | None = None) -> int:
         "groups": args.groups,
         "duration_min": args.duration_min,
         "job_args": args.job_arg,
+        "retention_hours": args.retention_hours,
         "window_start_s": since,
         "maintenance_lines": sampler.maintenance_lines,
         "growth": [asdict(g) for g in growths],
