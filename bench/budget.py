@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streaming import tables as t
 from streaming.codec.model import (
     Assignment,
     GroupMetadata,
@@ -55,7 +56,6 @@ from streaming.codec.model import (
     Subscription,
     TopicPartitions,
 )
-from streaming.sinks import tables as t
 from streaming.tracking.config import TrackerConfig
 from streaming.tracking.events import (
     GroupStatus,

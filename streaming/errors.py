@@ -21,7 +21,8 @@ callers (or the standard library) catch a built-in class, it stays a second base
     ├── tracking.TrackingError                 tracking.errors: config, observations,
     │                                          membership events, state (ValueError)
     ├── collector.CollectorError               collector: SnapshotError  [1]
-    ├── sinks.SinkError                        TableSchemaError, UnknownTableError (KeyError)
+    ├── sinks.SinkError                        TableSchemaError, maintenance.MaintenanceError
+    ├── tables.UnknownTableError  (KeyError)     a table name that is not one of the tables'
     ├── simulate.SimulationError               SetupError, MemberFailedError, StepTimeoutError  [1]
     ├── audit.AuditError                       BadTimeError (ValueError), MissingTableError,
     │                                          TimeTravelError, QueryError

@@ -27,7 +27,7 @@
                     from the cache (DRIVER_KINDS; rebalances as their summary; the offset
                     tombstones) and the stats -> PrometheusSink.update first (detection
                     latency), counters (input, bad, unrouted, offset gaps); then each table's rows
-                    (the tracker's typed struct of each table, streaming.sinks.tables.
+                    (the tracker's typed struct of each table, streaming.sinks.frames.
                     table_frame; offset_commits from the offset_commit struct,
                     commit_frame) and the bad rows' struct -> DeltaSink, the tables side by side
                     (txnAppId/txnVersion); two progress lines per batch ([records], [events])
@@ -40,19 +40,19 @@ stateful step passes those rows on. Either way the source is read once per micro
 With ``every`` the commit lane writes every commit, and the source is read twice per
 micro-batch, once by each lane (Spark plans a union's branches apart).
 
-One query, so every record is decoded once: the quarantine and the counters ride through
-the stateful step instead of a second query decoding the same records (``bench/stream.py``
-measured what that cost), and both lanes see the same offsets in each micro-batch. Its checkpoint is
-``<checkpoint_dir>/events``, which also records the stateful step's buckets
-(``rebalance-monitor-layout.json``, :func:`streaming.spark.stateful.checkpoint_keys`). It
-writes with ``txnAppId`` = the id kept in
-``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint on any file system; a new
-checkpoint gets a new id, :mod:`streaming.spark.checkpoint`) and ``txnVersion`` = the batch id.
-Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch ends
-the query as stopped, and a batch's failure is reported even when Spark loses its record.
-A stop (SIGTERM as Ctrl-C under ``rebalance-monitor run``, the end of ``--duration``) first
-lets the micro-batch in flight finish, for at most :data:`STOP_BATCH_WAIT_S`. While the job
-runs its exporter answers ``/-/ready`` with :meth:`RunningJob.not_ready`.
+One query, so every record is decoded once: the quarantine and the counters ride through the
+stateful step instead of a second query decoding the same records, and both lanes see the
+same offsets in each micro-batch. Its checkpoint is ``<checkpoint_dir>/events``, which also
+records the stateful step's buckets (``rebalance-monitor-layout.json``,
+:func:`streaming.spark.stateful.checkpoint_keys`). It writes with ``txnAppId`` = the id kept
+in ``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint on any file system; a new
+checkpoint gets a new id, :mod:`streaming.spark.checkpoint`) and ``txnVersion`` = the batch
+id. Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch
+ends the query as stopped, and a batch's failure is reported even when Spark loses its
+record. A stop (SIGTERM as Ctrl-C under ``rebalance-monitor run``, the end of
+``--duration``) first lets the micro-batch in flight finish, for at most
+:data:`STOP_BATCH_WAIT_S`. While the job runs its exporter answers ``/-/ready`` with
+:meth:`RunningJob.not_ready`.
 
 Offset gaps: ``__consumer_offsets`` is compacted and cleaned, so the job reads it with
 ``failOnDataLoss=false`` and counts the offsets it never saw (per source partition: holes

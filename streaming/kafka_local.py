@@ -639,8 +639,8 @@ def _java_command(
 def _cds_archive(config: BrokerConfig, java: str) -> Path:
     """The AppCDS archive of the broker's classes for this JVM and these jars.
 
-    Loading Kafka's and Scala's classes from an archive saves about 40 % of the start-up
-    (measured: 2.6-3.5 s without, 1.5-2.2 s with). It sits next to the jars, so
+    Loading Kafka's and Scala's classes from an archive, not from the jars one by one,
+    shortens the broker's start-up. It sits next to the jars, so
     ``make jars`` (which empties that folder) drops it with the jars it was made from; the
     name carries the identity of the ``java`` binary, so another JDK makes its own.
     """

@@ -36,7 +36,7 @@ from streaming.version import version_line
 __all__ = ["PROG", "build_parser", "cli_maintain"]
 
 PROG = "rebalance-monitor maintain"
-#: The job's tables (:data:`streaming.sinks.tables.TABLE_NAMES`, which imports pyspark).
+#: The job's tables (:data:`streaming.tables.TABLE_NAMES`, which imports pyspark).
 _TABLES = (
     "rebalance_events",
     "member_assignments",

@@ -34,7 +34,8 @@ def latest_commits(events: DataFrame) -> dict[tuple[str, str, int], dict[str, An
     """The ``offset_commits`` rows ``history="latest"`` keeps of ``events`` (the stateful
     step's rows or the commit lane's), by group, topic and partition, without the columns
     the sink derives."""
-    from streaming.sinks.tables import DERIVED_COLUMNS, commit_frame
+    from streaming.sinks.frames import commit_frame
+    from streaming.tables import DERIVED_COLUMNS
 
     return {
         (r.group_id, r.topic, r.partition): {
@@ -68,7 +69,7 @@ def table_frames_of(
 def table_rows(spark: SparkSession, delta_path: Path) -> dict[str, list[str]]:
     """Every table under ``delta_path`` as its rows, each as canonical JSON (sorted keys,
     bytes as hex), sorted: two runs wrote the same tables iff these are equal."""
-    from streaming.sinks.tables import TABLE_NAMES
+    from streaming.tables import TABLE_NAMES
 
     out: dict[str, list[str]] = {}
     for table in TABLE_NAMES:

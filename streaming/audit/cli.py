@@ -59,7 +59,7 @@ DEFAULT_LOG_FILE = REPO / ".local" / "audit" / "spark.log"
 _TIME_OPTIONS = ("--since", "--until", "--at")
 _RANGED = ("history", "advise", "storms", "diverging", "top-churn", "owner")
 _NEGATIVE = re.compile(r"-\s*\d")
-_REBALANCE_EVENTS = "rebalance_events"  # streaming.sinks.tables (which imports pyspark)
+_REBALANCE_EVENTS = "rebalance_events"  # streaming.tables (which imports pyspark)
 _MEMBER_ASSIGNMENTS = "member_assignments"
 _TABLES_OF = {
     "history": (_REBALANCE_EVENTS,),

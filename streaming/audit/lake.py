@@ -42,7 +42,7 @@ from streaming.audit.times import format_ms
 
 __all__ = ["LakeAudit", "LakeUnsupportedError", "Scan"]
 
-REBALANCE_EVENTS = "rebalance_events"  # streaming.sinks.tables (which imports pyspark)
+REBALANCE_EVENTS = "rebalance_events"  # streaming.tables (which imports pyspark)
 MEMBER_ASSIGNMENTS = "member_assignments"
 GROUP_METRICS = "group_metrics"
 PARTITION_COLUMN = "date"

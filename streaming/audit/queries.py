@@ -46,6 +46,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
+from streaming import tables as t
 from streaming.audit import MissingTableError, QueryError, TimeTravelError
 from streaming.audit import results as shape
 from streaming.audit.advise import CostRow
@@ -55,7 +56,6 @@ from streaming.audit.results import GROUP as _GROUP
 from streaming.audit.results import ORDER as _ORDER
 from streaming.audit.results import Timeline
 from streaming.audit.times import format_ms
-from streaming.sinks import tables as t
 
 __all__ = ["Audit"]
 

@@ -1,6 +1,6 @@
 """The Delta sink: six tables under one base path, written once per micro-batch.
 
-:class:`DeltaSink` keeps each table of :mod:`streaming.sinks.tables` at
+:class:`DeltaSink` keeps each table of :mod:`streaming.tables` at
 ``<base_path>/<table>``, partitioned by ``date``. :meth:`DeltaSink.ensure_tables` creates the
 missing ones, adds the nullable columns a newer version of a table has (an upgrade: older
 rows read them as null), and refuses a table whose columns differ otherwise;
@@ -30,9 +30,10 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from streaming.sinks import TableSchemaError, UnknownTableError
-from streaming.sinks import tables as t
+from streaming import tables as t
+from streaming.sinks import TableSchemaError
 from streaming.sinks.pause import Pauser
+from streaming.tables import UnknownTableError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,7 +49,7 @@ _HISTORY_SCAN = 10
 
 def table_properties(table: str, settings: Settings | None = None) -> dict[str, str]:
     """The Delta table properties ``table`` is given: its statistics columns
-    (:data:`streaming.sinks.tables.STATS_COLUMNS`) and the retention and checkpoint interval
+    (:data:`streaming.tables.STATS_COLUMNS`) and the retention and checkpoint interval
     of :func:`streaming.sinks.maintenance.table_properties` (``settings``' or the defaults)."""
     from streaming.sinks import maintenance
 
@@ -151,8 +152,8 @@ class DeltaSink:
 
         The tables side by side, as their appends (:meth:`_append_all`): each is its own
         Delta log, and a new table costs a commit and a snapshot (two to four small Spark
-        jobs, mostly the driver's round trips). One after the other, the six took 13.6 s of a
-        fresh start on 2 cores (``bench/steady.py``, load ~3; Spark's event log)."""
+        jobs, mostly the driver's round trips), which one after the other would add up at
+        every fresh start."""
         self._side_by_side(self._ensure, [(table,) for table in t.TABLE_NAMES])
 
     def _ensure(self, table: str) -> None:

@@ -63,8 +63,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from streaming.sinks import SinkError, UnknownTableError
+from streaming.sinks import SinkError
 from streaming.sinks.pause import Pauser
+from streaming.tables import UnknownTableError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -268,7 +269,7 @@ class Maintenance:
         pauser: Pauser | None = None,
         today: Callable[[], dt.date] | None = None,
     ) -> None:
-        from streaming.sinks.tables import TABLE_NAMES
+        from streaming.tables import TABLE_NAMES
 
         chosen = tuple(TABLE_NAMES if tables is None else tables)
         for table in chosen:

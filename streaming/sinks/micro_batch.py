@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streaming.sinks.tables import BAD_RECORD_KIND, DRIVER_STRUCTS, GROUP_METRICS, PARTITION_LAG
+from streaming.tables import BAD_RECORD_KIND, DRIVER_STRUCTS, GROUP_METRICS, PARTITION_LAG
 from streaming.tracking.events import RebalanceSummary
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ DRIVER_KINDS = frozenset(
 )
 
 #: The struct column the driver reads of each of its kinds: the table's for group metrics
-#: and lag, else the kind's own (:data:`~streaming.sinks.tables.DRIVER_STRUCTS`: a rebalance
+#: and lag, else the kind's own (:data:`~streaming.tables.DRIVER_STRUCTS`: a rebalance
 #: as its summary, the kinds without a table). All typed: no JSON.
 DRIVER_STRUCT_KINDS = {
     "group_metrics": GROUP_METRICS,
@@ -135,8 +135,8 @@ class Sinks:
         from streaming.sinks.delta import DeltaSink
         from streaming.sinks.maintenance import Settings
         from streaming.sinks.prometheus import PrometheusSink
-        from streaming.sinks.tables import TABLE_NAMES
         from streaming.spark import checkpoint as ckpt
+        from streaming.tables import TABLE_NAMES
 
         # the Delta app id of the checkpoint, checked against the tables' transactions
         events = f"{config.checkpoint_dir.rstrip('/')}/{EVENTS_QUERY}"
@@ -268,7 +268,7 @@ class Sinks:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
-        from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
+        from streaming.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 
         started = time.monotonic()
         # on disk (the OS's page cache keeps it in memory when there is room): a block Spark
@@ -335,9 +335,8 @@ def _pieces(rows: DataFrame, needed: int) -> Iterator[DataFrame]:
     """The driver's rows of a micro-batch (``needed`` of them), in pieces of about
     :data:`DRIVER_PIECE_ROWS` rows collected one after the other, so that the driver's heap
     never holds more than one piece's task results: a big batch (a backfill without a cap)
-    collected at once ran the 2 GiB driver out of heap (``bench/stream.py``, 10,000 groups in
-    one micro-batch, 446,000 driver rows). A group's rows are in one piece, in their order
-    (the batch is cached: each piece is a scan of it)."""
+    collected at once can run the driver out of heap. A group's rows are in one piece, in
+    their order (the batch is cached: each piece is a scan of it)."""
     from pyspark.sql import functions as F
 
     pieces = -(-needed // DRIVER_PIECE_ROWS)
@@ -355,7 +354,7 @@ def driver_row(row: Mapping[str, Any]) -> dict[str, Any] | None:
     """What the driver reads of one of the stateful step's rows (a
     :data:`streaming.spark.stateful.EVENTS_SCHEMA` dict), as :meth:`Sinks.events_batch` reads
     it from the batch's Arrow columns; None: a row only Delta reads."""
-    from streaming.sinks.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
+    from streaming.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 
     kind = row["kind"]
     commit = row.get(COMMIT_STRUCT_COLUMN)
@@ -385,22 +384,23 @@ def table_frames(
     offset_commits_history: str = "kept",
 ) -> dict[str, DataFrame]:
     """Each table's rows of a micro-batch of the stateful step's rows (``events``) that
-    holds rows of ``kinds``: the tracker tables' typed structs (:func:`tables.table_frame`),
-    the commit lane's ``offset_commits`` (:func:`tables.commit_frame`) and the quarantined
-    records (:func:`tables.bad_records_frame`)."""
-    from streaming.sinks import tables as t
+    holds rows of ``kinds``: the tracker tables' typed structs (:func:`frames.table_frame`),
+    the commit lane's ``offset_commits`` (:func:`frames.commit_frame`) and the quarantined
+    records (:func:`frames.bad_records_frame`)."""
+    from streaming import tables as t
+    from streaming.sinks import frames as f
 
     kinds = set(kinds)
     if t.COMMIT_RUNS_KIND in kinds:
         kinds.add(t.COMMIT_KIND)
-    frames = {
+    out = {
         table: (
-            t.commit_frame(events, history=offset_commits_history)
+            f.commit_frame(events, history=offset_commits_history)
             if table == t.OFFSET_COMMITS
-            else t.table_frame(events, table)
+            else f.table_frame(events, table)
         )
         for table in sorted({t.KIND_TO_TABLE[k] for k in kinds if k in t.KIND_TO_TABLE})
     }
     if BAD_RECORD in kinds:
-        frames[t.BAD_RECORDS] = t.bad_records_frame(events, batch_id)
-    return frames
+        out[t.BAD_RECORDS] = f.bad_records_frame(events, batch_id)
+    return out

@@ -118,7 +118,8 @@ class _Store:
     """Every series' value in plain dicts, turned into metric families at scrape time.
 
     ``prometheus_client``'s labelled metrics keep an object with its own lock per series,
-    about 1 KB each; a group has ~50 series, so 10,000 groups took ~0.5 GB of the driver.
+    about 1 KB each, and a group has tens of series: at 10,000 groups, half a gigabyte of
+    the driver.
     Here a series is a dict entry: metric name -> ``(cluster, group)`` (None: the job's own
     series, without labels) -> labels -> value (for a histogram, its per-bucket counts and
     sum). A deleted group's series go with one ``pop`` per metric, and a family is built from
@@ -227,11 +228,9 @@ class _Family(Collector):
     RestrictedRegistry` picks collectors by name) builds only those families, and the
     family built at a version is kept until its metric changes.
 
-    At 10,000 groups (~480,000 series) building every family took ~1.4 s of the driver's
-    Python and formatting them ~2.2 s; the live bench's scrapes of one metric built all of
-    them, once per change of any series (``bench/live.py``: the exporter's rendering was ~40
-    of 45 s of the driver's Python under py-spy, holding the interpreter the micro-batch
-    handler runs on)."""
+    Building and formatting a family costs the driver's Python in proportion to its series
+    (hundreds of thousands at 10,000 groups), and holds the interpreter the micro-batch
+    handler runs on: a scrape of one metric must not build the others."""
 
     def __init__(self, store: _Store, spec: MetricSpec) -> None:
         self._store = store
@@ -311,16 +310,15 @@ def _family(spec: MetricSpec, values: Mapping[_Labels, Any]) -> Metric:
 class _CachedExposition:
     """``prometheus_client``'s WSGI app, with each response kept until the store changes.
 
-    At 10,000 groups (~480,000 series, 48 MB of text) rendering the exposition took ~3 s of
-    the driver's Python on every scrape (``bench/live.py``: scrape p50 2.1 s); the series
-    change once per micro-batch. A response is kept per request (path, query, format and
-    encoding asked for) and served again while :attr:`_Store.version` is the one it was
-    rendered at (read once an update in progress is over), one rendering at a time:
-    scrapes that arrive during a rendering wait for it rather than render the same values
-    again. A rendering of the whole exposition joins each family's kept text
-    (:meth:`_Family.text`), formatting only the families that changed: a check of the
-    cluster changes two of the job's series, not the groups' (1.75 s -> 0.04 s at 10,000
-    groups). A restricted scrape (``name[]``) goes through the library's app, which builds
+    At 10,000 groups the exposition is tens of megabytes of text, seconds of the driver's
+    Python to render, while the series change only once per micro-batch. A response is kept
+    per request (path, query, format and encoding asked for) and served again while
+    :attr:`_Store.version` is the one it was rendered at (read once an update in progress is
+    over), one rendering at a time: scrapes that arrive during a rendering wait for it
+    rather than render the same values again. A rendering of the whole exposition joins each
+    family's kept text (:meth:`_Family.text`), formatting only the families that changed: a
+    check of the cluster changes two of the job's series, not the groups'. A restricted
+    scrape (``name[]``) goes through the library's app, which builds
     only the families asked for."""
 
     def __init__(

@@ -13,7 +13,7 @@ commits every partition it owns every few seconds. They take this lane::
              ``latest`` (the default) the stateful step passes each group's runs on as
              lists (``offset_commit_runs``) and each tombstone as an ``offset_commit`` row;
              the sink makes rows of the runs' last commits in the JVM, equal to this lane's
-             last rows (:func:`streaming.sinks.tables.commit_frame`), and the source is
+             last rows (:func:`streaming.sinks.frames.commit_frame`), and the source is
              read once
 
 ``rm_offset_commit`` (``jvm/udf/.../OffsetCommitUdf.java``, built by ``make setup``) accepts

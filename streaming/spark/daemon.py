@@ -3,29 +3,26 @@ before it forks the workers.
 
 Spark starts one daemon per executor (``python -m <spark.python.daemon.module>``) and forks a
 worker from it for each Python task that finds no idle one. Every forked worker of the stock
-daemon imports pyarrow, pandas and the job's modules on its first task: ~1-2 s on 2 cores,
-paid again by each new worker, so it lands in the first micro-batches (the start-up target
-of the job). Importing them once in the daemon gives every forked worker a warm copy. That
-includes what a task imports on first use: the state API's client and its protobuf messages,
-pyarrow's ``acero`` (``group_by``), the what-if assignors (imported by name); py-spy of the
-steady benchmark's first micro-batch found ~0.7 s of the workers' CPU importing those.
+daemon imports pyarrow, pandas and the job's modules on its first task, seconds of CPU paid
+again by each new worker, so it lands in the first micro-batches (the job's start-up).
+Importing them once in the daemon gives every forked worker a warm copy. That includes what
+a task imports on first use: the state API's client and its protobuf messages, pyarrow's
+``acero`` (``group_by``), the what-if assignors (imported by name).
 
-**Spark's zips off the path.** Spark puts ``pyspark.zip`` and ``py4j-*-src.zip`` first on the
-workers' ``PYTHONPATH``. Python cannot cache bytecode inside a zip, so the daemon compiled
-pyspark's modules from source on every start, and every task's ``setup_spark_files``
-(``importlib.invalidate_caches()``) re-read both zips' directories: py-spy of the steady
-benchmark (``bench/steady.py``, 1,000 groups) put ~5 s of worker CPU there, a quarter of
-the workers' samples. In local mode those zips are copies of the pip-installed pyspark the
-driver runs (the same ``SPARK_HOME``), so :func:`without_spark_zips` drops them when that
-install is on the path, and pyspark loads from it, with its cached bytecode.
+**Spark's zips off the path.** Spark puts ``pyspark.zip`` and ``py4j-*-src.zip`` first on
+the workers' ``PYTHONPATH``. Python cannot cache bytecode inside a zip, so the daemon
+compiled pyspark's modules from source on every start, and every task's
+``setup_spark_files`` (``importlib.invalidate_caches()``) re-reads both zips' directories.
+In local mode those zips are copies of the pip-installed pyspark the driver runs (the same
+``SPARK_HOME``), so :func:`without_spark_zips` drops them when that install is on the path,
+and pyspark loads from it, with its cached bytecode.
 
 Spark also puts the jar that holds its own ``PythonUtils`` (``pyspark/jars/spark-core_*.jar``:
 Java classes, no Python) on the workers' path, for clusters whose pyspark lives inside Spark's
 assembly. Every importer of a zip on the path re-reads its directory when a task's
 ``setup_spark_files`` invalidates the import caches: for that 15 MB jar, three importers
-(the jar, ``org``, ``google``) and ~45 ms on an idle machine in each new worker; py-spy put
-~1.1 s of the workers' CPU there in the steady benchmark's one micro-batch (1,000 groups, a
-loaded machine). It goes off the path with the zips, under the same condition.
+(the jar, ``org``, ``google``) in each new worker. It goes off the path with the zips,
+under the same condition.
 
 :mod:`streaming.spark.session` sets ``spark.python.daemon.module`` to this module for local
 masters only: a cluster's executors need not have the ``streaming`` package installed.

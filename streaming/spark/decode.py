@@ -33,15 +33,14 @@ consecutive commits of one partition, between two of the group's other ``__consu
 records (group records, offset tombstones) within a task's input, are one run, and a group's
 runs are one ``CommitRun`` row, a list entry each (:func:`decode_batch`,
 :func:`decode_batches`), vectorized with pyarrow and numpy: no Python step per commit. A
-micro-batch of 10,000 groups committing 20 partitions each (``bench/live.py``, ~800,000
-records) becomes 10,000 rows.
+micro-batch of 10,000 groups committing 20 partitions each becomes 10,000 rows, whatever its
+number of commits.
 
 How the other records travel to the stateful operator: as their **raw bytes**, re-decoded
-there by :func:`observation_of` (they are the rare ones). Measured on the codec corpus (122
-records serialized by Kafka 4.4.0, Python 3.11 on this machine): re-decoding costs 29.6
-µs/record, while a pickled ``Observation`` costs 30.0 µs to dump plus 31.1 µs to load and is
-473 bytes/record against 275 bytes of raw key+value, so pickling would double both the CPU
-and the shuffle bytes. The raw bytes must travel anyway (the bad side keeps them).
+there by :func:`observation_of` (they are the rare ones). Decoding a record costs about as
+much as loading a pickled ``Observation``, and the pickle is bigger than the raw key and
+value, so pickling would add its dump to the CPU and grow the shuffle. The raw bytes must
+travel anyway (the bad side keeps them).
 
 Bad input never stops the query: any exception of one record becomes that row's ``error``
 (:class:`~streaming.codec.DecodeError` gives ``error_field`` and ``error_offset``;
@@ -507,9 +506,9 @@ def _pack(runs: pa.Table) -> pa.Table:
     source offset and time), in offset order.
 
     Why a row per group and not per run: the stateful step's input is turned into pandas by
-    pyspark one row at a time (``itertuples``, then a frame of the rows of each key), ~15 µs
-    a row; a micro-batch of a 10,000-group cluster has a run for each of its 200,000
-    partitions, 3 s of a live batch's stateful step, where its 10,000 groups cost 0.2 s."""
+    pyspark one row at a time (``itertuples``, then a frame of the rows of each key), so
+    its cost follows the rows; a micro-batch of a cluster whose groups all commit has a run
+    for each committed partition, twenty times its groups."""
     import numpy as np
 
     runs = runs.combine_chunks()

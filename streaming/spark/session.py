@@ -10,8 +10,8 @@ see :mod:`streaming.spark.sources`; :data:`REQUIRED_CONF` sets it.
 
 Local mode also gets :data:`LOCAL_FS_CONF`: without Hadoop's native library (the pyspark wheel
 has none) Hadoop's local file system starts a ``chmod`` process for every file it creates and
-a ``readlink`` for every rename, a dozen per micro-batch for the checkpoint and state files:
-~0.3 s of each batch on 2 cores. ``jvm/localfs`` (built by ``make setup`` into
+a ``readlink`` for every rename, a dozen per micro-batch for the checkpoint and state
+files. ``jvm/localfs`` (built by ``make setup`` into
 ``.cache/jars/localfs``, on the driver's class path) does the same with ``java.nio``. A
 cluster keeps Hadoop's (its checkpoints are not on ``file:`` paths).
 """
@@ -57,8 +57,8 @@ REQUIRED_CONF: dict[str, str] = {
 #: Defaults for a small local run; every one can be overridden.
 DEFAULT_CONF: dict[str, str] = {
     # the stateful step's partitions (fixed when a checkpoint is created): each commits its
-    # RocksDB store every micro-batch (~0.2 s here), so a small machine wants few; on a
-    # cluster, set it to the executors' cores
+    # RocksDB store every micro-batch, so a small machine wants few; on a cluster, set it
+    # to the executors' cores
     "spark.sql.shuffle.partitions": "2",
     "spark.ui.enabled": "false",
     # the job prints a line per micro-batch; Spark's progress bar would garble them
@@ -68,14 +68,13 @@ DEFAULT_CONF: dict[str, str] = {
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
     ),
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # local mode: driver and executors share this heap; a 10,000-group steady backlog of
-    # 6,000,000 commits and the rebalance-storm backlog each fit in one micro-batch
-    # (bench/steady.py: 2g held the heap at its cap, ~0.6 GiB more resident, no faster);
-    # RocksDB's memory (off-heap) is capped apart
+    # local mode: driver and executors share this heap; a 10,000-group steady backlog and
+    # the rebalance-storm backlog each fit in one micro-batch, and a bigger heap is only
+    # filled, not faster; RocksDB's memory (off-heap) is capped apart
     "spark.driver.memory": "1g",
     # the micro-batch's rows are cached (Sinks.events_batch) in column batches of this many
-    # rows; at Spark's 10,000 a batch of rebalance rows (~8.5 KB each) took ~85 MB of heap
-    # to build, which ran a 1g heap out of memory in the storm backlog
+    # rows; at Spark's 10,000 a column batch of rebalance rows (several KB each) takes tens
+    # of MB of heap to build, too much for a 1g heap in a rebalance storm
     "spark.sql.inMemoryColumnarStorage.batchSize": "1000",
     "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
     "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "256",
@@ -85,16 +84,12 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.python.authenticate.socketTimeout": "120s",
     # Spark keeps the classes it generates for 100 plan fragments by default, fewer than a
     # micro-batch plans (the query, six Delta appends, the driver's reads): each micro-batch
-    # generated and compiled its classes again (Janino, then the JIT: ~40 classes loaded a
-    # second in a live 1,000-group run, the JIT's threads the JVM's busiest). With room for
-    # them, the JVM's CPU per micro-batch went 3.9 -> 2.8 core-s in one A/B pair of
-    # bench/live.py runs and 4.4 -> 4.0 in another
+    # would compile its classes again (Janino, then the JIT)
     "spark.sql.codegen.cache.maxEntries": "2000",
     # Spark keeps a Python worker daemon, with its own idle workers, per set of worker
     # environment variables; the map's runner (the decode) sets SPARK_SIMPLIFIED_TRACEBACK
-    # and the stateful step's does not, so with this on an executor ran two daemons and
-    # twice the workers: 1.26 -> 0.71 GiB of workers at 10,000 groups (bench/steady.py).
-    # Off, a failing UDF's traceback keeps pyspark's own frames.
+    # and the stateful step's does not, so with this on an executor runs two daemons and
+    # twice the workers. Off, a failing UDF's traceback keeps pyspark's own frames.
     "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
     # fair scheduling between pools: the tables' maintenance runs its jobs in a pool of its
     # own (streaming.sinks.maintenance.POOL), so a micro-batch's tasks take the next free
@@ -108,13 +103,12 @@ DEFAULT_CONF: dict[str, str] = {
 
 
 #: Local mode: the one JVM (driver and executors) with the serial collector: on a small
-#: machine it keeps less beside the heap than G1 (~0.14 GiB less resident at 10,000 groups,
-#: bench/steady.py), at the same speed. The heap grows only as far as the live objects
-#: need (10-20 % free after a full collection, shrunk back to that) and the young
-#: generation is a sixteenth of ``spark.driver.memory`` (:func:`local_jvm_conf`): at 10,000
-#: groups the JVM's peak 1.47-1.56 -> 1.13-1.18 GiB; live traffic as fast, a steady backlog
-#: ~10 % and the storm backlog ~20 % slower (more collections; docs/operations.md, Tuning). A
-#: user's own ``spark.driver.extraJavaOptions`` replaces all of it.
+#: machine it keeps less beside the heap than G1, at the same speed. The heap grows only as
+#: far as the live objects need (10-20 % free after a full collection, shrunk back to that)
+#: and the young generation is a sixteenth of ``spark.driver.memory``
+#: (:func:`local_jvm_conf`): a smaller resident JVM, for more collections in a backlog
+#: (docs/operations.md, Tuning). A user's own ``spark.driver.extraJavaOptions`` replaces all
+#: of it.
 LOCAL_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=20")
 YOUNG_GENERATION_SHARE = 16
 

@@ -23,9 +23,9 @@ yet).
 :data:`DEFAULT_KAFKA_OPTIONS` are consumer settings under the user's ``kafka_options``.
 ``fetch.max.wait.ms``: the executors' consumers read a batch's offset range and stop, and the
 consumer's next fetch (sent ahead, for the offsets after the range) waits at the broker up to
-this long for data that is not there yet; the next batch's read waits for that fetch first.
-With Kafka's 500 ms default a one-record micro-batch took ~0.8 s to read on the local
-broker, with 10 ms ~0.25 s (``bench/stream.py`` detection latency).
+this long for data that is not there yet; the next batch's read waits for that fetch first,
+so Kafka's 500 ms default would add up to half a second to every micro-batch's detection
+latency.
 """
 
 from __future__ import annotations

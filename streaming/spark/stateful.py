@@ -22,9 +22,8 @@
 
 Why buckets of groups and not a key per group: every key costs a processor call per
 micro-batch, with its own pandas frames in and out and state-server round trips to set and
-clear the key. Measured on the steady backlog (``bench/steady.py``, 1,000 groups, one
-micro-batch), that was 7-10 ms of Python per group while the tracker's own work was ~1 ms.
-A bucket pays that once for all its groups, and so do its state calls: the bucket's groups'
+clear the key, several times the tracker's own work on a group that only committed. A
+bucket pays that once for all its groups, and so do its state calls: the bucket's groups'
 states are one value (:class:`BucketStates`, one read and one write per micro-batch), where
 a MapState entry per group cost a round trip to the state server per group read and per
 group written. A group's state lives under the key of bucket ``xxhash64(group id) mod
@@ -134,7 +133,7 @@ __all__ = [
 def _events_schema() -> StructType:
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    from streaming.sinks.tables import (
+    from streaming.tables import (
         BAD_RECORDS,
         COMMIT_RUNS_COLUMN,
         COMMIT_RUNS_STRUCT,
@@ -166,9 +165,9 @@ def _events_schema() -> StructType:
 
 _HEAD_COLUMNS = ("cluster", "group_id", "kind", "event_id", "event_ts_ms")
 #: The stateful step's rows: the head, then one typed struct per table, filled on its kinds'
-#: rows (:func:`streaming.sinks.tables.body_schema`: the table's columns but the derived
+#: rows (:func:`streaming.tables.body_schema`: the table's columns but the derived
 #: ones), the source stats, and one typed struct per kind the driver reads that no table
-#: keeps (:data:`streaming.sinks.tables.DRIVER_STRUCTS`: a rebalance's
+#: keeps (:data:`streaming.tables.DRIVER_STRUCTS`: a rebalance's
 #: :class:`~streaming.tracking.events.RebalanceSummary`, ``group_status``,
 #: ``group_deleted``). No output row carries JSON.
 EVENTS_SCHEMA = _events_schema()
@@ -178,7 +177,7 @@ _EVENT_COLUMNS = tuple(EVENTS_SCHEMA.fieldNames())
 def _step_schema() -> tuple[StructType, dict[str, dict[str, str]], frozenset[str]]:
     from pyspark.sql.types import ArrayType, MapType, StructField, StructType
 
-    from streaming.sinks.tables import COMMIT_RUNS_COLUMN
+    from streaming.tables import COMMIT_RUNS_COLUMN
 
     fields: list[StructField] = []
     flat: dict[str, dict[str, str]] = {}
@@ -204,7 +203,7 @@ def _step_schema() -> tuple[StructType, dict[str, dict[str, str]], frozenset[str
 def _struct_kinds() -> dict[str, tuple[str, ...]]:
     """Each struct column of :data:`EVENTS_SCHEMA` -> the kinds of the rows that fill it
     (:func:`event_row`, and the processor's own rows)."""
-    from streaming.sinks.tables import (
+    from streaming.tables import (
         BAD_RECORD_KIND,
         BAD_RECORDS,
         COMMIT_KIND,
@@ -239,9 +238,9 @@ def _struct_kinds() -> dict[str, tuple[str, ...]]:
 #:   ``FLAT``: per struct, each flat column's field), and so the ``offset_commit_runs``
 #:   struct of lists: pyspark converts a struct column of a pandas frame to Arrow value by
 #:   value in Python, a flat column in one Arrow call. The rows of such a struct are made
-#:   column by column from the tracker's row objects (:func:`tracker_frame`): 182,000
-#:   group-metrics and member-assignment rows of a 10,000-group micro-batch took 10.7 s of a
-#:   worker's CPU as dicts (``to_row``, a frame of them, Arrow value by value), 1.6 s so;
+#:   column by column from the tracker's row objects (:func:`tracker_frame`), not as dicts
+#:   (``to_row``, a frame of them, Arrow value by value): a storm's micro-batch has
+#:   hundreds of thousands of group-metrics and member-assignment rows;
 #: * the other struct columns (``WRAPPED``: a rebalance and its summary, whose fields nest)
 #:   as an array of at most one struct: an Arrow struct column that is null on a row still
 #:   holds a null slot for each of its nested fields on that row, a list column only an
@@ -271,13 +270,12 @@ LEGACY_STATE_SCHEMA = "state string"
 GROUP_KEY_SCHEMA = "group_id string"
 #: Buckets (stateful keys) of a new checkpoint. Each key costs one call of the processor per
 #: micro-batch with a pandas frame in and out (its columns read as lists, its output converted
-#: to Arrow column by column, its value read and written): ~30 ms of a live 10,000-group
-#: batch's Python per bucket (offline: 6.5-6.9 s of CPU with 64, 4.9 s with 8); but a bucket's
-#: frame holds all its groups' rows, which in a storm's one micro-batch costs memory (workers'
-#: peak 1.5 GiB with 64, 1.9 with 32, 3.5 with 8). The keys are balanced over the shuffle
-#: partitions (:func:`balanced_keys`). 32 has the live gain of fewer buckets without 8's
-#: storm memory (bench/live.py, bench/stream.py). Fixed for a checkpoint (a group's state
-#: lives under its bucket): the keys are recorded in it.
+#: to Arrow column by column, its value read and written), so fewer buckets cost less per
+#: micro-batch; but a bucket's frame holds all its groups' rows, so in a storm's one
+#: micro-batch fewer buckets hold more memory at once. 32 is between the two
+#: (``bench/live.py``, ``bench/stream.py``). The keys are balanced over the shuffle
+#: partitions (:func:`balanced_keys`). Fixed for a checkpoint (a group's state lives under
+#: its bucket): the keys are recorded in it.
 BUCKETS = 32
 #: Buckets of a checkpoint written before the number was recorded.
 LEGACY_BUCKETS = 64
@@ -385,13 +383,13 @@ def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFra
     processor's layout (:data:`STEP_SCHEMA`; None: no run): each ``CommitRun`` row's lists
     as they came, its source partition and time beside them. The JVM makes the
     ``offset_commits`` rows of them, the record ``history="latest"`` keeps of each partition
-    in the micro-batch (:func:`streaming.sinks.tables.commit_frame`; a tombstone after it is
+    in the micro-batch (:func:`streaming.sinks.frames.commit_frame`; a tombstone after it is
     a row of its own, with a higher source offset). No Python step per row or per run:
     commits are ~99 % of ``__consumer_offsets``."""
     import numpy as np
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-    from streaming.sinks.tables import COMMIT_RUNS_COLUMN, COMMIT_RUNS_KIND
+    from streaming.tables import COMMIT_RUNS_COLUMN, COMMIT_RUNS_KIND
 
     parts = [f.loc[f["record_type"] == COMMIT_RUN] for f in frames]
     parts = [p for p in parts if len(p)]
@@ -607,7 +605,7 @@ def event_row(row: Mapping[str, Any], summary: RebalanceSummary | None = None) -
     struct column for ``group_status`` and ``group_deleted``; for a rebalance also its
     :class:`~streaming.tracking.events.RebalanceSummary` (``rebalance_summary``: what the
     driver's exporter and listener read; built from the row when not given)."""
-    from streaming.sinks.tables import (
+    from streaming.tables import (
         COMMIT_KIND,
         COMMIT_STRUCT_COLUMN,
         DRIVER_STRUCTS,
@@ -693,15 +691,13 @@ class BucketStates:
     group has rows in the micro-batch (:meth:`step`); the others stay bytes.
 
     Why one value per bucket and not a MapState entry per group: each state call is a round
-    trip to the JVM's state server, and a micro-batch of the steady backlog (``bench/steady.py``,
-    1,000 groups, every group committing) spent more of the stateful step's Python in the
-    per-group read and write than in the tracker (py-spy: 130 against 14 samples). A bucket
-    pays one read and one write whatever its number of groups.
+    trip to the JVM's state server, which would cost a group that only committed more than
+    the tracker's own work on it. A bucket pays one read and one write whatever its number
+    of groups.
 
-    The map is stored compressed (zlib, level 1): the state server pickles a value byte by
-    byte (~5 % of the JVM's samples in a live 10,000-group run, JFR), and RocksDB writes and
-    checkpoints every changed value. The 10,000 states of a live micro-batch are 32.1 MB of
-    msgpack, 7.9 MB compressed, for 0.17 s to compress and 0.08 s to decompress. A bucket
+    The map is stored compressed (zlib, level 1, about a quarter of the msgpack): the state
+    server pickles a value byte by byte, and RocksDB writes and checkpoints every changed
+    value. A bucket
     written before (plain msgpack) is read as well: a zlib stream starts with ``0x78``, which
     no msgpack map does.
 
@@ -890,8 +886,8 @@ def _processor_class() -> type:
             run_commits = run_commit_frame(frames, self._cluster) if self._commit_rows else None
             if run_commits is not None:
                 out.append(run_commits)
-            # one frame: pyspark converts each frame to Arrow column by column, ~0.1 ms a
-            # column whatever its rows, and a live bucket has a few hundred rows
+            # one frame: pyspark converts each frame to Arrow column by column, at a cost
+            # per column whatever its rows, and a live bucket has a few hundred rows
             return out if len(out) == 1 else [pd.concat(out, ignore_index=True)]
 
         def _passed(self, kind: str, row: Mapping[str, Any], **columns: Any) -> dict[str, Any]:
@@ -1051,7 +1047,7 @@ def track(
 
     ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
     offset tombstone and an ``offset_commit_runs`` row of each ``CommitRun`` row (its runs'
-    last commits as lists), of which :func:`streaming.sinks.tables.commit_frame` makes what
+    last commits as lists), of which :func:`streaming.sinks.frames.commit_frame` makes what
     ``offset_commits`` keeps with ``history="latest"``: the commit lane's rows without its
     second read of the source (:func:`streaming.job.start`).
 

@@ -187,7 +187,7 @@ def days_tables(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -
     over three days, one micro-batch per day and pair of sets (``a``+``b``, ``c``+``d``):
     each day's partition holds two files of disjoint groups or more."""
     from streaming.sinks.delta import DeltaSink
-    from streaming.sinks.tables import date_of_ms
+    from streaming.tables import date_of_ms
     from tests.delta_rows import table_frames_of
 
     spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")

@@ -33,8 +33,8 @@ import pytest
 
 from streaming.sinks.micro_batch import driver_row
 from streaming.sinks.prometheus import PrometheusSink
-from streaming.sinks.tables import KIND_TO_TABLE
 from streaming.spark.stateful import events_to_rows, logical_now_ms
+from streaming.tables import KIND_TO_TABLE
 from streaming.tracking import GroupState, RebalanceEvent, apply
 from streaming.tracking.events import TrackedGroups, event_id
 from streaming.tracking.reducer import ordered

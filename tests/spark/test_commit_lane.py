@@ -162,7 +162,8 @@ def test_the_lanes_ids_and_columns_equal_the_trackers(spark: SparkSession) -> No
 
 
 def test_offset_commits_keep_every_commit_or_the_last_per_partition(spark: SparkSession) -> None:
-    from streaming.sinks.tables import commit_frame, schema
+    from streaming.sinks.frames import commit_frame
+    from streaming.tables import schema
 
     register(spark)
 

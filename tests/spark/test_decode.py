@@ -420,9 +420,9 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(
     them, per partition of each group, the row of the micro-batch's last commit
     (:func:`commit_frame`): the same row the commit lane builds of that record."""
     from streaming.codec.model import OffsetCommit
-    from streaming.sinks.tables import COMMIT_RUNS_KIND
     from streaming.spark.commits import register
     from streaming.spark.stateful import STEP_SCHEMA, run_commit_frame
+    from streaming.tables import COMMIT_RUNS_KIND
     from streaming.tracking.events import event_id
     from tests.delta_rows import latest_commits, step_events
 

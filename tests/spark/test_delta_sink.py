@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from streaming import tables as t
 from streaming.sinks import TableSchemaError
-from streaming.sinks import tables as t
 from streaming.sinks.delta import DeltaSink
+from streaming.sinks.frames import table_frame
 from streaming.tracking.events import to_row
 from tests.delta_rows import events_frame, table_frames_of
 
@@ -363,7 +364,7 @@ def test_table_frame_gives_the_tracker_rows_column_for_column(
             # the exporter takes every lag row, the table the stored ones
             if t.KIND_TO_TABLE.get(r["kind"]) == table and r.get("stored", True) is not False
         ]
-        got = t.table_frame(events, table).collect()
+        got = table_frame(events, table).collect()
         for row in got:
             # PySpark gives a naive local time: .timestamp() reads it back as local time
             assert round(row["event_time"].timestamp() * 1000) == row["event_ts_ms"]

@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from streaming.config import load_config
-from streaming.sinks.tables import TABLE_NAMES
+from streaming.tables import TABLE_NAMES
 from tests.conftest import free_ports
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from streaming.sinks import tables as t
+from streaming import tables as t
 from streaming.sinks.delta import DeltaSink
 from streaming.sinks.maintenance import (
     CHECKPOINT_INTERVAL,

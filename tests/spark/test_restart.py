@@ -57,11 +57,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from streaming import tables as t
 from streaming.config import load_config
 from streaming.job_log import message_of
-from streaming.sinks import tables as t
 from streaming.sinks.pause import MARKER_ENV, PAUSE_ENV
-from streaming.sinks.tables import TABLE_NAMES
+from streaming.tables import TABLE_NAMES
 from tests.delta_rows import rows_diff, table_rows
 
 if TYPE_CHECKING:

@@ -146,7 +146,7 @@ def test_the_kept_commits_and_the_lag_reach_their_tables_in_their_shape(
     tracker's kept commits with their reason, ``partition_lag`` only the stored measurements
     (not the exporter's others), ``group_lag`` and ``lag_transitions`` the tracker's rows;
     each table in its schema's columns, value for value."""
-    from streaming.sinks import tables as t
+    from streaming import tables as t
     from streaming.sinks.micro_batch import table_frames
     from streaming.spark.stateful import tracker_frame
     from streaming.tracking.config import TrackerConfig

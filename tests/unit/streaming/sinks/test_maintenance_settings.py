@@ -108,6 +108,6 @@ def test_maintain_refuses_an_unknown_table_and_a_folder_without_tables(
 
 def test_maintain_knows_every_table_of_the_job() -> None:
     from streaming.maintain import _TABLES
-    from streaming.sinks.tables import TABLE_NAMES
+    from streaming.tables import TABLE_NAMES
 
     assert _TABLES == TABLE_NAMES

@@ -42,7 +42,7 @@ import dataclasses
 import datetime as dt
 import types
 import typing
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pyspark.sql.types import (
     ArrayType,
@@ -60,10 +60,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from streaming.sinks import UnknownTableError
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+from streaming.errors import RebalanceMonitorError
 
 __all__ = [
     "BAD_RECORDS",
@@ -85,14 +82,18 @@ __all__ = [
     "STEP_COLUMNS",
     "TABLE_NAMES",
     "TRACKER_TABLES",
-    "bad_records_frame",
+    "UnknownTableError",
     "body_schema",
     "dataclass_struct",
     "date_of_ms",
     "relaxed",
     "schema",
-    "table_frame",
 ]
+
+
+class UnknownTableError(RebalanceMonitorError, KeyError):
+    """A table name that is not one of :data:`TABLE_NAMES`."""
+
 
 REBALANCE_EVENTS = "rebalance_events"
 MEMBER_ASSIGNMENTS = "member_assignments"
@@ -484,10 +485,10 @@ def date_of_ms(ts_ms: int) -> dt.date:
 COMMIT_KIND, COMMIT_STRUCT_COLUMN = "offset_commit", "offset_commit"
 #: With ``history="latest"``, the stateful step's row of a group's commit runs of one source
 #: partition (kind and struct column): the ``offset_commits`` values of each run's last
-#: commit as parallel lists (:data:`RUN_LIST_FIELDS`), which :func:`commit_frame` makes rows
-#: of in the JVM. One row for a group's ~20 runs, where a row per run cost the Python
-#: workers ~1.4 s of a 10,000-group micro-batch (200,000 rows built and converted to Arrow
-#: value by value, against 0.23 s for 10,000 rows of lists).
+#: commit as parallel lists (:data:`RUN_LIST_FIELDS`), which
+#: :func:`streaming.sinks.frames.commit_frame` makes rows of in the JVM. One row for all of
+#: a group's runs: the Python workers build and convert to Arrow a row per group, not a row
+#: per partition.
 COMMIT_RUNS_KIND = COMMIT_RUNS_COLUMN = "offset_commit_runs"
 #: The ``offset_commits`` columns a run's list entry gives: the rest are the row's
 #: (``cluster``, ``group_id``, ``source_partition``), constant (``deleted``: false) or
@@ -522,73 +523,6 @@ def _commit_runs_struct() -> StructType:
 COMMIT_RUNS_STRUCT = _commit_runs_struct()
 
 
-def commit_frame(events: DataFrame, *, history: str = "kept") -> DataFrame:
-    """The ``offset_commits`` rows of a micro-batch, ``event_time`` and ``date`` derived from
-    ``event_ts_ms``: the tracker's kept commits with their reason (``history="kept"``:
-    :mod:`streaming.tracking.keep`, and the offset tombstones), the commit lane's typed rows,
-    every one (``"every"``), or the last record (commit or tombstone) of each partition of
-    each group (``"latest"``: of the stateful step's commit runs, :data:`COMMIT_RUNS_KIND`,
-    and offset tombstones)."""
-    from pyspark.sql import functions as F
-
-    commits = events.where(F.col("kind") == COMMIT_KIND)
-    if history == "latest":
-        if COMMIT_RUNS_COLUMN in events.columns:  # the stateful step's (not the lane's)
-            commits = commits.select(COMMIT_STRUCT_COLUMN).unionByName(_run_commits(events))
-        # a group's records are in one __consumer_offsets partition: offset order is log
-        # order; a hash aggregate (partial on each task) rather than a sorted window
-        c = F.col(COMMIT_STRUCT_COLUMN)
-        commits = commits.groupBy(c["group_id"], c["topic"], c["partition"]).agg(
-            F.max_by(c, c["source_offset"]).alias(COMMIT_STRUCT_COLUMN)
-        )
-    elif history not in ("every", "kept"):
-        raise ValueError(f"history: expected 'kept', 'latest' or 'every', got {history!r}")
-    rows = commits.select(f"{COMMIT_STRUCT_COLUMN}.*")
-    rows = rows.withColumn("event_time", F.timestamp_millis("event_ts_ms"))
-    return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
-        *schema(OFFSET_COMMITS).fieldNames()
-    )
-
-
-def _run_commits(events: DataFrame) -> DataFrame:
-    """The ``offset_commit`` struct of each list entry of the :data:`COMMIT_RUNS_KIND` rows
-    of ``events``: its ``event_id`` as the tracker makes it (``commit/<cluster>/<group>/
-    <source partition>%3A<source offset>``, each part percent-encoded: ``rm_quote``,
-    :mod:`streaming.spark.commits`), a negative leader epoch or expire time as null."""
-    from pyspark.sql import functions as F
-
-    from streaming.spark.commits import QUOTE_UDF
-
-    runs = F.col(COMMIT_RUNS_COLUMN)
-    # the event id's part before the source offset, once per row of runs (not per run)
-    prefix = F.concat(
-        F.lit("commit/"),
-        F.expr(f"{QUOTE_UDF}(cluster)"),
-        F.lit("/"),
-        F.expr(f"{QUOTE_UDF}(group_id)"),
-        F.lit("/"),
-        runs["source_partition"].cast("string"),
-        F.lit("%3A"),  # the tracker's part "<partition>:<offset>", percent-encoded
-    )
-    entries = events.where(F.col("kind") == COMMIT_RUNS_KIND).select(
-        "cluster",
-        "group_id",
-        runs["source_partition"].alias("source_partition"),
-        prefix.alias("event_id_prefix"),
-        F.inline(F.arrays_zip(*(runs[name].alias(name) for name in RUN_LIST_FIELDS))),
-    )
-    column = {name: F.col(name) for name in entries.columns}
-    column["event_id"] = F.concat(F.col("event_id_prefix"), F.col("source_offset").cast("string"))
-    for name in ("leader_epoch", "expire_ts_ms"):
-        column[name] = F.when(F.col(name) >= 0, F.col(name))
-    column["deleted"] = F.lit(False)
-    column["reason"] = F.lit(None).cast("string")
-    fields = [f.name for f in SCHEMAS[OFFSET_COMMITS].fields if f.name not in DERIVED_COLUMNS]
-    return entries.select(
-        F.struct(*(column[name].alias(name) for name in fields)).alias(COMMIT_STRUCT_COLUMN)
-    )
-
-
 #: The tracker tables: each is a nullable struct column of the stateful step's rows
 #: (:data:`streaming.spark.stateful.EVENTS_SCHEMA`), named as the table, filled on the rows
 #: of its kinds.
@@ -602,7 +536,7 @@ TRACKER_TABLES: tuple[str, ...] = (
 )
 #: Fields the stateful step carries of a table's rows that the table does not keep: a
 #: ``partition_lag`` row's ``stored`` (the exporter takes every lag row, the table only the
-#: stored ones, :func:`table_frame`).
+#: stored ones, :func:`streaming.sinks.frames.table_frame`).
 STEP_COLUMNS: dict[str, tuple[StructField, ...]] = {
     PARTITION_LAG: (_f("stored", BooleanType(), "kept by the table (first of its interval)"),),
 }
@@ -617,37 +551,6 @@ def body_schema(table: str) -> StructType:
     derived = BAD_RECORD_DERIVED if table == BAD_RECORDS else DERIVED_COLUMNS
     kept = [f for f in schema(table).fields if f.name not in derived]
     return StructType([*kept, *STEP_COLUMNS.get(table, ())])
-
-
-def table_frame(events: DataFrame, table: str) -> DataFrame:
-    """The rows of ``table`` (one of :data:`TRACKER_TABLES`) from the stateful step's rows:
-    the table's struct column (:func:`body_schema`) of the rows of its kinds, ``event_time``
-    and ``date`` derived from ``event_ts_ms``."""
-    from pyspark.sql import functions as F
-
-    if table not in TRACKER_TABLES:
-        raise UnknownTableError(table)
-    kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
-    rows = events.where(F.col("kind").isin(kinds))
-    if table == PARTITION_LAG:  # the measurements the table keeps (the exporter takes all)
-        rows = rows.where(F.coalesce(F.col(f"{table}.stored"), F.lit(True)))
-    rows = rows.select(f"{table}.*").withColumn("event_time", F.timestamp_millis("event_ts_ms"))
-    return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
-        *schema(table).fieldNames()
-    )
-
-
-def bad_records_frame(events: DataFrame, batch_id: int) -> DataFrame:
-    """The ``bad_records`` rows of a micro-batch: the ``bad_records`` struct of the
-    ``bad_record`` rows, with the record time, the batch id and the date derived."""
-    from pyspark.sql import functions as F
-
-    rows = events.where(F.col("kind") == BAD_RECORD_KIND).select(f"{BAD_RECORDS}.*")
-    rows = rows.withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
-    rows = rows.withColumn("batch_id", F.lit(batch_id).cast("bigint"))
-    return rows.withColumn(PARTITION_COLUMN, F.to_date("timestamp")).select(
-        *schema(BAD_RECORDS).fieldNames()
-    )
 
 
 # -- the driver's rows without a table ------------------------------------------------------
