@@ -17,7 +17,7 @@ How it is measured:
    counted: those a rebalance causes (the audit tables, ``offset_commits`` with reason
    ``rebalance``) scaled to two rebalances per group per day, the others to 24 hours.
 2. **Bytes.** The rows are written through the job's own path from the stateful step on
-   (:func:`streaming.spark.stateful.events_to_rows`, the step's schema,
+   (:func:`streaming.spark.step_rows.events_to_rows`, the step's schema,
    :func:`streaming.sinks.micro_batch.table_frames`, :class:`streaming.sinks.delta.DeltaSink`:
    real Spark, real Delta) in micro-batches of the rows a batch holds at each scale
    (``--batch-seconds`` of a day's rows, one file per table per batch; at most
@@ -283,7 +283,7 @@ def write_tables(
     rebalance tables, whose files are few either way)."""
     from streaming.sinks.delta import DeltaSink
     from streaming.sinks.micro_batch import table_frames
-    from streaming.spark.stateful import EVENTS_SCHEMA, events_to_rows
+    from streaming.spark.step_rows import EVENTS_SCHEMA, events_to_rows
 
     sink = DeltaSink(spark, str(base), "bench-budget")
     sink.ensure_tables()

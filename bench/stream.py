@@ -215,8 +215,8 @@ def tracker_alone(bootstrap: str, topic: str, expected: int) -> Tracker:
     the state serialized after it. Reading is not counted (Spark reads in the JVM). The time
     inside ``run_strategies`` (the expected assignment under every applicable strategy, with
     its skew and churn) is counted apart."""
+    from streaming.spark.buckets import logical_now_ms
     from streaming.spark.decode import observation_of
-    from streaming.spark.stateful import logical_now_ms
     from streaming.tracking import classic
     from streaming.tracking import consumer as kip848
     from streaming.tracking.expected import run_strategies

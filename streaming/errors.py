@@ -28,7 +28,7 @@ callers (or the standard library) catch a built-in class, it stays a second base
     │                                          TimeTravelError, QueryError
     ├── spark.session.SparkSetupError (RuntimeError)     a jar is missing  [1]
     ├── spark.checkpoint.CheckpointFileError  (ValueError)  a job file in the checkpoint
-    │   └── spark.stateful.CheckpointLayoutError            its bucket layout
+    │   └── spark.buckets.CheckpointLayoutError             its bucket layout
     ├── spark.checkpoint.CheckpointMismatchError         the checkpoint's app id and the
     │                                          tables' Delta transactions disagree
     ├── job.QueryFailedError          (RuntimeError)     the streaming query failed  [1]

@@ -44,7 +44,7 @@ One query, so every record is decoded once: the quarantine and the counters ride
 stateful step instead of a second query decoding the same records, and both lanes see the
 same offsets in each micro-batch. Its checkpoint is ``<checkpoint_dir>/events``, which also
 records the stateful step's buckets (``rebalance-monitor-layout.json``,
-:func:`streaming.spark.stateful.checkpoint_keys`). It writes with ``txnAppId`` = the id kept
+:func:`streaming.spark.buckets.checkpoint_keys`). It writes with ``txnAppId`` = the id kept
 in ``<checkpoint_dir>/app-id`` (a UUID created with the checkpoint on any file system; a new
 checkpoint gets a new id, :mod:`streaming.spark.checkpoint`) and ``txnVersion`` = the batch
 id. Its handler is guarded (:mod:`streaming.spark.stopping`): a stop inside a micro-batch
@@ -173,10 +173,11 @@ def start(
     each micro-batch (default ``sinks.events_batch``; :func:`launch` guards it)."""
     from pyspark.sql import functions as F
 
+    from streaming.spark.buckets import checkpoint_keys
     from streaming.spark.commits import commit_rows, register, with_commit
     from streaming.spark.decode import decode, envelope
     from streaming.spark.sources import kafka_stream
-    from streaming.spark.stateful import checkpoint_keys, track
+    from streaming.spark.stateful import track
     from streaming.tracking.config import TrackerConfig
 
     register(spark)

@@ -524,7 +524,7 @@ COMMIT_RUNS_STRUCT = _commit_runs_struct()
 
 
 #: The tracker tables: each is a nullable struct column of the stateful step's rows
-#: (:data:`streaming.spark.stateful.EVENTS_SCHEMA`), named as the table, filled on the rows
+#: (:data:`streaming.spark.step_rows.EVENTS_SCHEMA`), named as the table, filled on the rows
 #: of its kinds.
 TRACKER_TABLES: tuple[str, ...] = (
     REBALANCE_EVENTS,

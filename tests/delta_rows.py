@@ -1,5 +1,5 @@
 """Tracker rows into Delta the way the job writes them: the stateful step's typed rows
-(:func:`streaming.spark.stateful.event_row`), then each table's frame
+(:func:`streaming.spark.step_rows.event_row`), then each table's frame
 (:func:`streaming.sinks.micro_batch.table_frames`); and back out, to compare what two runs
 wrote row for row (:func:`table_rows`, :func:`rows_diff`)."""
 
@@ -17,15 +17,15 @@ if TYPE_CHECKING:
 
 def events_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]]) -> DataFrame:
     """Tracker rows (``to_row`` dicts) as the stateful step's rows."""
-    from streaming.spark.stateful import EVENTS_SCHEMA, event_row
+    from streaming.spark.step_rows import EVENTS_SCHEMA, event_row
 
     return spark.createDataFrame([event_row(r) for r in rows], schema=EVENTS_SCHEMA)
 
 
 def step_events(spark: SparkSession, frame: Any) -> DataFrame:
     """A pandas frame of the processor's layout (``STEP_SCHEMA``) as the stateful step's
-    rows, through the JVM's :func:`~streaming.spark.stateful.from_step`."""
-    from streaming.spark.stateful import STEP_SCHEMA, from_step
+    rows, through the JVM's :func:`~streaming.spark.step_rows.from_step`."""
+    from streaming.spark.step_rows import STEP_SCHEMA, from_step
 
     return from_step(spark.createDataFrame(frame, schema=STEP_SCHEMA))
 

@@ -191,7 +191,7 @@ class Sinks:
         partition: records, bad, without a group, offset gaps; to Prometheus (with the batch's
         duration since ``started``, :func:`time.monotonic`) and a line. ``bad_rows``: the
         batch's ``bad_record`` rows; more than the stats' bad records when the stateful step
-        quarantined rows of its own (:func:`streaming.spark.stateful.observations_by_group`)."""
+        quarantined rows of its own (:func:`streaming.spark.step_rows.observations_by_group`)."""
         per_partition: dict[tuple[str, int], list[int]] = {}  # lo, hi, records, unrouted, bad
         for s in stats_rows:
             key = (str(s["topic"]), int(s["partition"]))
@@ -352,7 +352,7 @@ def _pieces(rows: DataFrame, needed: int) -> Iterator[DataFrame]:
 
 def driver_row(row: Mapping[str, Any]) -> dict[str, Any] | None:
     """What the driver reads of one of the stateful step's rows (a
-    :data:`streaming.spark.stateful.EVENTS_SCHEMA` dict), as :meth:`Sinks.events_batch` reads
+    :data:`streaming.spark.step_rows.EVENTS_SCHEMA` dict), as :meth:`Sinks.events_batch` reads
     it from the batch's Arrow columns; None: a row only Delta reads."""
     from streaming.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 

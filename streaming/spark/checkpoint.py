@@ -6,7 +6,7 @@ ABFS...), so the job's files next to it are read and written through the same AP
 the file whole or absent, never empty). Two files use them:
 
 * ``<query checkpoint>/rebalance-monitor-layout.json``, the stateful step's buckets
-  (:func:`streaming.spark.stateful.checkpoint_keys`);
+  (:func:`streaming.spark.buckets.checkpoint_keys`);
 * ``<checkpoint_dir>/app-id`` (:data:`APP_ID_FILE`), the Delta ``txnAppId`` of the
   checkpoint (:func:`app_id`): a fresh UUID when the checkpoint is new, so a checkpoint
   recreated at the same path never reuses the id under which Delta recorded the old one's

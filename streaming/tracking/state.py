@@ -492,11 +492,13 @@ class GroupState:
 
     @classmethod
     def decode(cls, blob: bytes) -> GroupState:
-        """Read :meth:`encode`'s bytes back, or :meth:`to_json`'s (a checkpoint written
-        before the states were msgpack: a JSON object starts with ``{``, which no msgpack
-        map does)."""
-        if blob[:1] == b"{":
-            return cls.from_json(blob)
+        """Read :meth:`encode`'s bytes back (or an older checkpoint's JSON:
+        :func:`streaming.migration.json_group_state`)."""
+        from streaming.migration import json_group_state
+
+        legacy = json_group_state(blob)
+        if legacy is not None:
+            return legacy
         try:
             data = _MSGPACK_DECODE(blob)
         except msgspec.DecodeError as e:

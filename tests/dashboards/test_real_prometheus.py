@@ -33,7 +33,8 @@ import pytest
 
 from streaming.sinks.micro_batch import driver_row
 from streaming.sinks.prometheus import PrometheusSink
-from streaming.spark.stateful import events_to_rows, logical_now_ms
+from streaming.spark.buckets import logical_now_ms
+from streaming.spark.step_rows import events_to_rows
 from streaming.tables import KIND_TO_TABLE
 from streaming.tracking import GroupState, RebalanceEvent, apply
 from streaming.tracking.events import TrackedGroups, event_id

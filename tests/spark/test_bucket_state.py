@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streaming.spark.decode import ARROW_ENVELOPE, ENVELOPE_SCHEMA, decode, decode_batch
-from streaming.spark.stateful import observations_by_group
+from streaming.spark.step_rows import observations_by_group
 from streaming.tracking import GroupState, apply
 from streaming.tracking.events import RebalanceEvent
 from streaming.tracking.model import group_id_of
@@ -107,15 +107,11 @@ def _legacy_processor(states: dict[str, str]) -> Any:
     ``states`` entry in the MapState ``groups`` (group id -> GroupState JSON), nothing out."""
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-    from streaming.spark.stateful import (
-        GROUP_KEY_SCHEMA,
-        LEGACY_STATE,
-        LEGACY_STATE_SCHEMA,
-    )
+    from streaming.migration import GROUP_KEY_SCHEMA, MAP_STATE, MAP_STATE_SCHEMA
 
     class Legacy(StatefulProcessor):
         def init(self, handle: Any) -> None:
-            self._groups = handle.getMapState(LEGACY_STATE, GROUP_KEY_SCHEMA, LEGACY_STATE_SCHEMA)
+            self._groups = handle.getMapState(MAP_STATE, GROUP_KEY_SCHEMA, MAP_STATE_SCHEMA)
 
         def handleInputRows(
             self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
@@ -136,7 +132,8 @@ def _run(
 ) -> list[Any]:
     """The stateful step over ``inbox`` once (``availableNow``), bucket ``keys`` given or
     the plain names of today's number of buckets: its rebalance rows."""
-    from streaming.spark.stateful import BUCKETS, bucket_names, track
+    from streaming.spark.buckets import BUCKETS, bucket_names
+    from streaming.spark.stateful import track
 
     decoded = decode(spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox)))
     out: list[Any] = []

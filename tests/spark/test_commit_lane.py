@@ -209,7 +209,7 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     from pyspark.sql import functions as F
 
     from streaming.spark.decode import decode
-    from streaming.spark.stateful import (
+    from streaming.spark.step_rows import (
         events_to_rows,
         observations_by_group,
         run_commit_frame,

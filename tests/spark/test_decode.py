@@ -296,7 +296,7 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
     """The group lane reduces each chunk's commits of a partition between two other records
     of the group to runs; the tracker ends in the same state, with the same events (a run
     emits one commit-lag row for its last commit instead of one per commit)."""
-    from streaming.spark.stateful import observations_by_group
+    from streaming.spark.step_rows import observations_by_group
     from streaming.tracking.events import PartitionLagRow
     from streaming.tracking.reducer import apply
     from streaming.tracking.state import GroupState
@@ -373,7 +373,7 @@ def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> 
     """The decode stage accepted the row, the stateful step cannot rebuild it (the stages
     disagree, e.g. a code change between them): it comes back as a ``bad_records`` struct
     with its raw bytes and the error, beside the group's other observations."""
-    from streaming.spark.stateful import observations_by_group
+    from streaming.spark.step_rows import observations_by_group
 
     good_key, good_value = next(
         (k, v) for k, v in pairs() if k[:2] == b"\x00\x02" and v is not None
@@ -421,7 +421,7 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(
     (:func:`commit_frame`): the same row the commit lane builds of that record."""
     from streaming.codec.model import OffsetCommit
     from streaming.spark.commits import register
-    from streaming.spark.stateful import STEP_SCHEMA, run_commit_frame
+    from streaming.spark.step_rows import STEP_SCHEMA, run_commit_frame
     from streaming.tables import COMMIT_RUNS_KIND
     from streaming.tracking.events import event_id
     from tests.delta_rows import latest_commits, step_events

@@ -243,7 +243,7 @@ def test_rows_written_count_this_batch_append_past_a_maintenance_commit(
 
 def test_bad_records_keep_the_raw_bytes(spark: SparkSession, tmp_path: Path) -> None:
     from streaming.sinks.micro_batch import table_frames
-    from streaming.spark.stateful import EVENTS_SCHEMA, bad_record_struct
+    from streaming.spark.step_rows import EVENTS_SCHEMA, bad_record_struct
 
     sink = DeltaSink(spark, str(tmp_path), "app-1")
     sink.ensure_tables()

@@ -34,7 +34,7 @@ def test_the_driver_gets_what_the_full_rows_give(
     from streaming.sinks import micro_batch
     from streaming.sinks.micro_batch import Sinks
     from streaming.sinks.prometheus import PrometheusSink
-    from streaming.spark.stateful import EVENTS_SCHEMA, events_to_rows
+    from streaming.spark.step_rows import EVENTS_SCHEMA, events_to_rows
     from streaming.tracking.events import to_row
     from tests.unit.streaming.sinks.test_prometheus import _registry_samples
     from tests.unit.streaming.tracking.test_golden import FIXTURES

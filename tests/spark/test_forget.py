@@ -177,7 +177,7 @@ def _same_bucket(spark: SparkSession, group: str, prefix: str) -> str:
     stateful step's ``xxhash64(group id) mod BUCKETS``, computed by Spark itself)."""
     from pyspark.sql import functions as F
 
-    from streaming.spark.stateful import BUCKETS
+    from streaming.spark.buckets import BUCKETS
 
     names = [group] + [f"{prefix}-{i}" for i in range(20 * BUCKETS)]
     frame = spark.createDataFrame([(n,) for n in names], "g string")

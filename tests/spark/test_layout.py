@@ -1,5 +1,5 @@
 """The stateful step's buckets are recorded with the checkpoint
-(:func:`streaming.spark.stateful.checkpoint_keys`): a new checkpoint gets the current number
+(:func:`streaming.spark.buckets.checkpoint_keys`): a new checkpoint gets the current number
 of buckets, with keys Spark spreads evenly over the shuffle partitions; one written before the
 keys were recorded keeps the plain names its states live under, and the groups go on from
 their states across that change of default."""
@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from streaming.spark.stateful import (
+from streaming.migration import LEGACY_BUCKETS
+from streaming.spark.buckets import (
     BUCKETS,
     LAYOUT_FILE,
-    LEGACY_BUCKETS,
     CheckpointLayoutError,
     balanced_keys,
     bucket_names,

@@ -1,7 +1,7 @@
 """The stateful step's rows cross from pandas to the JVM in their own shape
-(:data:`streaming.spark.stateful.STEP_SCHEMA`: the scalar structs flat, the other structs in
-lists) and :func:`~streaming.spark.stateful.from_step` gives them back the shape every sink
-reads (:data:`~streaming.spark.stateful.EVENTS_SCHEMA`): row for row, field for field."""
+(:data:`streaming.spark.step_rows.STEP_SCHEMA`: the scalar structs flat, the other structs in
+lists) and :func:`~streaming.spark.step_rows.from_step` gives them back the shape every sink
+reads (:data:`~streaming.spark.step_rows.EVENTS_SCHEMA`): row for row, field for field."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.spark]
 def _rows() -> list[dict[str, Any]]:
     """Every kind of row: the golden captures' tracker events, offset commits and a
     tombstone, a source-stats row and a bad record, as :data:`EVENTS_SCHEMA` dicts."""
-    from streaming.spark.stateful import bad_record_struct, event_row, events_to_rows
+    from streaming.spark.step_rows import bad_record_struct, event_row, events_to_rows
     from streaming.tracking.events import OffsetCommitRow, to_row
     from streaming.tracking.reducer import apply
     from streaming.tracking.state import GroupState
@@ -57,7 +57,7 @@ def _rows() -> list[dict[str, Any]]:
          "value": None, "error": "cut", "error_type": "TruncatedError",
          "error_field": "key", "error_offset": 1}
     )  # fmt: skip
-    from streaming.spark.stateful import EVENTS_SCHEMA
+    from streaming.spark.step_rows import EVENTS_SCHEMA
 
     for kind, column, value in (
         ("source_stats", "source_stats", stats),
@@ -70,7 +70,7 @@ def _rows() -> list[dict[str, Any]]:
 
 
 def test_the_steps_rows_come_back_in_the_shape_the_sinks_read(spark: SparkSession) -> None:
-    from streaming.spark.stateful import EVENTS_SCHEMA, STEP_SCHEMA, WRAPPED, step_frame
+    from streaming.spark.step_rows import EVENTS_SCHEMA, STEP_SCHEMA, WRAPPED, step_frame
     from tests.delta_rows import same_rows, step_events
 
     rows = _rows()
@@ -108,7 +108,7 @@ def test_the_tracker_rows_made_column_by_column_equal_their_dicts() -> None:
     """:func:`tracker_frame` (the flat structs' rows from the row objects, the rest through
     their dicts) gives the frame ``step_frame(events_to_rows(...))`` gives, row for row in
     the events' order (a missing value None, where pandas may have made it NaN)."""
-    from streaming.spark.stateful import FLAT, events_to_rows, step_frame, tracker_frame
+    from streaming.spark.step_rows import FLAT, events_to_rows, step_frame, tracker_frame
 
     events = _events()
     kinds = {type(e).kind for e in events}
@@ -130,7 +130,7 @@ def test_the_tracker_rows_made_column_by_column_equal_their_dicts() -> None:
 def test_the_tracker_rows_cross_to_the_jvm_in_the_sinks_shape(spark: SparkSession) -> None:
     """The frame :func:`tracker_frame` makes, through :func:`from_step`, is the tracker's
     rows in :data:`EVENTS_SCHEMA`, field for field."""
-    from streaming.spark.stateful import EVENTS_SCHEMA, events_to_rows, tracker_frame
+    from streaming.spark.step_rows import EVENTS_SCHEMA, events_to_rows, tracker_frame
     from tests.delta_rows import same_rows, step_events
 
     events = _events()
@@ -148,7 +148,7 @@ def test_the_kept_commits_and_the_lag_reach_their_tables_in_their_shape(
     each table in its schema's columns, value for value."""
     from streaming import tables as t
     from streaming.sinks.micro_batch import table_frames
-    from streaming.spark.stateful import tracker_frame
+    from streaming.spark.step_rows import tracker_frame
     from streaming.tracking.config import TrackerConfig
     from streaming.tracking.events import (
         GroupLagRow,

@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from streaming.spark.stateful import (
-    BucketStates,
-    load_bucket,
-    load_reducer,
-    logical_now_ms,
-    store_bucket,
-)
+from streaming.spark.buckets import BucketStates, load_bucket, logical_now_ms, store_bucket
+from streaming.spark.stateful import load_reducer
 from streaming.tracking import GroupState, apply
 from streaming.tracking.errors import StateFormatError
 from tests.unit.streaming.tracking.factories import (

@@ -1090,7 +1090,7 @@ def test_the_drivers_summary_rows_give_the_same_series_as_the_full_rows() -> Non
     import json
 
     from streaming.sinks.micro_batch import driver_row
-    from streaming.spark.stateful import event_row, events_to_rows
+    from streaming.spark.step_rows import event_row, events_to_rows
     from streaming.tracking.events import RebalanceEvent, RebalanceSummary, from_row
     from tests.unit.streaming.tracking.test_golden import FIXTURES
     from tests.unit.streaming.tracking.test_golden import run as track_golden

@@ -2,7 +2,7 @@
 with a generation, committed offsets and a collector sighting (what made its state permanent
 before), then one more batch of its bucket; is the group still kept, and which
 ``GroupDeleted`` said so. Run through the bucket the stateful step keeps
-(:class:`streaming.spark.stateful.BucketStates`), the real reducer and record time."""
+(:class:`streaming.spark.buckets.BucketStates`), the real reducer and record time."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import pytest
 
 from streaming.codec.model import GroupKey, Tombstone
-from streaming.spark.stateful import BucketStates, load_reducer
+from streaming.spark.buckets import BucketStates
+from streaming.spark.stateful import load_reducer
 from streaming.tracking import GroupState
 from streaming.tracking.config import TrackerConfig
 from streaming.tracking.events import GroupDeleted
