@@ -47,6 +47,7 @@ from streaming.tracking import (
     parse_membership_json,
     routing_keys,
 )
+from tests.broker_log import Verdict, judge, rebalance_reasons
 from tests.fixtures.capture_golden import key_group_id
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -191,6 +192,8 @@ def _wait_for_group_coordinators(bootstrap_servers: str, group_id: str) -> None:
 
 
 def _read_all(reader: Any, tps: list[Any]) -> Iterable[Any]:
+    if not tps:
+        return
     reader.assign(tps)
     ends = reader.end_offsets(tps)
     reader.seek_to_beginning(*tps)
@@ -203,9 +206,10 @@ def _read_all(reader: Any, tps: list[Any]) -> Iterable[Any]:
 
 
 def read_back(
-    bootstrap_servers: str, groups: set[str], membership_topic: str
+    bootstrap_servers: str, groups: set[str], membership_topic: str | None
 ) -> tuple[list[Json], list[Json]]:
-    """The groups' ``__consumer_offsets`` records and every event of the membership topic."""
+    """The groups' ``__consumer_offsets`` records and every event of the membership topic
+    (None: no collector ran, no events)."""
     reader = KafkaConsumer(
         bootstrap_servers=bootstrap_servers,
         group_id=None,
@@ -227,7 +231,11 @@ def read_back(
             for r in _read_all(reader, [TopicPartition(OFFSETS_TOPIC, p) for p in sorted(parts)])
             if key_group_id(bytes(r.key)) in groups
         ]
-        mparts = reader.partitions_for_topic(membership_topic) or set()
+        mparts = (
+            set()
+            if membership_topic is None
+            else reader.partitions_for_topic(membership_topic) or set()
+        )
         membership = [
             {
                 "partition": r.partition,
@@ -249,16 +257,22 @@ def read_back(
 
 def observations(p: Play) -> dict[str, list[Observation]]:
     """Group id -> its observations (topics events fanned out to every group they list)."""
-    groups = {r.group_id for r in p.results.values()}
+    return records_observations(p.offsets, p.membership, {r.group_id for r in p.results.values()})
+
+
+def records_observations(
+    offsets: Sequence[Json], membership: Sequence[Json], groups: set[str]
+) -> dict[str, list[Observation]]:
+    """Group id -> its observations of records read back (:func:`read_back`)."""
     out: dict[str, list[Observation]] = {g: [] for g in groups}
-    for raw in p.offsets:
+    for raw in offsets:
         value = None if raw["value"] is None else bytes.fromhex(raw["value"])
         record = decode_record(bytes.fromhex(raw["key"]), value)
         obs = Observation("offsets", raw["partition"], raw["offset"], raw["timestamp_ms"], record)
         for g in routing_keys(record):
             if g in out:
                 out[g].append(obs)
-    for raw in p.membership:
+    for raw in membership:
         event = parse_membership_json(raw["value"])
         obs = Observation("membership", raw["partition"], raw["offset"], raw["timestamp_ms"], event)
         for g in routing_keys(event):
@@ -271,9 +285,20 @@ def track(
     p: Play, config: TrackerConfig | None = None, batch_ms: int = BATCH_MS
 ) -> dict[str, list[RebalanceEvent]]:
     """Group id -> its rebalance events, one ``apply`` per ``batch_ms`` of logical time."""
+    return track_observations(observations(p), config, batch_ms)
+
+
+def track_observations(
+    by_group: Mapping[str, Sequence[Observation]],
+    config: TrackerConfig | None = None,
+    batch_ms: int = BATCH_MS,
+) -> dict[str, list[RebalanceEvent]]:
+    """Group id -> the rebalance events of its observations, as the job makes them: one
+    ``apply`` per ``batch_ms`` of logical time, then the held KIP-848 rebalance at its
+    deadline."""
     config = config or TrackerConfig()
     out: dict[str, list[RebalanceEvent]] = {}
-    for group, obs in observations(p).items():
+    for group, obs in by_group.items():
         state = GroupState.new(CLUSTER, group)
         events: list[RebalanceEvent] = []
         by_batch: dict[int, list[Observation]] = {}
@@ -289,6 +314,18 @@ def track(
             events.extend(e for e in emitted if isinstance(e, RebalanceEvent))
         out[group] = events
     return out
+
+
+def causes_against_the_broker(
+    bootstrap_servers: str, log_path: Path, groups: set[str]
+) -> list[Verdict]:
+    """Every classic rebalance the tracker finds in the groups' ``__consumer_offsets``
+    records, held against the reason the group coordinator logged when it started it
+    (``log_path``: the broker's ``server.log``, :mod:`tests.broker_log`)."""
+    offsets, membership = read_back(bootstrap_servers, groups, None)
+    tracked = track_observations(records_observations(offsets, membership, groups))
+    rows = [e for g in sorted(groups) for e in tracked[g]]
+    return judge(rows, rebalance_reasons(log_path, groups))
 
 
 # -- what the members reported -----------------------------------------------------------------

@@ -25,8 +25,9 @@ import pytest
 
 from assign_core.assignors import get_assignor
 from assign_core.errors import AssignmentError
-from streaming.kafka_local import BrokerInfo
+from streaming.kafka_local import BrokerConfig, BrokerInfo
 from streaming.tracking.expected import classic_specs, flatten
+from tests.integration.java_groups import causes_against_the_broker
 from tests.integration.test_kafka_python_sticky_groups import (
     SESSION_MS,
     TOPICS,
@@ -35,6 +36,9 @@ from tests.integration.test_kafka_python_sticky_groups import (
 )
 from tests.integration.test_kafka_python_sticky_groups import topics as topics
 from tests.integration.test_librdkafka_assignors import group_records, tracker_verdict
+
+#: The client library the groups run, in the printed counts.
+LIBRARY = "franz-go"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -132,3 +136,18 @@ def test_franz_go_groups_against_the_models(
     assert generations >= SCENARIOS * 6 and divergent == 0
     if strategy in ("range", "roundrobin"):
         assert like_java == generations
+
+
+def test_every_classic_cause_agrees_with_the_broker(
+    kafka_broker: BrokerInfo, kafka_broker_config: BrokerConfig, played: dict[str, list[str]]
+) -> None:
+    """Every rebalance of the played groups (not only the scripted steps) against the reason
+    the group coordinator logged when it started it (``tests/broker_log.py``)."""
+    groups = {g for gs in played.values() for g in gs}
+    verdicts = causes_against_the_broker(
+        kafka_broker.bootstrap_servers, kafka_broker_config.log_path, groups
+    )
+    disagree = [v for v in verdicts if not v.agrees]
+    print(f"{LIBRARY}: {len(verdicts) - len(disagree)} of {len(verdicts)} causes agree")
+    assert len(verdicts) >= 4 * len(groups)
+    assert disagree == []

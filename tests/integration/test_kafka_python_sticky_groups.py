@@ -35,8 +35,9 @@ import pytest
 from assign_core.assignors import get_assignor
 from assign_core.model import GroupSpec, TopicPartition
 from streaming.codec.model import GroupMetadata
-from streaming.kafka_local import BrokerInfo
+from streaming.kafka_local import BrokerConfig, BrokerInfo
 from streaming.tracking.expected import classic_specs, flatten
+from tests.integration.java_groups import causes_against_the_broker
 from tests.integration.test_librdkafka_assignors import (
     ensure_topics,
     group_records,
@@ -44,6 +45,9 @@ from tests.integration.test_librdkafka_assignors import (
 )
 
 admin_module = pytest.importorskip("confluent_kafka.admin")
+
+#: The client library the groups run, in the printed counts.
+LIBRARY = "kafka-python"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -327,3 +331,18 @@ def test_real_kafka_python_groups_are_judged_without_divergence(
         f"another order's in {tally.other_order}"
     )
     assert tally.generations >= SCENARIOS * 6
+
+
+def test_every_classic_cause_agrees_with_the_broker(
+    kafka_broker: BrokerInfo, kafka_broker_config: BrokerConfig, played: dict[str, list[str]]
+) -> None:
+    """Every rebalance of the played groups (not only the scripted steps) against the reason
+    the group coordinator logged when it started it (``tests/broker_log.py``)."""
+    groups = {g for gs in played.values() for g in gs}
+    verdicts = causes_against_the_broker(
+        kafka_broker.bootstrap_servers, kafka_broker_config.log_path, groups
+    )
+    disagree = [v for v in verdicts if not v.agrees]
+    print(f"{LIBRARY}: {len(verdicts) - len(disagree)} of {len(verdicts)} causes agree")
+    assert len(verdicts) >= 4 * len(groups)
+    assert disagree == []
