@@ -328,6 +328,19 @@ def causes_against_the_broker(
     return judge(rows, rebalance_reasons(log_path, groups))
 
 
+def assert_causes_agree(
+    library: str, bootstrap_servers: str, log_path: Path, played: Mapping[str, Sequence[str]]
+) -> None:
+    """A tier's check: every played group's rebalances (at least four each, not only the
+    scripted steps) agree with the broker (:func:`causes_against_the_broker`)."""
+    groups = {g for gs in played.values() for g in gs}
+    verdicts = causes_against_the_broker(bootstrap_servers, log_path, groups)
+    disagree = [v for v in verdicts if not v.agrees]
+    print(f"{library}: {len(verdicts) - len(disagree)} of {len(verdicts)} causes agree")
+    assert len(verdicts) >= 4 * len(groups)
+    assert disagree == []
+
+
 # -- what the members reported -----------------------------------------------------------------
 
 TP = tuple[str, int]

@@ -27,7 +27,7 @@ from assign_core.assignors import get_assignor
 from assign_core.errors import AssignmentError
 from streaming.kafka_local import BrokerConfig, BrokerInfo
 from streaming.tracking.expected import classic_specs, flatten
-from tests.integration.java_groups import causes_against_the_broker
+from tests.integration.java_groups import assert_causes_agree
 from tests.integration.test_kafka_python_sticky_groups import (
     SESSION_MS,
     TOPICS,
@@ -141,13 +141,8 @@ def test_franz_go_groups_against_the_models(
 def test_every_classic_cause_agrees_with_the_broker(
     kafka_broker: BrokerInfo, kafka_broker_config: BrokerConfig, played: dict[str, list[str]]
 ) -> None:
-    """Every rebalance of the played groups (not only the scripted steps) against the reason
-    the group coordinator logged when it started it (``tests/broker_log.py``)."""
-    groups = {g for gs in played.values() for g in gs}
-    verdicts = causes_against_the_broker(
-        kafka_broker.bootstrap_servers, kafka_broker_config.log_path, groups
+    """Every rebalance of the played groups against the reason the group coordinator logged
+    when it started it (``tests/broker_log.py``)."""
+    assert_causes_agree(
+        LIBRARY, kafka_broker.bootstrap_servers, kafka_broker_config.log_path, played
     )
-    disagree = [v for v in verdicts if not v.agrees]
-    print(f"{LIBRARY}: {len(verdicts) - len(disagree)} of {len(verdicts)} causes agree")
-    assert len(verdicts) >= 4 * len(groups)
-    assert disagree == []

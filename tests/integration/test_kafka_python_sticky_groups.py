@@ -37,7 +37,7 @@ from assign_core.model import GroupSpec, TopicPartition
 from streaming.codec.model import GroupMetadata
 from streaming.kafka_local import BrokerConfig, BrokerInfo
 from streaming.tracking.expected import classic_specs, flatten
-from tests.integration.java_groups import causes_against_the_broker
+from tests.integration.java_groups import assert_causes_agree
 from tests.integration.test_librdkafka_assignors import (
     ensure_topics,
     group_records,
@@ -336,13 +336,8 @@ def test_real_kafka_python_groups_are_judged_without_divergence(
 def test_every_classic_cause_agrees_with_the_broker(
     kafka_broker: BrokerInfo, kafka_broker_config: BrokerConfig, played: dict[str, list[str]]
 ) -> None:
-    """Every rebalance of the played groups (not only the scripted steps) against the reason
-    the group coordinator logged when it started it (``tests/broker_log.py``)."""
-    groups = {g for gs in played.values() for g in gs}
-    verdicts = causes_against_the_broker(
-        kafka_broker.bootstrap_servers, kafka_broker_config.log_path, groups
+    """Every rebalance of the played groups against the reason the group coordinator logged
+    when it started it (``tests/broker_log.py``)."""
+    assert_causes_agree(
+        LIBRARY, kafka_broker.bootstrap_servers, kafka_broker_config.log_path, played
     )
-    disagree = [v for v in verdicts if not v.agrees]
-    print(f"{LIBRARY}: {len(verdicts) - len(disagree)} of {len(verdicts)} causes agree")
-    assert len(verdicts) >= 4 * len(groups)
-    assert disagree == []
