@@ -7,10 +7,10 @@ keeps the two apart here).
 
 A classic strategy is computed by the group leader's client library, so each has one variant
 per client implementation (:data:`IMPLEMENTATIONS`, Java's first): ``java`` (kafka-clients),
-``librdkafka`` (``range``, ``roundrobin``, ``cooperative-sticky``) and ``kafka-python`` (all
-four) where their answers can differ from Java's. :data:`IDENTIFIED_ONLY` lists the variants
-that read their own input (kafka-python's sticky user data): they judge a group only when its
-leader is identified as running them.
+``librdkafka`` (``range``, ``roundrobin``, ``cooperative-sticky``), ``kafka-python`` (all
+four) and ``sarama`` (``range``, ``roundrobin``) where their answers can differ from Java's.
+:data:`IDENTIFIED_ONLY` lists the variants that read their own input (kafka-python's sticky
+user data): they judge a group only when its leader is identified as running them.
 :data:`UNMODELLED` lists implementations known to run a strategy with their own algorithm
 that is not reproduced here.
 """
@@ -28,8 +28,8 @@ STRATEGIES: tuple[str, ...] = CLIENT_STRATEGIES + SERVER_STRATEGIES
 
 #: Known client implementations of each classic strategy, the default (``java``) first.
 IMPLEMENTATIONS: dict[str, tuple[str, ...]] = {
-    "range": ("java", "librdkafka", "kafka-python"),
-    "roundrobin": ("java", "librdkafka", "kafka-python"),
+    "range": ("java", "librdkafka", "kafka-python", "sarama"),
+    "roundrobin": ("java", "librdkafka", "kafka-python", "sarama"),
     "sticky": ("java", "kafka-python"),
     "cooperative-sticky": ("java", "librdkafka", "kafka-python"),
 }
@@ -44,7 +44,7 @@ IDENTIFIED_ONLY: dict[str, tuple[str, ...]] = {
 #: Implementations that run a strategy with their own algorithm, not reproduced here: a group
 #: whose leader runs one of them cannot be judged.
 UNMODELLED: dict[str, tuple[str, ...]] = {
-    "sticky": ("librdkafka", "franz-go"),
+    "sticky": ("librdkafka", "franz-go", "sarama"),
     "cooperative-sticky": ("franz-go",),
 }
 
@@ -57,8 +57,12 @@ HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
 #: (strategy, implementation) -> an unmodelled implementation whose subscriptions look the
 #: same: an answer of the first that does not match is not a divergence, the leader may run
 #: the second. franz-go's ``cooperative-sticky`` writes librdkafka's shape (version 3, the
-#: sticky struct as user data).
-SHARED_SHAPE: dict[tuple[str, str], str] = {("cooperative-sticky", "librdkafka"): "franz-go"}
+#: sticky struct as user data); Sarama's ``sticky`` writes the shape of Java clients before
+#: version 3 of the subscription (Java's sticky struct as user data).
+SHARED_SHAPE: dict[tuple[str, str], str] = {
+    ("cooperative-sticky", "librdkafka"): "franz-go",
+    ("sticky", "java"): "sarama",
+}
 
 DEFAULT_IMPLEMENTATION = "java"
 
@@ -71,6 +75,11 @@ _VARIANTS = {
     ("cooperative-sticky", "librdkafka"): (
         "assign_core.assignors.librdkafka_cooperative_sticky",
         "LibrdkafkaCooperativeStickyAssignor",
+    ),
+    ("range", "sarama"): ("assign_core.assignors.sarama_range", "SaramaRangeAssignor"),
+    ("roundrobin", "sarama"): (
+        "assign_core.assignors.sarama_roundrobin",
+        "SaramaRoundRobinAssignor",
     ),
     ("range", "kafka-python"): (
         "assign_core.assignors.kafka_python_range",

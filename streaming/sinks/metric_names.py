@@ -160,8 +160,8 @@ ASSIGNOR_INFO = MetricSpec(
 ASSIGNOR_IMPLEMENTATION_INFO = MetricSpec(
     "kafka_consumergroup_assignor_implementation_info",
     "gauge",
-    "Always 1: the implementation (java, librdkafka, kafka-python) whose assignor the group's "
-    "own strategy was judged against at its last rebalance: a classic group's leader's "
+    "Always 1: the implementation (java, librdkafka, kafka-python, sarama) whose assignor "
+    "the group's own strategy was judged against at its last rebalance: a classic group's leader's "
     "client library, or the first that matched; java (the broker's) for a KIP-848 group. "
     "Absent when the last rebalance matched none or had no verdict.",
     (*GROUP_LABELS, "strategy", "implementation"),

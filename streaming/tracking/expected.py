@@ -180,7 +180,10 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
       lists what it held, so only a Java leader that held nothing looks the same), or
       ``cooperative-sticky`` user data of four zero bytes (its empty sticky struct before
       its first assignment; Java's int32 generation is -1 then, and never 0);
-    * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation).
+    * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation), or
+      ``sticky`` with Java's struct as user data at version 1 or 2: a Java client before
+      3.5, or Sarama, whose ``sticky`` writes the same (``registry.SHARED_SHAPE``: an
+      assignment that is not Java's is then no divergence, the leader may run Sarama's own).
 
     franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
     struct as user data): it is identified as ``librdkafka``, and
@@ -200,6 +203,8 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
         return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
     if strategy == "sticky" and version >= 1 and data[:4] == b"\x00\x00\x00\x00":
         return "franz-go"  # no topic claimed (then at most a generation)
+    if strategy == "sticky" and 1 <= version <= 2:
+        return "java"  # Java's struct before version 3: an older Java client, or Sarama
     if strategy == "cooperative-sticky":
         if version == 1:
             return "franz-go" if data else "kafka-python"

@@ -15,9 +15,6 @@ where it does not. The counts are printed.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +24,7 @@ from assign_core.assignors import get_assignor
 from assign_core.errors import AssignmentError
 from streaming.kafka_local import BrokerConfig, BrokerInfo
 from streaming.tracking.expected import classic_specs, flatten
+from tests.golang import build
 from tests.integration.java_groups import assert_causes_agree
 from tests.integration.test_kafka_python_sticky_groups import (
     SESSION_MS,
@@ -42,30 +40,18 @@ LIBRARY = "franz-go"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "tests" / "franzgo"
-BINARY = ROOT / ".cache" / "franzgo" / "member"
 SCENARIOS = 2  # per strategy, all played side by side
 
 
 @pytest.fixture(scope="module")
 def franz_go_member() -> Path:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("go is not installed")
-    env = {
-        **os.environ,
-        "GOFLAGS": "-mod=mod",
-        "GOPATH": str(ROOT / ".cache" / "go"),
-        "GOCACHE": str(ROOT / ".cache" / "go-build"),
-    }
-    subprocess.run(
-        [go, "build", "-o", str(BINARY), "."], cwd=SOURCE, env=env, check=True, timeout=600
-    )
-    return BINARY
+    return build("franzgo", "franzgo/member")
 
 
-def _command(binary: Path):  # type: ignore[no-untyped-def]
+def member_command(binary: Path):  # type: ignore[no-untyped-def]
+    """The command of one member of a Go member program (``tests/franzgo``,
+    ``tests/sarama``: the same flags), for :func:`play_all`."""
+
     def command(
         bootstrap: str,
         group: str,
@@ -92,7 +78,9 @@ def played(
     kafka_broker: BrokerInfo, topics: dict[str, int], franz_go_member: Path
 ) -> dict[str, list[str]]:
     assert topics == TOPICS
-    return play_all(kafka_broker.bootstrap_servers, BALANCERS, SCENARIOS, _command(franz_go_member))
+    return play_all(
+        kafka_broker.bootstrap_servers, BALANCERS, SCENARIOS, member_command(franz_go_member)
+    )
 
 
 @pytest.mark.parametrize("strategy", BALANCERS)

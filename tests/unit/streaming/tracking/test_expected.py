@@ -331,6 +331,14 @@ LEADER_TABLE = [
         None,
     ),
     ("sticky", _sub(3, b"\x00\x00\x00\x01"), None),  # Java and librdkafka look alike
+    # Java's struct before version 3: a Java client before 3.5, or Sarama (its sticky writes
+    # the same), judged as Java's with Sarama's own assignor as the look-alike
+    (
+        "sticky",
+        _sub(2, b"\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01\x00\x00\x00\x00" + b"\x00\x00\x00\x04"),
+        "java",
+    ),
+    ("sticky", _sub(1, b"\x00\x00\x00\x00"), "franz-go"),  # claims nothing: franz-go's
     ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
     ("server-range", _sub(3, b""), None),  # not a classic strategy
 ]
@@ -436,6 +444,34 @@ def test_librdkafka_cooperative_sticky_is_judged(
         assert own.error is not None and "franz-go" in own.error and own.implementation is None
     else:
         assert own.error is None and own.implementation == "librdkafka"
+
+
+@pytest.mark.parametrize(("actual_a", "divergent"), [((0, 2), False), ((0, 1), None)])
+def test_an_older_java_or_sarama_sticky_leader_is_judged(
+    actual_a: tuple[int, ...], divergent: bool | None
+) -> None:
+    """A leader identified as ``java`` by Java's sticky struct before version 3: a match is
+    Java's; a mismatch is no verdict, not a divergence: Sarama's sticky (not modelled) writes
+    the same subscription."""
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    actual = {"a": tps("t", *actual_a), "b": tps("t", *(p for p in range(4) if p not in actual_a))}
+    own, *_ = run_strategies(
+        own="sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual=actual,
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="java",
+    )
+    assert own.divergent is divergent
+    if divergent is None:
+        assert own.error is not None and "sarama" in own.error and own.implementation is None
+    else:
+        assert own.error is None and own.implementation == "java"
 
 
 # -- kafka-python's sticky family ------------------------------------------------------------
