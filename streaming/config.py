@@ -18,7 +18,7 @@ Both configurations load the same way, lowest first::
 loader (:func:`_layers`) and build the frozen value; every error names the setting first and
 says which layer the value came from (the flag, the environment variable or the file).
 Nothing here connects to anything or imports pyspark: a command validates its configuration
-before it starts Spark or a client (STYLE habit 9).
+before it starts Spark or a client.
 
 The job's config file (``--config FILE`` or ``REBALANCE_MONITOR_CONFIG``) uses the field
 names; a ``[collect]`` table in the same file holds the collector's (the job ignores it)::
