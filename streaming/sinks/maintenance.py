@@ -106,13 +106,15 @@ OPEN_DAYS = 1
 #: checkpoint.
 CHECKPOINT_INTERVAL = 100
 #: OPTIMIZE's file sizes and parallelism in the job's session (its other work never reads
-#: them): files of up to 256 MiB, a file under 64 MiB is small (bin-packing rewrites it; a
-#: compacted file above it is left alone, so an hourly cycle does not rewrite the whole day
-#: again), one bin at a time (a micro-batch shares the cores with at most one rewrite); VACUUM
-#: logs its counts.
+#: them): files of up to 256 MiB, a file under 8 MiB is small (bin-packing rewrites it; a
+#: compacted file above it is left alone), one bin at a time (a micro-batch shares the cores
+#: with at most one rewrite); VACUUM logs its counts. A cycle rewrites at most 8 MiB of a
+#: date's earlier rows: the files it replaces wait on disk for
+#: ``delta.deletedFileRetentionDuration``, so a bigger threshold multiplies the disk a day's
+#: rows take by the cycles within that retention.
 MAINTENANCE_CONF: dict[str, str] = {
     "spark.databricks.delta.optimize.maxFileSize": str(256 * 1024 * 1024),
-    "spark.databricks.delta.optimize.minFileSize": str(64 * 1024 * 1024),
+    "spark.databricks.delta.optimize.minFileSize": str(8 * 1024 * 1024),
     "spark.databricks.delta.optimize.maxThreads": "1",
     # VACUUM records what it deleted in the table's history (its START and END commits)
     "spark.databricks.delta.vacuum.logging.enabled": "true",
