@@ -16,6 +16,7 @@ where it does not. The counts are printed.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -83,22 +84,42 @@ def played(
     )
 
 
-@pytest.mark.parametrize("strategy", BALANCERS)
-def test_franz_go_groups_against_the_models(
-    kafka_broker: BrokerInfo, played: dict[str, list[str]], strategy: str
-) -> None:
-    generations = like_java = judged = divergent = 0
-    shapes: set[tuple[int, str]] = set()
-    identified: Counter[str | None] = Counter()
-    for group in played[strategy]:
-        for record in group_records(kafka_broker.bootstrap_servers, group):
+@dataclass
+class Judged:
+    """A tier's generations of one strategy, as the tracker judged them."""
+
+    generations: int = 0
+    like_java: int = 0
+    """Java's assignor of the strategy gives the recorded assignment."""
+    judged: int = 0
+    divergent: int = 0
+    identified: Counter[str | None] = field(default_factory=Counter)
+    shapes: set[tuple[int, str]] = field(default_factory=set)
+    """The leaders' subscriptions: (version, user data's first 8 bytes)."""
+
+    def line(self, library: str, strategy: str) -> str:
+        return (
+            f"{library} {strategy}: {self.generations} generations; Java's answer identical in "
+            f"{self.like_java}; identified as {dict(self.identified)}; the tracker judged "
+            f"{self.judged}, divergent {self.divergent}; leader subscriptions (version, user "
+            f"data) {sorted(self.shapes)}"
+        )
+
+
+def judge_generations(bootstrap: str, groups: list[str], strategy: str) -> Judged:
+    """Every generation the broker recorded of ``groups``, given to the tracker's verdict
+    and to Java's assignor of ``strategy`` on the record's input."""
+    out = Judged()
+    for group in groups:
+        for record in group_records(bootstrap, group):
             leader = next(m for m in record.members if m.member_id == record.leader)
             sub = leader.subscription
             assert sub is not None
-            shapes.add((sub.version, "null" if sub.user_data is None else sub.user_data.hex()[:16]))
+            user_data = "null" if sub.user_data is None else sub.user_data.hex()[:16]
+            out.shapes.add((sub.version, user_data))
             counts = leader_counts(record)
             implementation, own = tracker_verdict(record, counts)
-            identified[implementation] += 1
+            out.identified[implementation] += 1
             own_spec, _ = classic_specs(
                 record, topics=counts, racks={}, topic_ids={}, previous={},
                 previous_generation=None,
@@ -107,23 +128,27 @@ def test_franz_go_groups_against_the_models(
                 m.member_id: set(flatten(m.assignment.assigned_partitions if m.assignment else ()))
                 for m in record.members
             }
-            generations += 1
+            out.generations += 1
             try:
                 java = get_assignor(strategy).assign(own_spec)
             except AssignmentError:
                 java = None
             if java is not None and all(set(java.assignment[m]) == recorded[m] for m in recorded):
-                like_java += 1
-            judged += own.divergent is not None  # type: ignore[attr-defined]
-            divergent += own.divergent is True  # type: ignore[attr-defined]
-    print(
-        f"franz-go {strategy}: {generations} generations; Java's answer identical in "
-        f"{like_java}; identified as {dict(identified)}; the tracker judged {judged}, "
-        f"divergent {divergent}; leader subscriptions (version, user data) {sorted(shapes)}"
-    )
-    assert generations >= SCENARIOS * 6 and divergent == 0
+                out.like_java += 1
+            out.judged += own.divergent is not None  # type: ignore[attr-defined]
+            out.divergent += own.divergent is True  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.mark.parametrize("strategy", BALANCERS)
+def test_franz_go_groups_against_the_models(
+    kafka_broker: BrokerInfo, played: dict[str, list[str]], strategy: str
+) -> None:
+    judged = judge_generations(kafka_broker.bootstrap_servers, played[strategy], strategy)
+    print(judged.line(LIBRARY, strategy))
+    assert judged.generations >= SCENARIOS * 6 and judged.divergent == 0
     if strategy in ("range", "roundrobin"):
-        assert like_java == generations
+        assert judged.like_java == judged.generations
 
 
 def test_every_classic_cause_agrees_with_the_broker(

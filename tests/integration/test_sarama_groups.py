@@ -12,25 +12,18 @@ printed. Every rebalance's cause is held against the broker's logged reason.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
-from assign_core.assignors import get_assignor
-from assign_core.errors import AssignmentError
 from streaming.kafka_local import BrokerConfig, BrokerInfo
-from streaming.tracking.expected import classic_specs, flatten
 from tests.golang import build
 from tests.integration.java_groups import assert_causes_agree
-from tests.integration.test_franz_go_groups import member_command
+from tests.integration.test_franz_go_groups import judge_generations, member_command
 from tests.integration.test_kafka_python_sticky_groups import (
     SCENARIOS,
     TOPICS,
-    leader_counts,
     play_all,
 )
 from tests.integration.test_kafka_python_sticky_groups import topics as topics
-from tests.integration.test_librdkafka_assignors import group_records, tracker_verdict
 
 #: The client library the groups run, in the printed counts.
 LIBRARY = "Sarama"
@@ -51,42 +44,10 @@ def played(kafka_broker: BrokerInfo, topics: dict[str, int]) -> dict[str, list[s
 def test_sarama_groups_are_never_called_divergent(
     kafka_broker: BrokerInfo, played: dict[str, list[str]], strategy: str
 ) -> None:
-    generations = like_java = judged = divergent = 0
-    identified: Counter[str | None] = Counter()
-    shapes: set[tuple[int, str]] = set()
-    for group in played[strategy]:
-        for record in group_records(kafka_broker.bootstrap_servers, group):
-            leader = next(m for m in record.members if m.member_id == record.leader)
-            sub = leader.subscription
-            assert sub is not None
-            shapes.add((sub.version, "null" if sub.user_data is None else sub.user_data.hex()[:16]))
-            counts = leader_counts(record)
-            implementation, own = tracker_verdict(record, counts)
-            identified[implementation] += 1
-            own_spec, _ = classic_specs(
-                record, topics=counts, racks={}, topic_ids={}, previous={},
-                previous_generation=None,
-            )  # fmt: skip
-            recorded = {
-                m.member_id: set(flatten(m.assignment.assigned_partitions if m.assignment else ()))
-                for m in record.members
-            }
-            generations += 1
-            try:
-                java = get_assignor(strategy).assign(own_spec)
-            except AssignmentError:
-                java = None
-            if java is not None and all(set(java.assignment[m]) == recorded[m] for m in recorded):
-                like_java += 1
-            judged += own.divergent is not None  # type: ignore[attr-defined]
-            divergent += own.divergent is True  # type: ignore[attr-defined]
-    print(
-        f"Sarama {strategy}: {generations} generations; Java's answer identical in "
-        f"{like_java}; identified as {dict(identified)}; the tracker judged {judged}, "
-        f"divergent {divergent}; leader subscriptions (version, user data) {sorted(shapes)}"
-    )
-    assert generations >= SCENARIOS * 6
-    assert divergent == 0
+    judged = judge_generations(kafka_broker.bootstrap_servers, played[strategy], strategy)
+    print(judged.line(LIBRARY, strategy))
+    assert judged.generations >= SCENARIOS * 6
+    assert judged.divergent == 0
 
 
 def test_every_classic_cause_agrees_with_the_broker(
