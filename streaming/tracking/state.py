@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from assign_core.model import TopicPartition
+from streaming.migration import json_group_state
 from streaming.tracking.errors import StateFormatError
 from streaming.tracking.events import MemberInfo, StaticRejoin
 
@@ -494,8 +495,6 @@ class GroupState:
     def decode(cls, blob: bytes) -> GroupState:
         """Read :meth:`encode`'s bytes back (or an older checkpoint's JSON:
         :func:`streaming.migration.json_group_state`)."""
-        from streaming.migration import json_group_state
-
         legacy = json_group_state(blob)
         if legacy is not None:
             return legacy
