@@ -427,20 +427,30 @@ class RunningJob:
             raise QueryFailedError(f"query {name} failed: {self.guard.failure}")
 
     def _let_batches_finish(self, timeout_s: float) -> None:
-        """Until no query is inside a trigger that was already running (its batch
-        committed: the query's last progress moved on), at most ``timeout_s``."""
+        """Until no query is inside a trigger that was already running, at most
+        ``timeout_s``: the batch in the handler (:class:`BatchGuard`) returned and Spark
+        committed it (the query's last progress reached it), and a trigger not yet in the
+        handler ended (its progress moved on)."""
         deadline = time.monotonic() + timeout_s
+        guard = self.guard
+
+        def handler_done() -> bool:
+            left = max(0.0, deadline - time.monotonic())
+            return guard is None or guard.wait_idle(left)
+
         for query in self.queries:
             try:
                 first = _batch_id(query.lastProgress)
-                while (
-                    time.monotonic() < deadline
-                    and query.isActive
-                    and query.status["isTriggerActive"]
-                    and _batch_id(query.lastProgress) == first
-                ):
+                while time.monotonic() < deadline and handler_done() and query.isActive:
+                    done = _batch_id(query.lastProgress)
+                    handled = None if guard is None else guard.handled
+                    uncommitted = handled is not None and (done is None or done < handled)
+                    starting = query.status["isTriggerActive"] and done == first
+                    if not (uncommitted or starting):
+                        break
                     time.sleep(0.1)
-            except Exception:  # the JVM is going away: nothing left to wait for
+            except Exception:  # the JVM is going away, or this thread's link to it broke
+                handler_done()  # (a Ctrl-C inside a py4j call): the batch may still finish
                 return
 
 

@@ -17,7 +17,9 @@ ends with no exception recorded, a stop and a failure alike.
 ended by an interrupt or a cancelled Spark job raises :class:`BatchInterrupted` instead, one
 short line in the form Spark recognises, so the query ends as stopped (status ``Stopped``);
 any other exception of a batch is kept (:attr:`BatchGuard.failure`) and re-raised as it is,
-so a failure is reported even when Spark's own record of it is lost.
+so a failure is reported even when Spark's own record of it is lost. It also knows which
+batch is inside the handler (:attr:`BatchGuard.running`), so a stop can wait for that batch
+rather than guess it from the query's progress reports, which lag the batches.
 """
 
 from __future__ import annotations
@@ -98,16 +100,29 @@ class BatchGuard:
     def __init__(self, handler: Callable[[DataFrame, int], None]) -> None:
         self.handler = handler
         self._stopping = threading.Event()
+        self._idle = threading.Condition()
         #: ``batch N: <first line>`` of the first batch that failed otherwise than by the stop
         self.failure: str | None = None
+        #: The batch inside the handler now (None between batches)
+        self.running: int | None = None
+        #: The last batch whose handler returned without an error
+        self.handled: int | None = None
 
     def stop(self) -> None:
         """From now on, an interrupted batch is the stop's doing."""
         self._stopping.set()
 
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Until no batch is inside the handler, at most ``timeout_s``; whether none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self.running is None, timeout_s)
+
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        with self._idle:
+            self.running = batch_id
         try:
             self.handler(df, batch_id)
+            self.handled = batch_id
         except Exception as exc:
             line = interruption(exc) if self._stopping.is_set() else None
             if line is not None:
@@ -115,3 +130,7 @@ class BatchGuard:
             if self.failure is None:
                 self.failure = f"batch {batch_id}: {_describe(exc)}"
             raise
+        finally:
+            with self._idle:
+                self.running = None
+                self._idle.notify_all()

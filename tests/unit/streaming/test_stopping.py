@@ -6,6 +6,7 @@ is :mod:`tests.spark.test_stopping`'s.)"""
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 from py4j.protocol import Py4JJavaError
@@ -118,3 +119,28 @@ def test_the_guard_turns_an_interrupt_into_one_line_only_after_its_stop() -> Non
         guard(None, 4)  # type: ignore[arg-type]
     assert caught.value.__suppress_context__  # raised `from None`: no long chained traceback
     assert guard.failure is None
+
+
+def test_the_guard_knows_the_batch_in_its_handler_and_waits_for_it() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def batch(df: object, batch_id: int) -> None:
+        entered.set()
+        release.wait(10)
+        if batch_id == 2:
+            raise ValueError("bad batch")
+
+    guard = BatchGuard(batch)  # type: ignore[arg-type]
+    assert guard.wait_idle(0) and guard.running is None and guard.handled is None
+    runner = threading.Thread(target=guard, args=(None, 1))
+    runner.start()
+    assert entered.wait(10)
+    assert guard.running == 1
+    assert not guard.wait_idle(0.05)  # still inside: the wait gives up at its bound
+    threading.Timer(0.1, release.set).start()
+    assert guard.wait_idle(10)
+    runner.join(10)
+    assert (guard.running, guard.handled) == (None, 1)
+    with pytest.raises(ValueError, match="bad batch"):  # a failed batch: idle, not handled
+        guard(None, 2)  # type: ignore[arg-type]
+    assert (guard.running, guard.handled) == (None, 1)
