@@ -1,14 +1,19 @@
 // Command sarama-plan runs Sarama's own balance strategies on scenarios, for the oracle
 // tests: one JSON scenario per line on stdin ({"strategy":"roundrobin","members":{"m-1":
-// ["t",...]},"topics":{"t":12}}), one JSON plan per line on stdout ({"m-1":[["t",0],...]},
-// each member's partitions in the order Sarama listed them).
+// ["t",...]},"topics":{"t":12}}, and for "sticky" optionally "user_data":{"m-1":"<base64>"},
+// a member's sticky user data as its subscription carries it), one JSON plan per line on
+// stdout ({"m-1":[["t",0],...]}): each member's topics by name (Sarama's plan keeps them in a
+// map), each topic's partitions in the order Sarama listed them. Every line is a fresh Plan
+// call, so a scenario repeated on several lines shows whether Plan's answer varies.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/IBM/sarama"
 )
@@ -17,6 +22,7 @@ type scenario struct {
 	Strategy string              `json:"strategy"`
 	Members  map[string][]string `json:"members"`
 	Topics   map[string]int32    `json:"topics"`
+	UserData map[string][]byte   `json:"user_data"`
 }
 
 func main() {
@@ -36,13 +42,15 @@ func main() {
 			strategy = sarama.NewBalanceStrategyRange()
 		case "roundrobin":
 			strategy = sarama.NewBalanceStrategyRoundRobin()
+		case "sticky":
+			strategy = sarama.NewBalanceStrategySticky()
 		default:
 			fmt.Fprintln(os.Stderr, "unknown strategy:", s.Strategy)
 			os.Exit(2)
 		}
 		members := map[string]sarama.ConsumerGroupMemberMetadata{}
 		for id, topics := range s.Members {
-			members[id] = sarama.ConsumerGroupMemberMetadata{Topics: topics}
+			members[id] = sarama.ConsumerGroupMemberMetadata{Topics: topics, UserData: s.UserData[id]}
 		}
 		topics := map[string][]int32{}
 		for t, n := range s.Topics {
@@ -60,8 +68,9 @@ func main() {
 			got[id] = [][]any{}
 		}
 		for id, byTopic := range plan {
-			for t, ps := range byTopic {
-				for _, p := range ps {
+			names := slices.Sorted(maps.Keys(byTopic))
+			for _, t := range names {
+				for _, p := range byTopic[t] {
 					got[id] = append(got[id], []any{t, p})
 				}
 			}
