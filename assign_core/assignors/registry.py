@@ -12,7 +12,7 @@ four) and ``sarama`` (``range``, ``roundrobin``) where their answers can differ 
 :data:`IDENTIFIED_ONLY` lists the variants that read their own input (kafka-python's sticky
 user data): they judge a group only when its leader is identified as running them.
 :data:`UNMODELLED` lists implementations known to run a strategy with their own algorithm
-that is not reproduced here.
+that is not reproduced here (:data:`UNMODELLED_REASONS` says why, where it is known).
 """
 
 from __future__ import annotations
@@ -46,6 +46,15 @@ IDENTIFIED_ONLY: dict[str, tuple[str, ...]] = {
 UNMODELLED: dict[str, tuple[str, ...]] = {
     "sticky": ("librdkafka", "franz-go", "sarama"),
     "cooperative-sticky": ("franz-go",),
+}
+
+#: (strategy, implementation) -> why an :data:`UNMODELLED` implementation is not reproduced,
+#: where that is known, for the verdicts it leaves without one.
+UNMODELLED_REASONS: dict[tuple[str, str], str] = {
+    ("sticky", "sarama"): (
+        "Sarama's sticky answer depends on Go's map iteration order, random on every call: "
+        "it can assign the same group differently each time"
+    ),
 }
 
 #: Variants whose answer depends on the leader process's string hash order (which element of

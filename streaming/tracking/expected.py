@@ -66,6 +66,7 @@ from assign_core.assignors.registry import (
     SHARED_SHAPE,
     STRATEGIES,
     UNMODELLED,
+    UNMODELLED_REASONS,
     get_assignor,
 )
 from assign_core.metrics.churn import churn
@@ -681,7 +682,9 @@ def _own_verdict(
     """
     if identified is not None and identified in UNMODELLED.get(name, ()):
         failed = _failure(
-            name, True, f"not modelled: the leader runs {identified}'s own {name} assignor"
+            name,
+            True,
+            _unmodelled(name, identified, f"the leader runs {identified}'s own {name} assignor"),
         )
         return replace(failed, implementation=identified)
     if identified is not None and identified in IMPLEMENTATIONS[name]:
@@ -695,8 +698,12 @@ def _own_verdict(
             return _failure(
                 name,
                 True,
-                f"not modelled: the assignment is not {identified}'s; the leader may run "
-                f"{lookalike}'s own {name} assignor, whose subscription looks the same",
+                _unmodelled(
+                    name,
+                    lookalike,
+                    f"the assignment is not {identified}'s; the leader may run {lookalike}'s "
+                    f"own {name} assignor, whose subscription looks the same",
+                ),
             )
         return identified, answer
     first: _Answer | None = None
@@ -709,6 +716,13 @@ def _own_verdict(
             return implementation, answer
     assert first is not None
     return None, first
+
+
+def _unmodelled(name: str, implementation: str, why: str) -> str:
+    """The error of a verdict left to an unmodelled implementation: ``why``, and the reason
+    it is not modelled where that is known (``registry.UNMODELLED_REASONS``)."""
+    reason = UNMODELLED_REASONS.get((name, implementation))
+    return f"not modelled: {why}" + (f" ({reason})" if reason else "")
 
 
 #: At most this many of an assignor's answers over the leader's hash orders are tried

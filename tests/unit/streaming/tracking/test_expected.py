@@ -457,6 +457,48 @@ def test_a_leader_whose_shape_another_library_writes_is_never_divergent(
         assert own.error is None and own.implementation == identified
 
 
+def test_a_java_shaped_sticky_leader_unlike_java_is_no_verdict_because_of_go_map_order() -> None:
+    """A Java-shaped ``sticky`` leader whose assignment is not Java's may run Sarama's sticky,
+    which is not modelled because its answer varies with Go's map order: the error says so."""
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    own, *_ = run_strategies(
+        own="sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={"a": tps("t", 0, 1), "b": tps("t", 2, 3)},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="java",
+    )
+    assert own.divergent is None and own.assignment is None
+    assert own.error == (
+        "not modelled: the assignment is not java's; the leader may run sarama's own sticky "
+        "assignor, whose subscription looks the same (Sarama's sticky answer depends on Go's "
+        "map iteration order, random on every call: it can assign the same group differently "
+        "each time)"
+    )
+
+
+def test_an_unmodelled_implementation_without_a_known_reason_says_only_that() -> None:
+    spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
+    own, *_ = run_strategies(
+        own="sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={"a": tps("t", 0, 1)},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="librdkafka",
+    )
+    assert own.error == "not modelled: the leader runs librdkafka's own sticky assignor"
+
+
 # -- kafka-python's sticky family ------------------------------------------------------------
 
 
