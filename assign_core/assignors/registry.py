@@ -65,12 +65,15 @@ HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
 
 #: (strategy, implementation) -> an unmodelled implementation whose subscriptions look the
 #: same: an answer of the first that does not match is not a divergence, the leader may run
-#: the second. franz-go's ``cooperative-sticky`` writes librdkafka's shape (version 3, the
-#: sticky struct as user data); Sarama's ``sticky`` writes the shape of Java clients before
-#: version 3 of the subscription (Java's sticky struct as user data).
+#: the second (where the first is not modelled either, the verdict names both). franz-go's
+#: ``cooperative-sticky`` writes librdkafka's shape (version 3, the sticky struct as user
+#: data); Sarama's ``sticky`` writes the shape of Java clients before version 3 of the
+#: subscription (Java's sticky struct as user data, null before its first assignment), its
+#: claim empty when it held nothing, like franz-go's eager members.
 SHARED_SHAPE: dict[tuple[str, str], str] = {
     ("cooperative-sticky", "librdkafka"): "franz-go",
     ("sticky", "java"): "sarama",
+    ("sticky", "franz-go"): "sarama",
 }
 
 DEFAULT_IMPLEMENTATION = "java"
