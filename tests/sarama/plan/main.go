@@ -1,7 +1,9 @@
 // Command sarama-plan runs Sarama's own balance strategies on scenarios, for the oracle
 // tests: one JSON scenario per line on stdin ({"strategy":"roundrobin","members":{"m-1":
 // ["t",...]},"topics":{"t":12}}, and for "sticky" optionally "user_data":{"m-1":"<base64>"},
-// a member's sticky user data as its subscription carries it), one JSON plan per line on
+// a member's sticky user data as its subscription carries it, for "cooperative-sticky"
+// "owned":{"m-1":[["t",0],...]} and "generation":{"m-1":3}, a version 2 subscription's owned
+// partitions and generation), one JSON plan per line on
 // stdout ({"m-1":[["t",0],...]}): each member's topics by name (Sarama's plan keeps them in a
 // map), each topic's partitions in the order Sarama listed them. Every line is a fresh Plan
 // call, so a scenario repeated on several lines shows whether Plan's answer varies.
@@ -23,6 +25,8 @@ type scenario struct {
 	Members  map[string][]string `json:"members"`
 	Topics   map[string]int32    `json:"topics"`
 	UserData map[string][]byte   `json:"user_data"`
+	Owned    map[string][][2]any `json:"owned"`
+	Gen      map[string]int32    `json:"generation"`
 }
 
 func main() {
@@ -44,13 +48,34 @@ func main() {
 			strategy = sarama.NewBalanceStrategyRoundRobin()
 		case "sticky":
 			strategy = sarama.NewBalanceStrategySticky()
+		case "cooperative-sticky":
+			strategy = sarama.NewBalanceStrategyCooperativeSticky()
 		default:
 			fmt.Fprintln(os.Stderr, "unknown strategy:", s.Strategy)
 			os.Exit(2)
 		}
 		members := map[string]sarama.ConsumerGroupMemberMetadata{}
 		for id, topics := range s.Members {
-			members[id] = sarama.ConsumerGroupMemberMetadata{Topics: topics, UserData: s.UserData[id]}
+			meta := sarama.ConsumerGroupMemberMetadata{Topics: topics, UserData: s.UserData[id]}
+			if s.Strategy == "cooperative-sticky" {
+				meta.Version, meta.GenerationID = 2, -1
+				if g, ok := s.Gen[id]; ok {
+					meta.GenerationID = g
+				}
+				byTopic := map[string][]int32{}
+				var order []string
+				for _, tp := range s.Owned[id] {
+					t := tp[0].(string)
+					if _, seen := byTopic[t]; !seen {
+						order = append(order, t)
+					}
+					byTopic[t] = append(byTopic[t], int32(tp[1].(float64)))
+				}
+				for _, t := range order {
+					meta.OwnedPartitions = append(meta.OwnedPartitions, &sarama.OwnedPartition{Topic: t, Partitions: byTopic[t]})
+				}
+			}
+			members[id] = meta
 		}
 		topics := map[string][]int32{}
 		for t, n := range s.Topics {
