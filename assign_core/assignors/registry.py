@@ -12,7 +12,7 @@ four) and ``sarama`` (``range``, ``roundrobin``) where their answers can differ 
 :data:`IDENTIFIED_ONLY` lists the variants that read their own input (kafka-python's sticky
 user data): they judge a group only when its leader is identified as running them.
 :data:`UNMODELLED` lists implementations known to run a strategy with their own algorithm
-that is not reproduced here.
+that is not reproduced here (:data:`UNMODELLED_REASONS` says why, where it is known).
 """
 
 from __future__ import annotations
@@ -48,6 +48,15 @@ UNMODELLED: dict[str, tuple[str, ...]] = {
     "cooperative-sticky": ("franz-go",),
 }
 
+#: (strategy, implementation) -> why an :data:`UNMODELLED` implementation is not reproduced,
+#: where that is known, for the verdicts it leaves without one.
+UNMODELLED_REASONS: dict[tuple[str, str], str] = {
+    ("sticky", "sarama"): (
+        "Sarama's sticky answer depends on Go's map iteration order, random on every call: "
+        "it can assign the same group differently each time"
+    ),
+}
+
 #: Variants whose answer depends on the leader process's string hash order (which element of
 #: a ``set`` it takes); their assignors offer ``alternatives(spec, limit)``.
 HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
@@ -56,12 +65,15 @@ HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
 
 #: (strategy, implementation) -> an unmodelled implementation whose subscriptions look the
 #: same: an answer of the first that does not match is not a divergence, the leader may run
-#: the second. franz-go's ``cooperative-sticky`` writes librdkafka's shape (version 3, the
-#: sticky struct as user data); Sarama's ``sticky`` writes the shape of Java clients before
-#: version 3 of the subscription (Java's sticky struct as user data).
+#: the second (where the first is not modelled either, the verdict names both). franz-go's
+#: ``cooperative-sticky`` writes librdkafka's shape (version 3, the sticky struct as user
+#: data); Sarama's ``sticky`` writes the shape of Java clients before version 3 of the
+#: subscription (Java's sticky struct as user data, null before its first assignment), its
+#: claim empty when it held nothing, like franz-go's eager members.
 SHARED_SHAPE: dict[tuple[str, str], str] = {
     ("cooperative-sticky", "librdkafka"): "franz-go",
     ("sticky", "java"): "sarama",
+    ("sticky", "franz-go"): "sarama",
 }
 
 DEFAULT_IMPLEMENTATION = "java"

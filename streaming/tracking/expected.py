@@ -66,6 +66,7 @@ from assign_core.assignors.registry import (
     SHARED_SHAPE,
     STRATEGIES,
     UNMODELLED,
+    UNMODELLED_REASONS,
     get_assignor,
 )
 from assign_core.metrics.churn import churn
@@ -181,9 +182,10 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
       ``cooperative-sticky`` user data of four zero bytes (its empty sticky struct before
       its first assignment; Java's int32 generation is -1 then, and never 0);
     * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation), or
-      ``sticky`` with Java's struct as user data at version 1 or 2: a Java client before
-      3.5, or Sarama, whose ``sticky`` writes the same (``registry.SHARED_SHAPE``: an
-      assignment that is not Java's is then no divergence, the leader may run Sarama's own).
+      ``sticky`` with Java's struct or null as user data at version 1 or 2: a Java client
+      before 3.5, or Sarama, whose ``sticky`` writes the same (null before its first
+      assignment; ``registry.SHARED_SHAPE``: an assignment that is not Java's is then no
+      divergence, the leader may run Sarama's own).
 
     franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
     struct as user data): it is identified as ``librdkafka``, and
@@ -196,7 +198,8 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
         return None
     data, version = subscription.user_data, subscription.version
     if data is None:
-        return None
+        # a sticky member's first join before version 3: Java before 3.5, or Sarama
+        return "java" if strategy == "sticky" and 1 <= version <= 2 else None
     if version >= 3 and not data:
         return "librdkafka"
     if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
@@ -680,9 +683,11 @@ def _own_verdict(
     with no implementation: it matches none, which is a divergence.
     """
     if identified is not None and identified in UNMODELLED.get(name, ()):
-        failed = _failure(
-            name, True, f"not modelled: the leader runs {identified}'s own {name} assignor"
-        )
+        why = f"the leader runs {identified}'s own {name} assignor"
+        lookalike = SHARED_SHAPE.get((name, identified))
+        if lookalike is not None:
+            why += f", or {lookalike}'s, whose subscription looks the same"
+        failed = _failure(name, True, _unmodelled(name, (identified, lookalike), why))
         return replace(failed, implementation=identified)
     if identified is not None and identified in IMPLEMENTATIONS[name]:
         answer = _answer(name, spec, identified)
@@ -695,8 +700,12 @@ def _own_verdict(
             return _failure(
                 name,
                 True,
-                f"not modelled: the assignment is not {identified}'s; the leader may run "
-                f"{lookalike}'s own {name} assignor, whose subscription looks the same",
+                _unmodelled(
+                    name,
+                    (lookalike,),
+                    f"the assignment is not {identified}'s; the leader may run {lookalike}'s "
+                    f"own {name} assignor, whose subscription looks the same",
+                ),
             )
         return identified, answer
     first: _Answer | None = None
@@ -709,6 +718,14 @@ def _own_verdict(
             return implementation, answer
     assert first is not None
     return None, first
+
+
+def _unmodelled(name: str, implementations: Sequence[str | None], why: str) -> str:
+    """The error of a verdict left to unmodelled implementations: ``why``, and the reasons
+    they are not modelled where known (``registry.UNMODELLED_REASONS``)."""
+    reasons = [UNMODELLED_REASONS.get((name, i or "")) for i in implementations]
+    known = "; ".join(r for r in reasons if r)
+    return f"not modelled: {why}" + (f" ({known})" if known else "")
 
 
 #: At most this many of an assignor's answers over the leader's hash orders are tried

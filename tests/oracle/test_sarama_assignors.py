@@ -3,20 +3,33 @@ against Sarama's own ``BalanceStrategy.Plan`` (``tests/sarama/plan``, built with
 test is skipped without it), on generated groups: member ids and topic names chosen so that
 the orders differ from Java's (topics whose ``"<topic>-<partition>"`` strings sort otherwise
 than by name and number, static members, which Sarama ignores), partial subscriptions.
-Each member's partitions are compared as sets: Sarama lists a member's topics in map order."""
+Each member's partitions are compared as sets: Sarama lists a member's topics in map order.
+
+Sarama's ``sticky`` and ``cooperative-sticky`` are not modelled: the same group given to
+their ``Plan`` again and again gets different assignments (their order of the partitions to
+assign and of each member's previous partitions is Go's map iteration order, random on every
+call). The last test measures that on groups fresh and rejoining, and holds Java's answer
+against Sarama's where Sarama's is fixed."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import random
 import subprocess
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assign_core.assignors import get_assignor
-from assign_core.model import GroupSpec, Member
+from assign_core.model import GroupSpec, Member, TopicPartition
+from streaming.tracking.expected import leader_implementation, run_strategies
 from tests.golang import build
+from tests.unit.streaming.codec.wire import sticky_user_data
+from tests.unit.streaming.tracking.factories import subscription
 
 pytestmark = [pytest.mark.oracle, pytest.mark.slow]
 
@@ -41,24 +54,51 @@ def generated(seed: int) -> GroupSpec:
     return GroupSpec(topics=topics, members=tuple(members))
 
 
+def scenario(strategy: str, spec: GroupSpec) -> dict[str, Any]:
+    """``spec`` as the plan program reads it; a member's owned partitions go into its sticky
+    user data as Sarama writes it (``StickyAssignorUserDataV1``: topics, generation), or for
+    ``cooperative-sticky`` into its subscription (owned partitions, generation)."""
+    out: dict[str, Any] = {
+        "strategy": strategy,
+        "members": {m.member_id: list(m.topics) for m in spec.members},
+        "topics": spec.topics,
+    }
+    if strategy == "sticky":
+        out["user_data"] = {
+            m.member_id: base64.b64encode(
+                sticky_user_data(by_topic(m.owned_partitions), m.generation)
+            ).decode()
+            for m in spec.members
+            if m.generation is not None
+        }
+    if strategy == "cooperative-sticky":
+        out["owned"] = {
+            m.member_id: [[tp.topic, tp.partition] for tp in m.owned_partitions]
+            for m in spec.members
+        }
+        out["generation"] = {m.member_id: m.generation for m in spec.members if m.generation}
+    return out
+
+
+def by_topic(tps: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
+    grouped: dict[str, list[int]] = {}
+    for tp in tps:
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return list(grouped.items())
+
+
+def run_plans(binary: Path, scenarios: Sequence[dict[str, Any]]) -> list[dict[str, list]]:
+    """One ``Plan`` call per scenario, each member's partitions as Sarama listed them."""
+    lines = "".join(json.dumps(s) + "\n" for s in scenarios)
+    out = subprocess.run([str(binary)], input=lines, capture_output=True, text=True, check=True)
+    plans: list[dict[str, list]] = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(plans) == len(scenarios)
+    return plans
+
+
 def sarama_plans(binary: Path, strategy: str, specs: list[GroupSpec]) -> list[dict[str, set]]:
-    lines = [
-        json.dumps(
-            {
-                "strategy": strategy,
-                "members": {m.member_id: list(m.topics) for m in spec.members},
-                "topics": spec.topics,
-            }
-        )
-        for spec in specs
-    ]
-    out = subprocess.run(
-        [str(binary)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True
-    )
-    return [
-        {m: {(t, p) for t, p in tps} for m, tps in json.loads(line).items()}
-        for line in out.stdout.splitlines()
-    ]
+    plans = run_plans(binary, [scenario(strategy, spec) for spec in specs])
+    return [{m: {(t, p) for t, p in tps} for m, tps in plan.items()} for plan in plans]
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin"])
@@ -76,3 +116,134 @@ def test_the_model_gives_saramas_plan(plan: Path, strategy: str) -> None:
         unlike_java += any(set(java_got[m]) != set(got[m]) for m in got)
     print(f"Sarama {strategy}: {len(specs)} groups identical; Java's differs in {unlike_java}")
     assert unlike_java > 0  # the generated groups reach where the orders differ
+
+
+#: Sarama's strategies with the sticky algorithm, whose answers follow Go's map order.
+STICKY = ("sticky", "cooperative-sticky")
+#: Plan calls per group in the sticky measurement, and groups per kind of rebalance.
+STICKY_RUNS = 30
+STICKY_GROUPS = 60
+#: How the group changed since the assignment its members hold in their sticky user data.
+CHANGES = ("fresh", "unchanged", "left", "joined")
+
+
+def sticky_group(binary: Path, strategy: str, seed: int, change: str) -> GroupSpec:
+    """A group (half of them with uneven subscriptions) whose members hold the assignment
+    one ``Plan`` call gave it (none when fresh), after the change (a member left or joined)."""
+    rng = random.Random(f"{change}-{seed}")
+    topics = {t: rng.randint(1, 12) for t in rng.sample(TOPIC_NAMES, rng.randint(1, 3))}
+
+    def subscription() -> tuple[str, ...]:
+        if seed % 2 == 0:
+            return tuple(sorted(topics))
+        return tuple(sorted(rng.sample(sorted(topics), rng.randint(1, len(topics)))))
+
+    members = [
+        Member(f"c-{rng.getrandbits(32):08x}", subscription()) for _ in range(rng.randint(2, 6))
+    ]
+    if change == "fresh":
+        return GroupSpec(topics=topics, members=tuple(members))
+    (held,) = run_plans(binary, [scenario(strategy, GroupSpec(topics, tuple(members)))])
+    members = [
+        Member(
+            m.member_id,
+            m.topics,
+            owned_partitions=tuple(TopicPartition(t, p) for t, p in held[m.member_id]),
+            generation=1,
+        )
+        for m in members
+    ]
+    if change == "left":
+        members = members[1:]
+    elif change == "joined":
+        members.append(Member(f"c-{rng.getrandbits(32):08x}", subscription()))
+    return GroupSpec(topics=topics, members=tuple(members))
+
+
+def as_sets(plan: dict[str, list]) -> dict[str, frozenset[TopicPartition]]:
+    return {m: frozenset(TopicPartition(t, p) for t, p in tps) for m, tps in plan.items()}
+
+
+def assert_valid(spec: GroupSpec, plan: dict[str, frozenset[TopicPartition]]) -> None:
+    """Every partition with a subscriber assigned once, and only to a subscriber; one not
+    assigned is owned (``cooperative-sticky`` withholds a partition changing hands)."""
+    subscribed = {m.member_id: set(m.topics) for m in spec.members}
+    assigned = [tp for m, tps in plan.items() for tp in tps if tp.topic in subscribed[m]]
+    assert sum(map(len, plan.values())) == len(assigned) == len(set(assigned)), plan
+    wanted = {t for ts in subscribed.values() for t in ts if t in spec.topics}
+    missing = {TopicPartition(t, p) for t in wanted for p in range(spec.topics[t])}
+    missing -= set(assigned)
+    assert missing <= {tp for m in spec.members for tp in m.owned_partitions}, missing
+
+
+def tracker_verdict(
+    strategy: str, spec: GroupSpec, answer: dict[str, frozenset[TopicPartition]]
+) -> bool | None:
+    """``own_strategy_divergent`` of Sarama's ``answer``, the leader (the first member) known
+    by the subscription Sarama writes: version 2; for ``sticky`` its sticky user data, null
+    when fresh, for ``cooperative-sticky`` its generation (-1 when fresh)."""
+    leader = spec.members[0]
+    data = None
+    if strategy == "cooperative-sticky":
+        data = (leader.generation or -1).to_bytes(4, "big", signed=True)
+    elif leader.generation is not None:
+        data = sticky_user_data(by_topic(leader.owned_partitions), leader.generation)
+    sub = dataclasses.replace(subscription(leader.topics, user_data=data), version=2)
+    own, *_ = run_strategies(
+        own=strategy,
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={m: tuple(sorted(tps)) for m, tps in answer.items()},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=1000,
+        own_implementation=leader_implementation(strategy, sub),
+    )
+    if own.divergent is None and strategy == "sticky":
+        assert own.error is not None and "Go's map iteration order" in own.error, own.error
+    return own.divergent
+
+
+@pytest.mark.parametrize("change", CHANGES)
+@pytest.mark.parametrize("strategy", STICKY)
+def test_saramas_sticky_answer_depends_on_go_map_order(
+    plan: Path, strategy: str, change: str
+) -> None:
+    """Sarama's sticky ``Plan`` called ``STICKY_RUNS`` times on each group: many of the
+    groups fresh, left or joined get different assignments from call to call; a group that
+    kept its members keeps what they hold, every time, and Java's answer is the same (Java's
+    verdict stands for Sarama's there). ``sticky``: the tracker calls none of the answers
+    divergent: it is Java's verdict, or no verdict that names Go's map order.
+    ``cooperative-sticky`` (not in the registry: judged as Java's) prints how many it calls
+    divergent."""
+    specs = [sticky_group(plan, strategy, seed, change) for seed in range(STICKY_GROUPS)]
+    plans = run_plans(plan, [scenario(strategy, s) for s in specs for _ in range(STICKY_RUNS)])
+    java = get_assignor(strategy)
+    varied = most = java_among = called_divergent = answers_seen = 0
+    for i, spec in enumerate(specs):
+        answers = [as_sets(p) for p in plans[i * STICKY_RUNS : (i + 1) * STICKY_RUNS]]
+        for answer in answers:
+            assert_valid(spec, answer)
+        distinct = {frozenset(a.items()) for a in answers}
+        varied += len(distinct) > 1
+        answers_seen += len(distinct)
+        most = max(most, len(distinct))
+        java_sets = {m: frozenset(tps) for m, tps in java.assign(spec).assignment.items()}
+        java_among += frozenset(java_sets.items()) in distinct
+        for answer in distinct:
+            divergent = tracker_verdict(strategy, spec, dict(answer)) is True
+            assert strategy != "sticky" or not divergent, spec
+            called_divergent += divergent
+        if change == "unchanged":
+            assert distinct == {frozenset(java_sets.items())}, spec
+            assert answers[0] == {m.member_id: frozenset(m.owned_partitions) for m in spec.members}
+    print(
+        f"Sarama {strategy}, {change}: {len(specs)} groups x {STICKY_RUNS} Plan calls: "
+        f"{varied} got more than one assignment (up to {most} distinct); "
+        f"Java's answer among Sarama's for {java_among}; "
+        f"the tracker calls {called_divergent} of their {answers_seen} distinct answers divergent"
+    )
+    if change != "unchanged":
+        assert varied >= len(specs) // 4

@@ -1,14 +1,21 @@
 // Command sarama-plan runs Sarama's own balance strategies on scenarios, for the oracle
 // tests: one JSON scenario per line on stdin ({"strategy":"roundrobin","members":{"m-1":
-// ["t",...]},"topics":{"t":12}}), one JSON plan per line on stdout ({"m-1":[["t",0],...]},
-// each member's partitions in the order Sarama listed them).
+// ["t",...]},"topics":{"t":12}}, and for "sticky" optionally "user_data":{"m-1":"<base64>"},
+// a member's sticky user data as its subscription carries it, for "cooperative-sticky"
+// "owned":{"m-1":[["t",0],...]} and "generation":{"m-1":3}, a version 2 subscription's owned
+// partitions and generation), one JSON plan per line on
+// stdout ({"m-1":[["t",0],...]}): each member's topics by name (Sarama's plan keeps them in a
+// map), each topic's partitions in the order Sarama listed them. Every line is a fresh Plan
+// call, so a scenario repeated on several lines shows whether Plan's answer varies.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/IBM/sarama"
 )
@@ -17,6 +24,9 @@ type scenario struct {
 	Strategy string              `json:"strategy"`
 	Members  map[string][]string `json:"members"`
 	Topics   map[string]int32    `json:"topics"`
+	UserData map[string][]byte   `json:"user_data"`
+	Owned    map[string][][2]any `json:"owned"`
+	Gen      map[string]int32    `json:"generation"`
 }
 
 func main() {
@@ -36,13 +46,36 @@ func main() {
 			strategy = sarama.NewBalanceStrategyRange()
 		case "roundrobin":
 			strategy = sarama.NewBalanceStrategyRoundRobin()
+		case "sticky":
+			strategy = sarama.NewBalanceStrategySticky()
+		case "cooperative-sticky":
+			strategy = sarama.NewBalanceStrategyCooperativeSticky()
 		default:
 			fmt.Fprintln(os.Stderr, "unknown strategy:", s.Strategy)
 			os.Exit(2)
 		}
 		members := map[string]sarama.ConsumerGroupMemberMetadata{}
 		for id, topics := range s.Members {
-			members[id] = sarama.ConsumerGroupMemberMetadata{Topics: topics}
+			meta := sarama.ConsumerGroupMemberMetadata{Topics: topics, UserData: s.UserData[id]}
+			if s.Strategy == "cooperative-sticky" {
+				meta.Version, meta.GenerationID = 2, -1
+				if g, ok := s.Gen[id]; ok {
+					meta.GenerationID = g
+				}
+				byTopic := map[string][]int32{}
+				var order []string
+				for _, tp := range s.Owned[id] {
+					t := tp[0].(string)
+					if _, seen := byTopic[t]; !seen {
+						order = append(order, t)
+					}
+					byTopic[t] = append(byTopic[t], int32(tp[1].(float64)))
+				}
+				for _, t := range order {
+					meta.OwnedPartitions = append(meta.OwnedPartitions, &sarama.OwnedPartition{Topic: t, Partitions: byTopic[t]})
+				}
+			}
+			members[id] = meta
 		}
 		topics := map[string][]int32{}
 		for t, n := range s.Topics {
@@ -60,8 +93,9 @@ func main() {
 			got[id] = [][]any{}
 		}
 		for id, byTopic := range plan {
-			for t, ps := range byTopic {
-				for _, p := range ps {
+			names := slices.Sorted(maps.Keys(byTopic))
+			for _, t := range names {
+				for _, p := range byTopic[t] {
 					got[id] = append(got[id], []any{t, p})
 				}
 			}

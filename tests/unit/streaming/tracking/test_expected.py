@@ -340,6 +340,9 @@ LEADER_TABLE = [
     ),
     ("sticky", _sub(1, b"\x00\x00\x00\x00"), "franz-go"),  # claims nothing: franz-go's
     ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
+    ("sticky", _sub(2, None), "java"),  # the same before 3.5, or Sarama's: Sarama's look-alike
+    ("sticky", _sub(1, None), "java"),
+    ("sticky", _sub(0, None), None),
     ("server-range", _sub(3, b""), None),  # not a classic strategy
 ]
 
@@ -455,6 +458,75 @@ def test_a_leader_whose_shape_another_library_writes_is_never_divergent(
         assert own.error is not None and lookalike in own.error and own.implementation is None
     else:
         assert own.error is None and own.implementation == identified
+
+
+def test_a_java_shaped_sticky_leader_unlike_java_is_no_verdict_because_of_go_map_order() -> None:
+    """A Java-shaped ``sticky`` leader whose assignment is not Java's may run Sarama's sticky,
+    which is not modelled because its answer varies with Go's map order: the error says so."""
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    own, *_ = run_strategies(
+        own="sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={"a": tps("t", 0, 1), "b": tps("t", 2, 3)},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="java",
+    )
+    assert own.divergent is None and own.assignment is None
+    assert own.error == (
+        "not modelled: the assignment is not java's; the leader may run sarama's own sticky "
+        "assignor, whose subscription looks the same (Sarama's sticky answer depends on Go's "
+        "map iteration order, random on every call: it can assign the same group differently "
+        "each time)"
+    )
+
+
+def test_a_sticky_leader_that_claims_nothing_may_run_franz_gos_or_saramas_assignor() -> None:
+    """A ``sticky`` leader claiming nothing at version 1 or 2 is identified as franz-go, but
+    a Sarama leader that held nothing writes the same: no verdict, the error names both."""
+    spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    own, *_ = run_strategies(
+        own="sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={"a": tps("t", 0), "b": tps("t", 1)},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation=leader_implementation(
+            "sticky", _sub(2, b"\x00" * 4 + b"\x00\x00\x00\x03")
+        ),
+    )
+    assert own.divergent is None
+    assert own.error is not None
+    assert own.error.startswith(
+        "not modelled: the leader runs franz-go's own sticky assignor, or sarama's, whose "
+        "subscription looks the same ("
+    )
+    assert "Go's map iteration order" in own.error
+
+
+def test_an_unmodelled_implementation_without_a_known_reason_says_only_that() -> None:
+    spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
+    own, *_ = run_strategies(
+        own="sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={"a": tps("t", 0, 1)},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="librdkafka",
+    )
+    assert own.error == "not modelled: the leader runs librdkafka's own sticky assignor"
 
 
 # -- kafka-python's sticky family ------------------------------------------------------------
