@@ -78,7 +78,10 @@ from assign_core.model import (
     TopicPartition,
 )
 from assign_core.scenario import default_topic_id
-from streaming.codec.consumer_protocol import decode_kafka_python_sticky_user_data
+from streaming.codec.consumer_protocol import (
+    decode_franz_go_sticky_user_data,
+    decode_kafka_python_sticky_user_data,
+)
 from streaming.codec.model import (
     CooperativeStickyUserData,
     GroupMetadata,
@@ -126,11 +129,14 @@ def owned_for_strategy(
     strategy: str | None, subscription: Subscription | None, implementation: str | None = None
 ) -> tuple[tuple[TopicPartition, ...], int | None]:
     """What the group's own sticky-family assignor reads as (owned partitions, generation),
-    as ``implementation`` reads it (Java's way unless it is ``kafka-python``)."""
+    as ``implementation`` reads it (Java's way unless it is ``kafka-python`` or
+    ``franz-go``)."""
     if subscription is None:
         return (), None
     if implementation == "kafka-python":
         return _kafka_python_claim(strategy, subscription)
+    if implementation == "franz-go":
+        return _franz_go_claim(strategy, subscription)
     data = subscription.assignor_data
     if strategy == "sticky":
         if isinstance(data, StickyUserData):
@@ -162,6 +168,20 @@ def _kafka_python_claim(
     if strategy == "cooperative-sticky":
         return flatten(subscription.owned_partitions), subscription.generation_id
     return (), None
+
+
+def _franz_go_claim(
+    strategy: str | None, subscription: Subscription
+) -> tuple[tuple[TopicPartition, ...], int | None]:
+    """franz-go's parse: ``sticky`` reads its sticky user data (franz-go's lenient reader);
+    ``cooperative-sticky`` the subscription's owned partitions at its generation id when that
+    is >= 0, else the sticky user data's claim and generation."""
+    if strategy not in ("sticky", "cooperative-sticky"):
+        return (), None
+    if strategy == "cooperative-sticky" and subscription.generation_id >= 0:
+        return flatten(subscription.owned_partitions), subscription.generation_id
+    data = decode_franz_go_sticky_user_data(subscription.user_data or b"")
+    return flatten(data.previous_assignment), data.generation
 
 
 def leader_implementation(strategy: str | None, subscription: Subscription | None) -> str | None:
@@ -691,6 +711,8 @@ def _own_verdict(
         if (name, identified) in HASH_ORDERED:
             return _hash_order_verdict(name, identified, spec, actual, member_ids, answer)
         lookalike = SHARED_SHAPE.get((name, identified))
+        if lookalike is not None and lookalike in IMPLEMENTATIONS[name]:
+            return _lookalike_verdict(name, identified, lookalike, spec, actual, member_ids, answer)
         if lookalike is not None:
             return _failure(
                 name,
@@ -709,6 +731,32 @@ def _own_verdict(
             return implementation, answer
     assert first is not None
     return None, first
+
+
+def _lookalike_verdict(
+    name: str,
+    identified: str,
+    lookalike: str,
+    spec: GroupSpec,
+    actual: Assignment,
+    member_ids: Sequence[str],
+    answer: _Answer,
+) -> tuple[str | None, _Answer] | ExpectedAssignment:
+    """The verdict when the identified implementation's ``answer`` does not match and a
+    modelled implementation writes the same subscriptions (``registry.SHARED_SHAPE``): the
+    lookalike's answer when it matches (over its hash orders if it has them); no verdict
+    when those could not all be tried; else the identified one's ``answer``, divergent."""
+    other = _answer(name, spec, lookalike)
+    if other.assignment is not None and not _divergence(actual, other.assignment, member_ids):
+        return lookalike, other
+    if (name, lookalike) in HASH_ORDERED:
+        verdict = _hash_order_verdict(name, lookalike, spec, actual, member_ids, other)
+        if isinstance(verdict, ExpectedAssignment):
+            return verdict
+        found = verdict[1].assignment
+        if found is not None and not _divergence(actual, found, member_ids):
+            return verdict
+    return identified, answer
 
 
 #: At most this many of an assignor's answers over the leader's hash orders are tried
@@ -745,7 +793,7 @@ def _hash_order_verdict(
     failed = _failure(
         name,
         True,
-        f"undecidable: {implementation}'s {name} answer depends on its leader's string hash "
+        f"undecidable: {implementation}'s {name} answer depends on its leader's hash "
         f"order; none of the {tried} orders tried gives the actual assignment",
     )
     return replace(failed, implementation=implementation)
