@@ -215,7 +215,7 @@ class _Balancer:
                     self.stales[p] = old_m[p]
 
     # -- 3., 4.
-    def assign_unassigned(self) -> list[list[int]]:
+    def assign_unassigned(self) -> list[int]:
         potentials: list[list[int]] = [[] for _ in self.names]
         subs: list[set[int]] = []
         for num, member in enumerate(self.members):
@@ -304,7 +304,7 @@ class _Balancer:
         hi = self.levels[max(self.levels)]
         if hi.level <= lo.level + 1:
             return
-        for num, parts in enumerate(self.plan):
+        for parts in self.plan:
             if len(parts) > lo.level + 1:
                 parts.sort(
                     key=lambda p: (p - self.bases[self.owners[p]], self.names[self.owners[p]])
@@ -363,7 +363,10 @@ class _Balancer:
     def lists(self) -> list[list[TopicPartition]]:
         out = []
         for parts in self.plan:
-            tps = [TopicPartition(self.names[self.owners[p]], p - self.bases[self.owners[p]]) for p in parts]
+            tps = [
+                TopicPartition(self.names[self.owners[p]], p - self.bases[self.owners[p]])
+                for p in parts
+            ]
             tps.sort(key=lambda tp: (tp.topic.encode(), tp.partition))
             out.append(tps)
         return out
@@ -422,7 +425,7 @@ class _StealGraph:
         while heap:
             neg_level, distance, node = heapq.heappop(heap)
             if -neg_level > first_level + 1:
-                path = []
+                path: list[tuple[int, int, int]] = []
                 while True:
                     _, _, parent, edge = scores[node]
                     if parent < 0:
