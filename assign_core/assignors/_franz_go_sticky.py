@@ -26,7 +26,7 @@ import heapq
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from assign_core.model import TopicPartition
 
@@ -41,29 +41,40 @@ _MAX_INT32 = (1 << 31) - 1
 _T = TypeVar("_T")
 
 
+#: At most this many states of the re-sticking of doubly claimed partitions are explored
+#: (:meth:`_Balancer.resticky_outcomes`); beyond, the outcomes found so far are the options.
+RESTICKY_STATES = 4096
+
+
 @dataclass(slots=True)
 class MapOrder:
-    """How a Go map's iteration order is chosen: the ``k``-th choice among more than one
-    remaining key takes ``script[k]`` of them (in the order given); past the script a random
-    one when ``rng`` is given, else the first. ``options`` records each choice's number of
-    keys."""
+    """How the choices that follow a Go map's iteration order are made: the ``k``-th choice
+    among more than one option takes ``script[k]`` of them (in the order given); past the
+    script a random one when ``rng`` is given, else the first. ``options`` records each
+    choice's number of options; ``partial`` is set when a choice's options could not all be
+    found. ``memo`` keeps what runs over the same input share (the re-sticking outcomes by
+    topic order)."""
 
     script: Sequence[int] = ()
     rng: random.Random | None = None
     options: list[int] = field(default_factory=list)
+    partial: bool = False
+    memo: dict[object, object] = field(default_factory=dict)
+
+    def choose(self, n: int) -> int:
+        if n <= 1:
+            return 0
+        k = len(self.options)
+        self.options.append(n)
+        if k < len(self.script):
+            return self.script[k]
+        return 0 if self.rng is None else self.rng.randrange(n)
 
     def order(self, keys: Sequence[_T]) -> list[_T]:
+        """``keys`` in an iteration order: each next key one of those left."""
         left, out = list(keys), []
         while left:
-            index = 0
-            if len(left) > 1:
-                k = len(self.options)
-                self.options.append(len(left))
-                if k < len(self.script):
-                    index = self.script[k]
-                elif self.rng is not None:
-                    index = self.rng.randrange(len(left))
-            out.append(left.pop(index))
+            out.append(left.pop(self.choose(len(left))))
         return out
 
 
@@ -83,19 +94,22 @@ def map_orders(compute: Callable[[MapOrder], _T], limit: int) -> tuple[list[_T],
             answers.append(answer)
 
     pending: list[tuple[int, ...]] = [()]
+    partial = False
+    memo: dict[object, object] = {}
     while pending and runs + len(pending) <= limit:
         script = pending.pop(0)
-        order = MapOrder(script=script)
+        order = MapOrder(script=script, memo=memo)
         run(order)
+        partial = partial or order.partial
         made = order.options
         for k in range(len(script), len(made)):
             prefix = script + (0,) * (k - len(script))
             pending.extend((*prefix, i) for i in range(1, made[k]))
     if not pending:
-        return answers, True
+        return answers, not partial
     rng = random.Random(0)
     while runs < limit:
-        run(MapOrder(rng=rng))
+        run(MapOrder(rng=rng, memo=memo))
     return answers, False
 
 
@@ -238,19 +252,13 @@ class _Balancer:
             for p in keep:
                 owner[p] = orig[p] = num
 
-        for p, last in self.map_order.order(list(self.stales.items())):
-            if last not in potentials[self.owners[p]]:
-                continue
-            current = owner[p]
-            if current == _NONE:
-                self.plan[last].append(p)
-                owner[p] = orig[p] = last
-                continue
-            if len(self.plan[last]) + 1 < len(self.plan[current]):
-                _swap_remove(self.plan[current], p)
-                self.plan[last].append(p)
-                owner[p] = orig[p] = last
-        self.orig = list(orig)
+        if self.stales:
+            outcomes = self.resticky_outcomes(potentials, owner)
+            self.plan, owner = outcomes[self.map_order.choose(len(outcomes))]
+            for p, last in self.stales.items():
+                if owner[p] == last:
+                    orig[p] = last
+        self.orig = orig
 
         if not self.complex and potentials:
             heap = _Heap(potentials[0], self.plan)  # in place, as franz-go
@@ -278,6 +286,82 @@ class _Balancer:
                 current_heap.fix0()
                 owner[p] = chosen
         return owner
+
+    def _resticky(
+        self,
+        p: int,
+        last: int,
+        potentials: list[list[int]],
+        plan: list[list[int]],
+        owner: list[int],
+    ) -> bool:
+        """Give stale ``p`` back to its older claimant ``last`` if it may take it and ``p`` is
+        unassigned or on a member holding two more; whether it moved."""
+        if last not in potentials[self.owners[p]]:
+            return False
+        current = owner[p]
+        if current != _NONE:
+            if len(plan[last]) + 1 >= len(plan[current]):
+                return False
+            _swap_remove(plan[current], p)
+        plan[last].append(p)
+        owner[p] = last
+        return True
+
+    def resticky_outcomes(
+        self, potentials: list[list[int]], owner: list[int]
+    ) -> list[tuple[list[list[int]], list[int]]]:
+        """The distinct (plan, owner) the re-sticking of the doubly claimed partitions may
+        leave, over the orders franz-go's map of them may iterate in; the one of ascending
+        partitions first. A search over the states (partitions done, plan), each state once;
+        beyond :data:`RESTICKY_STATES` the outcomes found so far (``map_order.partial``).
+        With uniform subscriptions the order within a member's list never matters (it is
+        sorted before anything is taken from it), so plans that differ only there are one."""
+        memo_key = ("resticky", tuple(self.names))
+        known = cast(
+            "tuple[list[tuple[list[list[int]], list[int]]], bool] | None",
+            self.map_order.memo.get(memo_key),
+        )
+        if known is not None:
+            found_outcomes, partial = known
+            self.map_order.partial = self.map_order.partial or partial
+            return [([list(parts) for parts in plan], list(o)) for plan, o in found_outcomes]
+        outcomes = self._search_outcomes(potentials, owner)
+        self.map_order.memo[memo_key] = (
+            [([list(parts) for parts in plan], list(o)) for plan, o in outcomes],
+            self.map_order.partial,
+        )
+        return outcomes
+
+    def _search_outcomes(
+        self, potentials: list[list[int]], owner: list[int]
+    ) -> list[tuple[list[list[int]], list[int]]]:
+        stales = sorted(self.stales.items())
+        outcomes: list[tuple[list[list[int]], list[int]]] = []
+        found: set[tuple[tuple[int, ...], ...]] = set()
+        seen: set[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = set()
+        stack = [(tuple(range(len(stales))), self.plan, owner)]
+        while stack:
+            left, plan, owned = stack.pop()
+            key = tuple(tuple(parts if self.complex else sorted(parts)) for parts in plan)
+            if (left, key) in seen:
+                continue
+            if len(seen) >= RESTICKY_STATES:
+                self.map_order.partial = True
+                break
+            seen.add((left, key))
+            if not left:
+                if key not in found:
+                    found.add(key)
+                    outcomes.append((plan, owned))
+                continue
+            for i in reversed(left):  # the lowest partition popped first
+                next_plan = [list(parts) for parts in plan]
+                next_owner = list(owned)
+                p, last = stales[i]
+                self._resticky(p, last, potentials, next_plan, next_owner)
+                stack.append((tuple(j for j in left if j != i), next_plan, next_owner))
+        return outcomes
 
     # -- levels
     def _find_level(self, level: int) -> _Level:
