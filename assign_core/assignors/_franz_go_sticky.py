@@ -3,12 +3,12 @@
 Its steps, in franz-go's order:
 
 1. number the topics in the order the leader's ``map[string]int32`` of partition counts is
-   iterated (a Go map: the order differs from run to run, hence ``topic_order``), each
-   topic's partitions consecutively (a *partNum*);
+   iterated, each topic's partitions consecutively (a *partNum*);
 2. read every member's claims: a partition claimed twice goes to the higher generation, the
    other claimant is kept as *stale*; a claim of an unknown topic or partition is skipped;
 3. drop claims of topics the member no longer subscribes to; give a stale partition back to
-   its older claimant when it now sits on a member holding two more;
+   its older claimant when it now sits on a member holding two more (the stales in the
+   order their Go map iterates, which decides when the moves depend on each other);
 4. deal the unassigned partitions, by partNum, to the least loaded subscriber (a binary
    heap of members sifted down after each deal: its ties fall as the heap lies);
 5. balance: with uniform subscriptions move partitions from the top load level to the
@@ -17,6 +17,8 @@ Its steps, in franz-go's order:
 6. repair (non-uniform subscriptions only): cycle cancelling over a table of members by
    subscription classes, so that as many partitions as possible stay where they were.
 
+Go randomises each map's iteration order on every run: :class:`MapOrder` makes the two
+choices (the topic order, and which outcome of step 3), :func:`map_orders` enumerates them.
 Racks are not used (franz-go uses them only with its ``BalanceRacks`` option).
 """
 
