@@ -206,8 +206,8 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
       assignment that is not Java's is then no divergence, the leader may run Sarama's own).
 
     franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
-    struct as user data): it is identified as ``librdkafka``, and
-    ``registry.SHARED_SHAPE`` keeps a mismatch from being called a divergence.
+    struct as user data): it is identified as ``librdkafka``, and ``registry.SHARED_SHAPE``
+    has franz-go's answer tried where librdkafka's does not match.
 
     ``range`` and ``roundrobin`` subscriptions at versions 0 to 2 are written alike by
     kafka-python, franz-go, Sarama and old Java clients, so they identify nothing.
@@ -695,7 +695,8 @@ def _own_verdict(
     :class:`ExpectedAssignment` when the leader's implementation is known but not modelled,
     or when its answer depends on what the records cannot show (:func:`_hash_order_verdict`).
 
-    Known leader: its answer. Unknown: the first known implementation whose answer matches
+    Known leader: its answer (where it does not match, a look-alike's:
+    :func:`_lookalike_verdict`). Unknown: the first known implementation whose answer matches
     the actual assignment (Java's first; not those in ``IDENTIFIED_ONLY``), else Java's answer
     with no implementation: it matches none, which is a divergence.
     """
