@@ -99,7 +99,8 @@ def cooperative_adjust(
         gen = -1 if m.generation is None else m.generation
         mine = set(planned[m.member_id])
         planned_topics = {tp.topic for tp in mine}
-        owned_topics = {tp.topic for tp in m.owned_partitions}
+        owned = set(m.owned_partitions)
+        owned_topics = {tp.topic for tp in owned}
         for tp in m.owned_partitions:
             if tp.topic not in planned_topics or tp not in mine:
                 revoked.add(tp)
@@ -107,8 +108,7 @@ def cooperative_adjust(
             if tp.topic not in owned_topics:
                 added[tp] = m.member_id
                 continue
-            owned_here = any(o == tp and gen >= newest[o] for o in m.owned_partitions)
-            if not owned_here:
+            if tp not in owned or gen < newest[tp]:
                 added[tp] = m.member_id
     out: dict[str, list[TopicPartition]] = {}
     withheld: dict[TopicPartition, str] = {}
