@@ -8,9 +8,11 @@ keeps the two apart here).
 A classic strategy is computed by the group leader's client library, so each has one variant
 per client implementation (:data:`IMPLEMENTATIONS`, Java's first): ``java`` (kafka-clients),
 ``librdkafka`` (``range``, ``roundrobin``, ``cooperative-sticky``), ``kafka-python`` (all
-four) and ``sarama`` (``range``, ``roundrobin``) where their answers can differ from Java's.
-:data:`IDENTIFIED_ONLY` lists the variants that read their own input (kafka-python's sticky
-user data): they judge a group only when its leader is identified as running them.
+four), ``sarama`` (``range``, ``roundrobin``) and ``franz-go`` (``sticky``,
+``cooperative-sticky``) where their answers can differ from Java's.
+:data:`IDENTIFIED_ONLY` lists the variants that read their own input (kafka-python's and
+franz-go's sticky user data): they judge a group only when its leader is identified as
+running them.
 :data:`UNMODELLED` lists implementations known to run a strategy with their own algorithm
 that is not reproduced here (:data:`UNMODELLED_REASONS` says why, where it is known).
 """
@@ -30,22 +32,23 @@ STRATEGIES: tuple[str, ...] = CLIENT_STRATEGIES + SERVER_STRATEGIES
 IMPLEMENTATIONS: dict[str, tuple[str, ...]] = {
     "range": ("java", "librdkafka", "kafka-python", "sarama"),
     "roundrobin": ("java", "librdkafka", "kafka-python", "sarama"),
-    "sticky": ("java", "kafka-python"),
-    "cooperative-sticky": ("java", "librdkafka", "kafka-python"),
+    "sticky": ("java", "kafka-python", "franz-go"),
+    "cooperative-sticky": ("java", "librdkafka", "kafka-python", "franz-go"),
 }
 
 #: Implementations tried only when the leader is identified as running them, not when it is
-#: unknown: their input (owned partitions, generations) is parsed their own way.
+#: unknown: their input (owned partitions, generations) is parsed their own way (franz-go:
+#: its lenient reader of the sticky user data, which ``cooperative-sticky`` reads too when
+#: the subscription has no generation).
 IDENTIFIED_ONLY: dict[str, tuple[str, ...]] = {
-    "sticky": ("kafka-python",),
-    "cooperative-sticky": ("kafka-python",),
+    "sticky": ("kafka-python", "franz-go"),
+    "cooperative-sticky": ("kafka-python", "franz-go"),
 }
 
 #: Implementations that run a strategy with their own algorithm, not reproduced here: a group
 #: whose leader runs one of them cannot be judged.
 UNMODELLED: dict[str, tuple[str, ...]] = {
-    "sticky": ("librdkafka", "franz-go", "sarama"),
-    "cooperative-sticky": ("franz-go",),
+    "sticky": ("librdkafka", "sarama"),
 }
 
 #: (strategy, implementation) -> why an :data:`UNMODELLED` implementation is not reproduced,
@@ -57,23 +60,31 @@ UNMODELLED_REASONS: dict[tuple[str, str], str] = {
     ),
 }
 
-#: Variants whose answer depends on the leader process's string hash order (which element of
-#: a ``set`` it takes); their assignors offer ``alternatives(spec, limit)``.
+#: Variants whose answer depends on the leader process's hash order (kafka-python: which
+#: element of a ``set`` it takes; franz-go: the order its Go map of topics iterates, random
+#: on every run); their assignors offer ``alternatives(spec, limit)``.
 HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
-    {("sticky", "kafka-python"), ("cooperative-sticky", "kafka-python")}
+    {
+        ("sticky", "kafka-python"),
+        ("cooperative-sticky", "kafka-python"),
+        ("sticky", "franz-go"),
+        ("cooperative-sticky", "franz-go"),
+    }
 )
 
-#: (strategy, implementation) -> an unmodelled implementation whose subscriptions look the
-#: same: an answer of the first that does not match is not a divergence, the leader may run
-#: the second (where the first is not modelled either, the verdict names both). franz-go's
+#: (strategy, implementation) -> another implementation whose subscriptions look the same:
+#: when the first's answer does not match, the leader may run the second. A modelled one
+#: is then tried and judges the group if it matches; an unmodelled one leaves the group
+#: unjudged (the verdict names both where the first is not modelled either). franz-go's
 #: ``cooperative-sticky`` writes librdkafka's shape (version 3, the sticky struct as user
 #: data); Sarama's ``sticky`` writes the shape of Java clients before version 3 of the
-#: subscription (Java's sticky struct as user data, null before its first assignment), its
-#: claim empty when it held nothing, like franz-go's eager members.
+#: subscription (Java's sticky struct as user data, null before its first assignment).
+#: franz-go's ``sticky`` claims nothing (its eager members rejoin holding nothing), as a Java
+#: 3.5+ leader that held nothing does.
 SHARED_SHAPE: dict[tuple[str, str], str] = {
     ("cooperative-sticky", "librdkafka"): "franz-go",
     ("sticky", "java"): "sarama",
-    ("sticky", "franz-go"): "sarama",
+    ("sticky", "franz-go"): "java",
 }
 
 DEFAULT_IMPLEMENTATION = "java"
@@ -108,6 +119,11 @@ _VARIANTS = {
     ("cooperative-sticky", "kafka-python"): (
         "assign_core.assignors.kafka_python_cooperative_sticky",
         "KafkaPythonCooperativeStickyAssignor",
+    ),
+    ("sticky", "franz-go"): ("assign_core.assignors.franz_go_sticky", "FranzGoStickyAssignor"),
+    ("cooperative-sticky", "franz-go"): (
+        "assign_core.assignors.franz_go_sticky",
+        "FranzGoCooperativeStickyAssignor",
     ),
 }
 

@@ -48,6 +48,7 @@ __all__ = [
     "decode_assignment",
     "decode_assignment_v0",
     "decode_cooperative_sticky_user_data",
+    "decode_franz_go_sticky_user_data",
     "decode_sticky_user_data",
     "decode_sticky_user_data_v0",
     "decode_sticky_user_data_v1",
@@ -148,6 +149,51 @@ def decode_kafka_python_sticky_user_data(data: bytes) -> StickyUserData:
         return decode_sticky_user_data_v1(r)
     except DecodeError:
         return StickyUserData(-1, _NO_PARTITIONS, -1)
+
+
+def decode_franz_go_sticky_user_data(data: bytes) -> StickyUserData:
+    """franz-go's sticky user data as franz-go reads it (``deserializeUserData``): Java's
+    struct, read leniently (an array longer than the bytes left, or a string that overruns,
+    makes the whole claim empty; a negative array length is an empty array), then the
+    generation if any bytes are left (-1 when none or unreadable)."""
+    pos, bad = 0, False
+    claims: list[TopicPartitions] = []
+
+    def int32() -> int:
+        nonlocal pos, bad
+        if bad or len(data) - pos < 4:
+            bad = True
+            return 0
+        value: int = I32.unpack_from(data, pos)[0]
+        pos += 4
+        return value
+
+    def array_len() -> int:
+        nonlocal bad
+        n = int32()
+        if len(data) - pos < n:
+            bad = True
+            return 0
+        return n
+
+    for _ in range(array_len()):
+        if bad or len(data) - pos < 2:
+            bad = True
+            break
+        length = int.from_bytes(data[pos : pos + 2], "big", signed=True)
+        pos += 2
+        if length < 0 or len(data) - pos < length:
+            bad = True
+            break
+        topic = data[pos : pos + length].decode("utf-8", "replace")
+        pos += length
+        claims.append(TopicPartitions(topic, tuple(int32() for _ in range(array_len()))))
+    generation = -1
+    if not bad and pos < len(data):
+        generation = int32()
+    if bad:
+        return StickyUserData(-1, _NO_PARTITIONS, generation)
+    return StickyUserData(1, tuple(claims), generation)
 
 
 def decode_cooperative_sticky_user_data(data: bytes) -> CooperativeStickyUserData:

@@ -79,7 +79,10 @@ from assign_core.model import (
     TopicPartition,
 )
 from assign_core.scenario import default_topic_id
-from streaming.codec.consumer_protocol import decode_kafka_python_sticky_user_data
+from streaming.codec.consumer_protocol import (
+    decode_franz_go_sticky_user_data,
+    decode_kafka_python_sticky_user_data,
+)
 from streaming.codec.model import (
     CooperativeStickyUserData,
     GroupMetadata,
@@ -127,11 +130,14 @@ def owned_for_strategy(
     strategy: str | None, subscription: Subscription | None, implementation: str | None = None
 ) -> tuple[tuple[TopicPartition, ...], int | None]:
     """What the group's own sticky-family assignor reads as (owned partitions, generation),
-    as ``implementation`` reads it (Java's way unless it is ``kafka-python``)."""
+    as ``implementation`` reads it (Java's way unless it is ``kafka-python`` or
+    ``franz-go``)."""
     if subscription is None:
         return (), None
     if implementation == "kafka-python":
         return _kafka_python_claim(strategy, subscription)
+    if implementation == "franz-go":
+        return _franz_go_claim(strategy, subscription)
     data = subscription.assignor_data
     if strategy == "sticky":
         if isinstance(data, StickyUserData):
@@ -165,6 +171,20 @@ def _kafka_python_claim(
     return (), None
 
 
+def _franz_go_claim(
+    strategy: str | None, subscription: Subscription
+) -> tuple[tuple[TopicPartition, ...], int | None]:
+    """franz-go's parse: ``sticky`` reads its sticky user data (franz-go's lenient reader);
+    ``cooperative-sticky`` the subscription's owned partitions at its generation id when that
+    is >= 0, else the sticky user data's claim and generation."""
+    if strategy not in ("sticky", "cooperative-sticky"):
+        return (), None
+    if strategy == "cooperative-sticky" and subscription.generation_id >= 0:
+        return flatten(subscription.owned_partitions), subscription.generation_id
+    data = decode_franz_go_sticky_user_data(subscription.user_data or b"")
+    return flatten(data.previous_assignment), data.generation
+
+
 def leader_implementation(strategy: str | None, subscription: Subscription | None) -> str | None:
     """The client implementation that wrote the leader's subscription, where its shape says
     so unambiguously (``docs/tracking.md``, "Client implementations"); None when it does not.
@@ -176,20 +196,22 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
       with kafka-python's int16 version 1 (Java's struct starts with an int32 topic count), or
       ``cooperative-sticky`` at version 1 with empty user data;
     * ``franz-go``: ``cooperative-sticky`` at version 1 with user data (its sticky metadata,
-      older franz-go), or ``sticky`` at version 1 or later whose user data claims no
+      older franz-go), or ``sticky`` at version 3 or later whose user data claims no
       partition (franz-go's eager members rejoin holding nothing and say so; a Java member
-      lists what it held, so only a Java leader that held nothing looks the same), or
+      lists what it held, so only a Java leader that held nothing looks the same:
+      ``registry.SHARED_SHAPE`` has Java's answer tried where franz-go's does not match), or
       ``cooperative-sticky`` user data of four zero bytes (its empty sticky struct before
       its first assignment; Java's int32 generation is -1 then, and never 0);
     * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation), or
-      ``sticky`` with Java's struct or null as user data at version 1 or 2: a Java client
-      before 3.5, or Sarama, whose ``sticky`` writes the same (null before its first
-      assignment; ``registry.SHARED_SHAPE``: an assignment that is not Java's is then no
-      divergence, the leader may run Sarama's own).
+      ``sticky`` with Java's struct (an empty claim too) or null as user data at version 1
+      or 2: a Java client before 3.5, or Sarama, whose ``sticky`` writes the same (null
+      before its first assignment, an empty claim when it held nothing;
+      ``registry.SHARED_SHAPE``: an assignment that is not Java's is then no divergence, the
+      leader may run Sarama's own).
 
     franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
-    struct as user data): it is identified as ``librdkafka``, and
-    ``registry.SHARED_SHAPE`` keeps a mismatch from being called a divergence.
+    struct as user data): it is identified as ``librdkafka``, and ``registry.SHARED_SHAPE``
+    has franz-go's answer tried where librdkafka's does not match.
 
     ``range`` and ``roundrobin`` subscriptions at versions 0 to 2 are written alike by
     kafka-python, franz-go, Sarama and old Java clients, so they identify nothing.
@@ -204,7 +226,7 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
         return "librdkafka"
     if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
         return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
-    if strategy == "sticky" and version >= 1 and data[:4] == b"\x00\x00\x00\x00":
+    if strategy == "sticky" and version >= 3 and data[:4] == b"\x00\x00\x00\x00":
         return "franz-go"  # no topic claimed (then at most a generation)
     if strategy == "sticky" and 1 <= version <= 2:
         return "java"  # Java's struct before version 3: an older Java client, or Sarama
@@ -678,7 +700,8 @@ def _own_verdict(
     :class:`ExpectedAssignment` when the leader's implementation is known but not modelled,
     or when its answer depends on what the records cannot show (:func:`_hash_order_verdict`).
 
-    Known leader: its answer. Unknown: the first known implementation whose answer matches
+    Known leader: its answer (where it does not match, a look-alike's:
+    :func:`_lookalike_verdict`). Unknown: the first known implementation whose answer matches
     the actual assignment (Java's first; not those in ``IDENTIFIED_ONLY``), else Java's answer
     with no implementation: it matches none, which is a divergence.
     """
@@ -694,8 +717,15 @@ def _own_verdict(
         if answer.assignment is None or not _divergence(actual, answer.assignment, member_ids):
             return identified, answer
         if (name, identified) in HASH_ORDERED:
-            return _hash_order_verdict(name, identified, spec, actual, member_ids, answer)
+            verdict = _hash_order_verdict(name, identified, spec, actual, member_ids, answer)
+            if isinstance(verdict, ExpectedAssignment):
+                return verdict
+            found = verdict[1].assignment
+            if found is not None and not _divergence(actual, found, member_ids):
+                return verdict
         lookalike = SHARED_SHAPE.get((name, identified))
+        if lookalike is not None and lookalike in IMPLEMENTATIONS[name]:
+            return _lookalike_verdict(name, identified, lookalike, spec, actual, member_ids, answer)
         if lookalike is not None:
             return _failure(
                 name,
@@ -726,6 +756,32 @@ def _unmodelled(name: str, implementations: Sequence[str | None], why: str) -> s
     reasons = [UNMODELLED_REASONS.get((name, i or "")) for i in implementations]
     known = "; ".join(r for r in reasons if r)
     return f"not modelled: {why}" + (f" ({known})" if known else "")
+
+
+def _lookalike_verdict(
+    name: str,
+    identified: str,
+    lookalike: str,
+    spec: GroupSpec,
+    actual: Assignment,
+    member_ids: Sequence[str],
+    answer: _Answer,
+) -> tuple[str | None, _Answer] | ExpectedAssignment:
+    """The verdict when the identified implementation's ``answer`` does not match and a
+    modelled implementation writes the same subscriptions (``registry.SHARED_SHAPE``): the
+    lookalike's answer when it matches (over its hash orders if it has them); no verdict
+    when those could not all be tried; else the identified one's ``answer``, divergent."""
+    other = _answer(name, spec, lookalike)
+    if other.assignment is not None and not _divergence(actual, other.assignment, member_ids):
+        return lookalike, other
+    if (name, lookalike) in HASH_ORDERED:
+        verdict = _hash_order_verdict(name, lookalike, spec, actual, member_ids, other)
+        if isinstance(verdict, ExpectedAssignment):
+            return verdict
+        found = verdict[1].assignment
+        if found is not None and not _divergence(actual, found, member_ids):
+            return verdict
+    return identified, answer
 
 
 #: At most this many of an assignor's answers over the leader's hash orders are tried
@@ -762,7 +818,7 @@ def _hash_order_verdict(
     failed = _failure(
         name,
         True,
-        f"undecidable: {implementation}'s {name} answer depends on its leader's string hash "
+        f"undecidable: {implementation}'s {name} answer depends on its leader's hash "
         f"order; none of the {tried} orders tried gives the actual assignment",
     )
     return replace(failed, implementation=implementation)

@@ -7,10 +7,11 @@ paused past its session, a leave, a crash, a join) with each of franz-go's balan
 generation the broker recorded is compared with Java's assignor of the same strategy on the
 record's input (the same sets per member), and given to the tracker, which must never call
 a group divergent. ``range`` and ``roundrobin`` must match Java's. ``sticky`` and
-``cooperative-sticky`` are franz-go's own balancer (not modelled): its eager ``sticky``
-leader is identified as franz-go (no verdict); its ``cooperative-sticky`` subscription looks
-like librdkafka's, so it is judged as librdkafka's where that matches and gets no verdict
-where it does not. The counts are printed.
+``cooperative-sticky`` are franz-go's own balancer (``assign_core.assignors.franz_go_sticky``):
+every generation must be judged, none divergent. Its eager ``sticky`` leader is identified as
+franz-go and judged so; its ``cooperative-sticky`` subscription looks like librdkafka's, so
+it is judged as librdkafka's where that answer matches too, else as franz-go's. The counts
+are printed.
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ class Judged:
     """Java's assignor of the strategy gives the recorded assignment."""
     judged: int = 0
     divergent: int = 0
+    judged_as: Counter[str | None] = field(default_factory=Counter)
+    """The implementation each generation was judged by (None: no verdict)."""
+    unjudged: Counter[str] = field(default_factory=Counter)
+    """Why a generation got no verdict (the error's first words)."""
     identified: Counter[str | None] = field(default_factory=Counter)
     shapes: set[tuple[int, str]] = field(default_factory=set)
     """The leaders' subscriptions: (version, user data's first 8 bytes)."""
@@ -101,8 +106,9 @@ class Judged:
         return (
             f"{library} {strategy}: {self.generations} generations; Java's answer identical in "
             f"{self.like_java}; identified as {dict(self.identified)}; the tracker judged "
-            f"{self.judged}, divergent {self.divergent}; leader subscriptions (version, user "
-            f"data) {sorted(self.shapes)}"
+            f"{self.judged} (as {dict(self.judged_as)}), divergent {self.divergent}; no "
+            f"verdict: {dict(self.unjudged)}; leader subscriptions (version, user data) "
+            f"{sorted(self.shapes)}"
         )
 
 
@@ -137,6 +143,10 @@ def judge_generations(bootstrap: str, groups: list[str], strategy: str) -> Judge
                 out.like_java += 1
             out.judged += own.divergent is not None  # type: ignore[attr-defined]
             out.divergent += own.divergent is True  # type: ignore[attr-defined]
+            if own.divergent is not None:  # type: ignore[attr-defined]
+                out.judged_as[own.implementation] += 1  # type: ignore[attr-defined]
+            else:
+                out.unjudged[" ".join(str(own.error).split()[:6])] += 1  # type: ignore[attr-defined]
     return out
 
 
@@ -147,8 +157,14 @@ def test_franz_go_groups_against_the_models(
     judged = judge_generations(kafka_broker.bootstrap_servers, played[strategy], strategy)
     print(judged.line(LIBRARY, strategy))
     assert judged.generations >= SCENARIOS * 6 and judged.divergent == 0
+    assert judged.judged == judged.generations and not judged.unjudged
     if strategy in ("range", "roundrobin"):
         assert judged.like_java == judged.generations
+    elif strategy == "sticky":
+        assert judged.judged_as == {"franz-go": judged.generations}
+    else:
+        assert set(judged.judged_as) <= {"franz-go", "librdkafka"}
+        assert judged.judged_as["franz-go"] > 0
 
 
 def test_every_classic_cause_agrees_with_the_broker(

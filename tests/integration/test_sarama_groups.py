@@ -59,14 +59,15 @@ def test_sarama_groups_are_never_called_divergent(
 def test_a_sarama_sticky_generation_is_javas_or_no_verdict_for_go_map_order(
     kafka_broker: BrokerInfo, played: dict[str, list[str]]
 ) -> None:
-    """Every ``sticky`` leader is identified as one whose look-alike is Sarama (Java, or
-    franz-go when it held nothing), and every generation is judged as Java's, not divergent,
+    """Every ``sticky`` leader is identified as Java (Sarama's subscription is a Java client's
+    before 3.5, an empty claim when it held nothing), and every generation is judged as
+    Java's, not divergent,
     or has no verdict, whose error names Go's map order (``registry.UNMODELLED_REASONS``)."""
     verdicts: Counter[str] = Counter()
     for group in played["sticky"]:
         for record in group_records(kafka_broker.bootstrap_servers, group):
             implementation, own = tracker_verdict(record, leader_counts(record))
-            assert implementation in ("java", "franz-go")  # Sarama's look-alikes
+            assert implementation == "java"  # Sarama's look-alike
             assert own.divergent is not True  # type: ignore[attr-defined]
             if own.divergent is None:  # type: ignore[attr-defined]
                 assert "Go's map iteration order" in own.error  # type: ignore[attr-defined]

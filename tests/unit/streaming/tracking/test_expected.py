@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from assign_core.assignors import get_assignor
 from assign_core.model import AssignmentResult, GroupSpec, Member, TopicPartition
 from streaming.codec.model import (
     CooperativeStickyUserData,
@@ -15,6 +16,7 @@ from streaming.codec.model import (
     TopicPartitions,
 )
 from streaming.tracking import expected
+from streaming.tracking.events import ExpectedAssignment
 from streaming.tracking.expected import (
     ResultCache,
     classic_specs,
@@ -338,7 +340,7 @@ LEADER_TABLE = [
         _sub(2, b"\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01\x00\x00\x00\x00" + b"\x00\x00\x00\x04"),
         "java",
     ),
-    ("sticky", _sub(1, b"\x00\x00\x00\x00"), "franz-go"),  # claims nothing: franz-go's
+    ("sticky", _sub(1, b"\x00\x00\x00\x00"), "java"),  # claims nothing before 3: Java, Sarama
     ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
     ("sticky", _sub(2, None), "java"),  # the same before 3.5, or Sarama's: Sarama's look-alike
     ("sticky", _sub(1, None), "java"),
@@ -406,7 +408,7 @@ def test_the_own_strategy_is_judged_against_the_leaders_implementation(
 def test_an_unmodelled_implementation_gives_no_verdict() -> None:
     spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
     own, *_ = run_strategies(
-        own="cooperative-sticky",
+        own="sticky",
         own_spec=spec,
         whatif_spec=spec,
         strategies=(),
@@ -415,17 +417,17 @@ def test_an_unmodelled_implementation_gives_no_verdict() -> None:
         identities={},
         max_members=10,
         max_partitions=100,
-        own_implementation="franz-go",
+        own_implementation="sarama",
     )
     assert own.divergent is None and own.assignment is None
-    assert own.implementation == "franz-go"
+    assert own.implementation == "sarama"
     assert own.error is not None and own.error.startswith("not modelled")
 
 
 #: (own strategy, the implementation the leader is identified as, the unmodelled one whose
-#: subscription looks the same): franz-go's balancer writes librdkafka's cooperative-sticky
-#: shape; Sarama's sticky writes a Java client's before version 3 of the subscription.
-LOOKALIKES = [("cooperative-sticky", "librdkafka", "franz-go"), ("sticky", "java", "sarama")]
+#: subscription looks the same): Sarama's sticky writes a Java client's before version 3 of
+#: the subscription.
+LOOKALIKES = [("sticky", "java", "sarama")]
 
 
 @pytest.mark.parametrize(("strategy", "identified", "lookalike"), LOOKALIKES)
@@ -485,31 +487,48 @@ def test_a_java_shaped_sticky_leader_unlike_java_is_no_verdict_because_of_go_map
     )
 
 
-def test_a_sticky_leader_that_claims_nothing_may_run_franz_gos_or_saramas_assignor() -> None:
-    """A ``sticky`` leader claiming nothing at version 1 or 2 is identified as franz-go, but
-    a Sarama leader that held nothing writes the same: no verdict, the error names both."""
-    spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)), Member("b", ("t",))))
+def _claiming_nothing(version: int, actual: dict[str, tuple[TopicPartition, ...]]) -> ExpectedAssignment:
+    spec = GroupSpec(topics={"t": 4}, members=tuple(Member(m, ("t",)) for m in "abc"))
     own, *_ = run_strategies(
         own="sticky",
         own_spec=spec,
         whatif_spec=spec,
         strategies=(),
-        actual={"a": tps("t", 0), "b": tps("t", 1)},
+        actual=actual,
         before={},
         identities={},
         max_members=10,
         max_partitions=100,
         own_implementation=leader_implementation(
-            "sticky", _sub(2, b"\x00" * 4 + b"\x00\x00\x00\x03")
+            "sticky", _sub(version, b"\x00" * 4 + b"\x00\x00\x00\x03")
         ),
     )
-    assert own.divergent is None
-    assert own.error is not None
+    return own
+
+
+def test_a_sticky_leader_that_claims_nothing_is_franz_go_at_version_3_else_java_or_sarama() -> None:
+    """A ``sticky`` leader claiming nothing: at version 3 franz-go (its eager members rejoin
+    holding nothing), judged by franz-go's answer, else by Java's (a Java 3.5+ leader that
+    held nothing writes the same), else divergent; at version 1 or 2 a Java client before 3.5
+    or Sarama, whose own answer is not modelled: no verdict where Java's does not match."""
+    spec = GroupSpec(topics={"t": 4}, members=tuple(Member(m, ("t",)) for m in "abc"))
+    java = get_assignor("sticky").assign(spec).assignment
+    franz_go = get_assignor("sticky", "franz-go").assign(spec).assignment
+    assert {m: set(p) for m, p in java.items()} != {m: set(p) for m, p in franz_go.items()}
+    neither = {"a": tps("t", 0, 1, 2, 3), "b": (), "c": ()}
+    for answer, implementation in ((franz_go, "franz-go"), (java, "java")):
+        own = _claiming_nothing(3, {m: tuple(p) for m, p in answer.items()})
+        assert (own.divergent, own.implementation, own.error) == (False, implementation, None)
+    own = _claiming_nothing(3, neither)
+    assert (own.divergent, own.implementation) == (True, "franz-go")
+    own = _claiming_nothing(2, neither)
+    assert own.divergent is None and own.error is not None
     assert own.error.startswith(
-        "not modelled: the leader runs franz-go's own sticky assignor, or sarama's, whose "
-        "subscription looks the same ("
+        "not modelled: the assignment is not java's; the leader may run sarama's own sticky "
     )
     assert "Go's map iteration order" in own.error
+    own = _claiming_nothing(2, {m: tuple(p) for m, p in java.items()})
+    assert (own.divergent, own.implementation, own.error) == (False, "java", None)
 
 
 def test_an_unmodelled_implementation_without_a_known_reason_says_only_that() -> None:
@@ -527,6 +546,40 @@ def test_an_unmodelled_implementation_without_a_known_reason_says_only_that() ->
         own_implementation="librdkafka",
     )
     assert own.error == "not modelled: the leader runs librdkafka's own sticky assignor"
+
+
+def _franz_go_lookalike(actual: dict[str, tuple[TopicPartition, ...]]) -> ExpectedAssignment:
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    own, *_ = run_strategies(
+        own="cooperative-sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual=actual,
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="librdkafka",
+    )
+    return own
+
+
+def test_a_cooperative_sticky_leader_identified_as_librdkafka_may_be_franz_go() -> None:
+    """franz-go's cooperative-sticky writes librdkafka's shape: an assignment that is not
+    librdkafka's but franz-go's is judged as franz-go's; one that is neither's diverges
+    from librdkafka's (the identified one)."""
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+    librdkafka = get_assignor("cooperative-sticky", "librdkafka").assign(spec).assignment
+    franz_go = get_assignor("cooperative-sticky", "franz-go").assign(spec).assignment
+    assert {m: set(p) for m, p in librdkafka.items()} != {m: set(p) for m, p in franz_go.items()}
+    for answer, implementation in ((librdkafka, "librdkafka"), (franz_go, "franz-go")):
+        own = _franz_go_lookalike({m: tuple(p) for m, p in answer.items()})
+        assert (own.divergent, own.implementation, own.error) == (False, implementation, None)
+    neither = {"a": tps("t", 0, 1), "b": tps("t", 2, 3)}
+    assert neither not in ({m: tuple(p) for m, p in a.items()} for a in (librdkafka, franz_go))
+    own = _franz_go_lookalike(neither)
+    assert (own.divergent, own.implementation, own.error) == (True, "librdkafka", None)
 
 
 # -- kafka-python's sticky family ------------------------------------------------------------
