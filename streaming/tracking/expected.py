@@ -700,10 +700,11 @@ def _own_verdict(
     :class:`ExpectedAssignment` when the leader's implementation is known but not modelled,
     or when its answer depends on what the records cannot show (:func:`_hash_order_verdict`).
 
-    Known leader: its answer (where it does not match, a look-alike's:
-    :func:`_lookalike_verdict`). Unknown: the first known implementation whose answer matches
-    the actual assignment (Java's first; not those in ``IDENTIFIED_ONLY``), else Java's answer
-    with no implementation: it matches none, which is a divergence.
+    Known leader: its answer, over its hash orders (:func:`_matching`); where none matches, a
+    modelled look-alike's (``registry.SHARED_SHAPE``) that does. Unknown: the first known
+    implementation whose answer matches the actual assignment (Java's first; not those in
+    ``IDENTIFIED_ONLY``), else Java's answer with no implementation: it matches none, which
+    is a divergence.
     """
     if identified is not None and identified in UNMODELLED.get(name, ()):
         why = f"the leader runs {identified}'s own {name} assignor"
@@ -714,18 +715,18 @@ def _own_verdict(
         return replace(failed, implementation=identified)
     if identified is not None and identified in IMPLEMENTATIONS[name]:
         answer = _answer(name, spec, identified)
-        if answer.assignment is None or not _divergence(actual, answer.assignment, member_ids):
+        if answer.assignment is None:
             return identified, answer
-        if (name, identified) in HASH_ORDERED:
-            verdict = _hash_order_verdict(name, identified, spec, actual, member_ids, answer)
-            if isinstance(verdict, ExpectedAssignment):
-                return verdict
-            found = verdict[1].assignment
-            if found is not None and not _divergence(actual, found, member_ids):
-                return verdict
+        verdict = _matching(name, identified, spec, actual, member_ids, answer)
+        if verdict is not None:
+            return verdict
         lookalike = SHARED_SHAPE.get((name, identified))
         if lookalike is not None and lookalike in IMPLEMENTATIONS[name]:
-            return _lookalike_verdict(name, identified, lookalike, spec, actual, member_ids, answer)
+            # a modelled look-alike judges the group where its answer matches
+            other = _answer(name, spec, lookalike)
+            if other.assignment is not None:
+                verdict = _matching(name, lookalike, spec, actual, member_ids, other)
+            return verdict or (identified, answer)
         if lookalike is not None:
             return _failure(
                 name,
@@ -758,30 +759,27 @@ def _unmodelled(name: str, implementations: Sequence[str | None], why: str) -> s
     return f"not modelled: {why}" + (f" ({known})" if known else "")
 
 
-def _lookalike_verdict(
+def _matching(
     name: str,
-    identified: str,
-    lookalike: str,
+    implementation: str,
     spec: GroupSpec,
     actual: Assignment,
     member_ids: Sequence[str],
     answer: _Answer,
-) -> tuple[str | None, _Answer] | ExpectedAssignment:
-    """The verdict when the identified implementation's ``answer`` does not match and a
-    modelled implementation writes the same subscriptions (``registry.SHARED_SHAPE``): the
-    lookalike's answer when it matches (over its hash orders if it has them); no verdict
-    when those could not all be tried; else the identified one's ``answer``, divergent."""
-    other = _answer(name, spec, lookalike)
-    if other.assignment is not None and not _divergence(actual, other.assignment, member_ids):
-        return lookalike, other
-    if (name, lookalike) in HASH_ORDERED:
-        verdict = _hash_order_verdict(name, lookalike, spec, actual, member_ids, other)
-        if isinstance(verdict, ExpectedAssignment):
-            return verdict
-        found = verdict[1].assignment
-        if found is not None and not _divergence(actual, found, member_ids):
-            return verdict
-    return identified, answer
+) -> tuple[str | None, _Answer] | ExpectedAssignment | None:
+    """``implementation``'s verdict where its ``answer``, or for a hash-ordered one the
+    answer of some order (:func:`_hash_order_verdict`), gives the actual assignment; a failed
+    one where not every order could be tried; None where none does."""
+    assert answer.assignment is not None
+    if not _divergence(actual, answer.assignment, member_ids):
+        return implementation, answer
+    if (name, implementation) not in HASH_ORDERED:
+        return None
+    verdict = _hash_order_verdict(name, implementation, spec, actual, member_ids, answer)
+    if isinstance(verdict, ExpectedAssignment):
+        return verdict
+    found = verdict[1].assignment
+    return verdict if found is not None and not _divergence(actual, found, member_ids) else None
 
 
 #: At most this many of an assignor's answers over the leader's hash orders are tried

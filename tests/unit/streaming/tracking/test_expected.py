@@ -487,7 +487,9 @@ def test_a_java_shaped_sticky_leader_unlike_java_is_no_verdict_because_of_go_map
     )
 
 
-def _claiming_nothing(version: int, actual: dict[str, tuple[TopicPartition, ...]]) -> ExpectedAssignment:
+def _claiming_nothing(
+    version: int, actual: dict[str, tuple[TopicPartition, ...]]
+) -> ExpectedAssignment:
     spec = GroupSpec(topics={"t": 4}, members=tuple(Member(m, ("t",)) for m in "abc"))
     own, *_ = run_strategies(
         own="sticky",
