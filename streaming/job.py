@@ -427,25 +427,26 @@ class RunningJob:
             raise QueryFailedError(f"query {name} failed: {self.guard.failure}")
 
     def _let_batches_finish(self, timeout_s: float) -> None:
-        """Until no query is inside a trigger that was already running, at most
-        ``timeout_s``: the batch in the handler (:class:`BatchGuard`) returned and Spark
-        committed it (the query's last progress reached it), and a trigger not yet in the
-        handler ended (its progress moved on)."""
+        """Until the triggers running at the call ended, at most ``timeout_s``: the batch in
+        the handler then (:class:`BatchGuard`) returned and Spark committed it (the query's
+        last progress reached it), and a trigger not yet in the handler then ended (its
+        progress moved on). Later batches are not waited for."""
         deadline = time.monotonic() + timeout_s
         guard = self.guard
+        running = None if guard is None else guard.running
+        target = running if running is not None or guard is None else guard.handled
 
         def handler_done() -> bool:
             left = max(0.0, deadline - time.monotonic())
-            return guard is None or guard.wait_idle(left)
+            return guard is None or running is None or guard.wait_past(running, left)
 
         for query in self.queries:
             try:
                 first = _batch_id(query.lastProgress)
                 while time.monotonic() < deadline and handler_done() and query.isActive:
                     done = _batch_id(query.lastProgress)
-                    handled = None if guard is None else guard.handled
-                    uncommitted = handled is not None and (done is None or done < handled)
-                    starting = query.status["isTriggerActive"] and done == first
+                    uncommitted = target is not None and (done is None or done < target)
+                    starting = running is None and query.status["isTriggerActive"] and done == first
                     if not (uncommitted or starting):
                         break
                     time.sleep(0.1)

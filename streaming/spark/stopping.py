@@ -112,10 +112,11 @@ class BatchGuard:
         """From now on, an interrupted batch is the stop's doing."""
         self._stopping.set()
 
-    def wait_idle(self, timeout_s: float) -> bool:
-        """Until no batch is inside the handler, at most ``timeout_s``; whether none is."""
+    def wait_past(self, batch_id: int, timeout_s: float) -> bool:
+        """Until batch ``batch_id`` is out of the handler, at most ``timeout_s``; whether it
+        is (a later batch may be in it by then)."""
         with self._idle:
-            return self._idle.wait_for(lambda: self.running is None, timeout_s)
+            return self._idle.wait_for(lambda: self.running != batch_id, timeout_s)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         with self._idle:

@@ -131,14 +131,15 @@ def test_the_guard_knows_the_batch_in_its_handler_and_waits_for_it() -> None:
             raise ValueError("bad batch")
 
     guard = BatchGuard(batch)  # type: ignore[arg-type]
-    assert guard.wait_idle(0) and guard.running is None and guard.handled is None
+    assert guard.wait_past(1, 0) and guard.running is None and guard.handled is None
     runner = threading.Thread(target=guard, args=(None, 1))
     runner.start()
     assert entered.wait(10)
     assert guard.running == 1
-    assert not guard.wait_idle(0.05)  # still inside: the wait gives up at its bound
+    assert not guard.wait_past(1, 0.05)  # still inside: the wait gives up at its bound
+    assert guard.wait_past(0, 0)  # another batch: not waited for
     threading.Timer(0.1, release.set).start()
-    assert guard.wait_idle(10)
+    assert guard.wait_past(1, 10)
     runner.join(10)
     assert (guard.running, guard.handled) == (None, 1)
     with pytest.raises(ValueError, match="bad batch"):  # a failed batch: idle, not handled
