@@ -45,7 +45,7 @@ IDENTIFIED_ONLY: dict[str, tuple[str, ...]] = {
 #: whose leader runs one of them cannot be judged.
 UNMODELLED: dict[str, tuple[str, ...]] = {
     "sticky": ("librdkafka", "franz-go", "sarama"),
-    "cooperative-sticky": ("franz-go",),
+    "cooperative-sticky": ("franz-go", "sarama"),
 }
 
 #: (strategy, implementation) -> why an :data:`UNMODELLED` implementation is not reproduced,
@@ -54,6 +54,10 @@ UNMODELLED_REASONS: dict[tuple[str, str], str] = {
     ("sticky", "sarama"): (
         "Sarama's sticky answer depends on Go's map iteration order, random on every call: "
         "it can assign the same group differently each time"
+    ),
+    ("cooperative-sticky", "sarama"): (
+        "Sarama's cooperative-sticky answer depends on Go's map iteration order, random on "
+        "every call: it can assign the same group differently each time"
     ),
 }
 
@@ -69,11 +73,25 @@ HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
 #: ``cooperative-sticky`` writes librdkafka's shape (version 3, the sticky struct as user
 #: data); Sarama's ``sticky`` writes the shape of Java clients before version 3 of the
 #: subscription (Java's sticky struct as user data, null before its first assignment), its
-#: claim empty when it held nothing, like franz-go's eager members.
+#: claim empty when it held nothing, like franz-go's eager members; Sarama's
+#: ``cooperative-sticky`` writes Java's (its generation as 4 bytes of user data). A look-alike
+#: with :data:`SUBSCRIPTION_VERSIONS` excuses a leader only at one of those versions.
 SHARED_SHAPE: dict[tuple[str, str], str] = {
     ("cooperative-sticky", "librdkafka"): "franz-go",
     ("sticky", "java"): "sarama",
     ("sticky", "franz-go"): "sarama",
+    ("cooperative-sticky", "java"): "sarama",
+}
+
+#: (strategy, implementation) -> the subscription versions that implementation writes for
+#: the strategy, where they set it apart from the look-alike it shares a shape with
+#: (:data:`SHARED_SHAPE`). Sarama writes version 0, 1 or 2, by the broker version it is
+#: configured for (``Config.Version``: 2.4 and later 1, 3.2 and later 2; its
+#: ``cooperative-sticky`` needs 2.4), never 3: a Java 3.5+ or franz-go leader (version 3)
+#: whose answer is not its own is not excused by Sarama.
+SUBSCRIPTION_VERSIONS: dict[tuple[str, str], frozenset[int]] = {
+    ("sticky", "sarama"): frozenset({0, 1, 2}),
+    ("cooperative-sticky", "sarama"): frozenset({1, 2}),
 }
 
 DEFAULT_IMPLEMENTATION = "java"
