@@ -183,11 +183,12 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
       ``cooperative-sticky`` user data of four zero bytes (its empty sticky struct before
       its first assignment; Java's int32 generation is -1 then, and never 0);
     * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation), or
-      ``sticky`` with Java's struct or null as user data at version 1 or 2. At version 1 or 2
-      that is a Java client before 3.5, or Sarama, whose ``sticky`` and
-      ``cooperative-sticky`` write the same (``sticky``: null before its first assignment;
-      ``registry.SHARED_SHAPE``: an assignment that is not Java's is then no divergence, the
-      leader may run Sarama's own); at version 3 only Java writes it.
+      ``sticky`` with Java's struct or null as user data at versions 0 to 2 (at version 0
+      only a struct that claims partitions). Below version 3 that is a Java client before
+      3.5, or Sarama, whose ``sticky`` and ``cooperative-sticky`` write the same (``sticky``:
+      null before its first assignment; ``registry.SHARED_SHAPE``: an assignment that is not
+      Java's is then no divergence, the leader may run Sarama's own); at version 3 only Java
+      writes it.
 
     franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
     struct as user data): it is identified as ``librdkafka``, and
@@ -201,14 +202,15 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
     data, version = subscription.user_data, subscription.version
     if data is None:
         # a sticky member's first join before version 3: Java before 3.5, or Sarama
-        return "java" if strategy == "sticky" and 1 <= version <= 2 else None
+        return "java" if strategy == "sticky" and version <= 2 else None
     if version >= 3 and not data:
         return "librdkafka"
     if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
         return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
-    if strategy == "sticky" and version >= 1 and data[:4] == b"\x00\x00\x00\x00":
-        return "franz-go"  # no topic claimed (then at most a generation)
-    if strategy == "sticky" and 1 <= version <= 2:
+    if strategy == "sticky" and data[:4] == b"\x00\x00\x00\x00":
+        # no topic claimed (then at most a generation); at version 0 also older franz-go
+        return "franz-go" if version >= 1 else None
+    if strategy == "sticky" and version <= 2:
         return "java"  # Java's struct before version 3: an older Java client, or Sarama
     if strategy == "cooperative-sticky":
         if data == b"\x00\x00\x00\x00":

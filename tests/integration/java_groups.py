@@ -339,7 +339,7 @@ def assert_causes_agree(
     disagree = [v for v in verdicts if not v.agrees]
     print(f"{library}: {len(verdicts) - len(disagree)} of {len(verdicts)} causes agree")
     assert len(verdicts) >= 4 * len(groups)
-    assert disagree == []
+    assert disagree == [], disagree
     return verdicts
 
 

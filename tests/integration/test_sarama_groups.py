@@ -4,9 +4,9 @@ Real Sarama members (``tests/sarama``, built with ``go`` into ``.cache/sarama``;
 skipped without ``go``) play the scenarios of the kafka-python tier
 (``test_kafka_python_sticky_groups.play``: joins of static and dynamic members, a member
 paused past its session, a leave, a crash, a join) with each of Sarama's balance strategies;
-``cooperative-sticky`` runs the cooperative protocol, once at the broker version the other
-groups are configured for (3.6: subscription version 2) and once at Sarama's default (2.8:
-version 1). Every generation the broker recorded is given to the tracker, which must never
+``cooperative-sticky`` runs the cooperative protocol. The groups are configured for broker
+3.6 (Sarama's ``Config.Version``: subscription version 2); ``cooperative-sticky`` plays once
+more at Sarama's default, 2.8 (version 1), and ``sticky`` at 2.3 (version 0). Every generation the broker recorded is given to the tracker, which must never
 call the group divergent; Java's assignor of the same strategy is counted against the
 recorded assignment, and how the tracker identified the leader, both printed. Sarama's
 ``sticky`` and ``cooperative-sticky`` (not modelled: their answers vary with Go's map order)
@@ -45,18 +45,20 @@ PLAYED = {
     "range": ("range", "3.6.0"),
     "roundrobin": ("roundrobin", "3.6.0"),
     "sticky": ("sticky", "3.6.0"),
+    "sticky-at-2.3": ("sticky", "2.3.0"),
     "cooperative-sticky": ("cooperative-sticky", "3.6.0"),
     "cooperative-sticky-at-2.8": ("cooperative-sticky", "2.8.0"),
 }
 
 #: The subscription version Sarama writes at each ``Config.Version`` played.
-SUBSCRIPTION_VERSION = {"3.6.0": 2, "2.8.0": 1}
+SUBSCRIPTION_VERSION = {"3.6.0": 2, "2.8.0": 1, "2.3.0": 0}
 
 #: The sticky-family labels, and what the tracker identifies their leaders as: Sarama's
 #: look-alikes (``registry.SHARED_SHAPE``; a ``sticky`` leader that held nothing claims
 #: nothing, like franz-go's).
 STICKY_FAMILY = {
     "sticky": ("java", "franz-go"),
+    "sticky-at-2.3": ("java",),
     "cooperative-sticky": ("java",),
     "cooperative-sticky-at-2.8": ("java",),
 }

@@ -348,7 +348,9 @@ LEADER_TABLE = [
     ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
     ("sticky", _sub(2, None), "java"),  # the same before 3.5, or Sarama's: Sarama's look-alike
     ("sticky", _sub(1, None), "java"),
-    ("sticky", _sub(0, None), None),
+    ("sticky", _sub(0, None), "java"),  # Java before 2.4, or Sarama configured for one
+    # Java's struct at version 0: the same (Sarama's look-alike)
+    ("sticky", _sub(0, b"\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01\x00\x00\x00\x00"), "java"),
     ("server-range", _sub(3, b""), None),  # not a classic strategy
 ]
 
