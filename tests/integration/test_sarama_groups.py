@@ -6,12 +6,13 @@ skipped without ``go``) play the scenarios of the kafka-python tier
 paused past its session, a leave, a crash, a join) with each of Sarama's balance strategies;
 ``cooperative-sticky`` runs the cooperative protocol. The groups are configured for broker
 3.6 (Sarama's ``Config.Version``: subscription version 2); ``cooperative-sticky`` plays once
-more at Sarama's default, 2.8 (version 1), and ``sticky`` at 2.3 (version 0). Every generation the broker recorded is given to the tracker, which must never
-call the group divergent; Java's assignor of the same strategy is counted against the
-recorded assignment, and how the tracker identified the leader, both printed. Sarama's
-``sticky`` and ``cooperative-sticky`` (not modelled: their answers vary with Go's map order)
-are judged as Java's where that matches, else left without a verdict that says why. Every
-rebalance's cause is held against the broker's logged reason.
+more at Sarama's default, 2.8 (version 1), and ``sticky`` at 2.3 (version 0). Every
+generation the broker recorded is given to the tracker, which must never call the group
+divergent; Java's assignor of the same strategy is counted against the recorded assignment,
+and how the tracker identified the leader, both printed. Sarama's ``sticky`` and
+``cooperative-sticky`` (not modelled: their answers vary with Go's map order) are judged as
+Java's where that matches, else left without a verdict that says why. Every rebalance's
+cause is held against the broker's logged reason.
 """
 
 from __future__ import annotations
