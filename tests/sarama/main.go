@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -84,13 +85,23 @@ func (m member) assignment(s sarama.ConsumerGroupSession) line {
 	return line{Event: "assignment", Name: m.name, MemberID: s.MemberID(), Generation: s.GenerationID(), Partitions: claimed(s)}
 }
 
+// same reports whether a and b are one map (nil is no map): each cooperative rebalance
+// stores a new claims map.
+func same(a, b map[string][]int32) bool {
+	return a != nil && reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+}
+
 // Setup reports the session's first assignment and watches it: under the cooperative
-// protocol the session stays while rebalances change its generation and claims.
+// protocol the session stays while rebalances change its generation and claims. Sarama
+// takes the new generation before it revokes what it gives up and stores the new claims
+// after, so a generation is reported once its claims are in place: a member that is still
+// revoking (and will rejoin for the follow-up) reports the generation before.
 func (m member) Setup(s sarama.ConsumerGroupSession) error {
 	first := m.assignment(s)
 	emit(first)
 	go func() {
 		last, _ := json.Marshal(first)
+		held := s.Claims() // kept, so that its address is not reused
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -99,6 +110,11 @@ func (m member) Setup(s sarama.ConsumerGroupSession) error {
 				return
 			case <-tick.C:
 			}
+			claims := s.Claims()
+			if same(claims, held) {
+				continue
+			}
+			held = claims
 			now := m.assignment(s)
 			if b, _ := json.Marshal(now); string(b) != string(last) {
 				last = b
