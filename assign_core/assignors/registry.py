@@ -49,6 +49,7 @@ IDENTIFIED_ONLY: dict[str, tuple[str, ...]] = {
 #: whose leader runs one of them cannot be judged.
 UNMODELLED: dict[str, tuple[str, ...]] = {
     "sticky": ("librdkafka", "sarama"),
+    "cooperative-sticky": ("sarama",),
 }
 
 #: (strategy, implementation) -> why an :data:`UNMODELLED` implementation is not reproduced,
@@ -57,6 +58,10 @@ UNMODELLED_REASONS: dict[tuple[str, str], str] = {
     ("sticky", "sarama"): (
         "Sarama's sticky answer depends on Go's map iteration order, random on every call: "
         "it can assign the same group differently each time"
+    ),
+    ("cooperative-sticky", "sarama"): (
+        "Sarama's cooperative-sticky answer depends on Go's map iteration order, random on "
+        "every call: it can assign the same group differently each time"
     ),
 }
 
@@ -78,13 +83,27 @@ HASH_ORDERED: frozenset[tuple[str, str]] = frozenset(
 #: unjudged (the verdict names both where the first is not modelled either). franz-go's
 #: ``cooperative-sticky`` writes librdkafka's shape (version 3, the sticky struct as user
 #: data); Sarama's ``sticky`` writes the shape of Java clients before version 3 of the
-#: subscription (Java's sticky struct as user data, null before its first assignment).
-#: franz-go's ``sticky`` claims nothing (its eager members rejoin holding nothing), as a Java
-#: 3.5+ leader that held nothing does.
+#: subscription (Java's sticky struct as user data, null before its first assignment, an
+#: empty claim when it held nothing); Sarama's ``cooperative-sticky`` writes Java's (its
+#: generation as 4 bytes of user data). franz-go's ``sticky`` claims nothing (its eager
+#: members rejoin holding nothing), as a Java 3.5+ leader that held nothing does. A
+#: look-alike with :data:`SUBSCRIPTION_VERSIONS` is one only at those versions.
 SHARED_SHAPE: dict[tuple[str, str], str] = {
     ("cooperative-sticky", "librdkafka"): "franz-go",
     ("sticky", "java"): "sarama",
     ("sticky", "franz-go"): "java",
+    ("cooperative-sticky", "java"): "sarama",
+}
+
+#: (strategy, implementation) -> the subscription versions that implementation writes for
+#: the strategy, where they set it apart from the one it shares a shape with
+#: (:data:`SHARED_SHAPE`). Sarama writes version 0, 1 or 2, by the broker version it is
+#: configured for (``Config.Version``: 2.4 and later 1, 3.2 and later 2; its
+#: ``cooperative-sticky`` needs 2.4), never 3: a Java 3.5+ leader (version 3) whose answer
+#: is not its own is not excused by Sarama.
+SUBSCRIPTION_VERSIONS: dict[tuple[str, str], frozenset[int]] = {
+    ("sticky", "sarama"): frozenset({0, 1, 2}),
+    ("cooperative-sticky", "sarama"): frozenset({1, 2}),
 }
 
 DEFAULT_IMPLEMENTATION = "java"

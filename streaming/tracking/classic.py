@@ -329,9 +329,8 @@ def _new_generation(
     if rec.protocol_type == CONSUMER and rec.members:
         previous = {m.identity: m.partitions for m in before}
         leader = next((m for m in rec.members if m.member_id == rec.leader), None)
-        implementation = leader_implementation(
-            rec.protocol, None if leader is None else leader.subscription
-        )
+        leader_subscription = None if leader is None else leader.subscription
+        implementation = leader_implementation(rec.protocol, leader_subscription)
         own_spec, whatif_spec = classic_specs(
             rec,
             topics=counts,
@@ -344,6 +343,7 @@ def _new_generation(
         expected = run_strategies(
             own=rec.protocol,
             own_implementation=implementation,
+            leader_version=None if leader_subscription is None else leader_subscription.version,
             own_spec=own_spec,
             whatif_spec=whatif_spec,
             strategies=config.classic_strategies,

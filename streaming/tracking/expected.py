@@ -65,6 +65,7 @@ from assign_core.assignors.registry import (
     SERVER_STRATEGIES,
     SHARED_SHAPE,
     STRATEGIES,
+    SUBSCRIPTION_VERSIONS,
     UNMODELLED,
     UNMODELLED_REASONS,
     get_assignor,
@@ -203,11 +204,12 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
       ``cooperative-sticky`` user data of four zero bytes (its empty sticky struct before
       its first assignment; Java's int32 generation is -1 then, and never 0);
     * ``java``: ``cooperative-sticky`` with Java's 4-byte user data (the generation), or
-      ``sticky`` with Java's struct (an empty claim too) or null as user data at version 1
-      or 2: a Java client before 3.5, or Sarama, whose ``sticky`` writes the same (null
-      before its first assignment, an empty claim when it held nothing;
+      ``sticky`` with Java's struct (an empty claim too) or null as user data at versions 0
+      to 2 (version 0: not kafka-python's shape). Below version 3 that is a Java client before
+      3.5, or Sarama, whose ``sticky`` and ``cooperative-sticky`` write the same (``sticky``:
+      null before its first assignment, an empty claim when it held nothing;
       ``registry.SHARED_SHAPE``: an assignment that is not Java's is then no divergence, the
-      leader may run Sarama's own).
+      leader may run Sarama's own); at version 3 only Java writes it.
 
     franz-go's ``cooperative-sticky`` at version 3 writes what librdkafka writes (the sticky
     struct as user data): it is identified as ``librdkafka``, and ``registry.SHARED_SHAPE``
@@ -221,22 +223,22 @@ def leader_implementation(strategy: str | None, subscription: Subscription | Non
     data, version = subscription.user_data, subscription.version
     if data is None:
         # a sticky member's first join before version 3: Java before 3.5, or Sarama
-        return "java" if strategy == "sticky" and 1 <= version <= 2 else None
+        return "java" if strategy == "sticky" and version <= 2 else None
     if version >= 3 and not data:
         return "librdkafka"
     if strategy == "sticky" and version == 0 and (not data or data[:2] == b"\x00\x01"):
         return "kafka-python"  # nothing yet, or its int16 version 1 before the struct
-    if strategy == "sticky" and version >= 3 and data[:4] == b"\x00\x00\x00\x00":
-        return "franz-go"  # no topic claimed (then at most a generation)
-    if strategy == "sticky" and 1 <= version <= 2:
+    if strategy == "sticky" and version <= 2:
         return "java"  # Java's struct before version 3: an older Java client, or Sarama
+    if strategy == "sticky" and data[:4] == b"\x00\x00\x00\x00":
+        return "franz-go"  # no topic claimed (then at most a generation)
     if strategy == "cooperative-sticky":
-        if version == 1:
-            return "franz-go" if data else "kafka-python"
         if data == b"\x00\x00\x00\x00":
             return "franz-go"  # its empty sticky struct; Java's generation is never 0
         if len(data) == 4:
-            return "java"
+            return "java"  # the generation: Java, or Sarama at version 1 or 2
+        if version == 1:
+            return "franz-go" if data else "kafka-python"
         if version >= 3:
             return "librdkafka"
     return None
@@ -578,6 +580,7 @@ def run_strategies(
     max_members: int,
     max_partitions: int,
     own_implementation: str | None = None,
+    leader_version: int | None = None,
 ) -> tuple[ExpectedAssignment, ...]:
     """Run the own strategy (on ``own_spec``) then the others (on ``whatif_spec``); what
     was already computed for identical inputs is reused (:data:`RESULTS`).
@@ -585,11 +588,14 @@ def run_strategies(
     A classic own strategy is judged against the leader's client implementation
     (``own_implementation``, from :func:`leader_implementation`) when known, else against
     every known implementation of it: divergent only when none matches (:func:`_own_verdict`).
+    ``leader_version``, the version of the leader's subscription, bounds the look-alikes
+    that may excuse a mismatch (``registry.SUBSCRIPTION_VERSIONS``; None: any).
     """
     key = (
         "run",
         own,
         own_implementation,
+        leader_version,
         None if own_spec is None else spec_key(own_spec),
         spec_key(whatif_spec),
         tuple(strategies),
@@ -605,6 +611,7 @@ def run_strategies(
     out = _run_strategies(
         own,
         own_implementation,
+        leader_version,
         own_spec,
         whatif_spec,
         strategies,
@@ -624,6 +631,7 @@ def run_strategies(
 def _run_strategies(
     own: str | None,
     own_implementation: str | None,
+    leader_version: int | None,
     own_spec: GroupSpec | None,
     whatif_spec: GroupSpec,
     strategies: Sequence[str],
@@ -657,7 +665,9 @@ def _run_strategies(
         spec = own_spec if is_own and own_spec is not None else whatif_spec
         implementation: str | None = None
         if is_own and name in IMPLEMENTATIONS:
-            verdict = _own_verdict(name, own_implementation, spec, actual, member_ids)
+            verdict = _own_verdict(
+                name, own_implementation, leader_version, spec, actual, member_ids
+            )
             if isinstance(verdict, ExpectedAssignment):
                 out.append(verdict)
                 continue
@@ -692,6 +702,7 @@ def _run_strategies(
 def _own_verdict(
     name: str,
     identified: str | None,
+    version: int | None,
     spec: GroupSpec,
     actual: Assignment,
     member_ids: Sequence[str],
@@ -701,14 +712,15 @@ def _own_verdict(
     or when its answer depends on what the records cannot show (:func:`_hash_order_verdict`).
 
     Known leader: its answer, over its hash orders (:func:`_matching`); where none matches, a
-    modelled look-alike's (``registry.SHARED_SHAPE``) that does. Unknown: the first known
-    implementation whose answer matches the actual assignment (Java's first; not those in
-    ``IDENTIFIED_ONLY``), else Java's answer with no implementation: it matches none, which
-    is a divergence.
+    modelled look-alike's (``registry.SHARED_SHAPE``) that does, and no verdict where an
+    unmodelled look-alike that writes the leader's subscription ``version`` may have assigned
+    (:func:`_lookalike`). Unknown: the first known implementation whose answer matches the
+    actual assignment (Java's first; not those in ``IDENTIFIED_ONLY``), else Java's answer
+    with no implementation: it matches none, which is a divergence.
     """
+    lookalike = _lookalike(name, identified, version)
     if identified is not None and identified in UNMODELLED.get(name, ()):
         why = f"the leader runs {identified}'s own {name} assignor"
-        lookalike = SHARED_SHAPE.get((name, identified))
         if lookalike is not None:
             why += f", or {lookalike}'s, whose subscription looks the same"
         failed = _failure(name, True, _unmodelled(name, (identified, lookalike), why))
@@ -720,7 +732,6 @@ def _own_verdict(
         verdict = _matching(name, identified, spec, actual, member_ids, answer)
         if verdict is not None:
             return verdict
-        lookalike = SHARED_SHAPE.get((name, identified))
         if lookalike is not None and lookalike in IMPLEMENTATIONS[name]:
             # a modelled look-alike judges the group where its answer matches
             other = _answer(name, spec, lookalike)
@@ -749,6 +760,17 @@ def _own_verdict(
             return implementation, answer
     assert first is not None
     return None, first
+
+
+def _lookalike(name: str, identified: str | None, version: int | None) -> str | None:
+    """The unmodelled implementation whose subscription for ``name`` looks like
+    ``identified``'s (``registry.SHARED_SHAPE``), unless it never writes the leader's
+    subscription ``version`` (``registry.SUBSCRIPTION_VERSIONS``; None: any version)."""
+    lookalike = SHARED_SHAPE.get((name, identified or ""))
+    if lookalike is None or version is None:
+        return lookalike
+    versions = SUBSCRIPTION_VERSIONS.get((name, lookalike))
+    return lookalike if versions is None or version in versions else None
 
 
 def _unmodelled(name: str, implementations: Sequence[str | None], why: str) -> str:

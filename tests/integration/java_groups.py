@@ -330,15 +330,17 @@ def causes_against_the_broker(
 
 def assert_causes_agree(
     library: str, bootstrap_servers: str, log_path: Path, played: Mapping[str, Sequence[str]]
-) -> None:
+) -> list[Verdict]:
     """A tier's check: every played group's rebalances (at least four each, not only the
-    scripted steps) agree with the broker (:func:`causes_against_the_broker`)."""
+    scripted steps) agree with the broker (:func:`causes_against_the_broker`); returns
+    their verdicts."""
     groups = {g for gs in played.values() for g in gs}
     verdicts = causes_against_the_broker(bootstrap_servers, log_path, groups)
     disagree = [v for v in verdicts if not v.agrees]
     print(f"{library}: {len(verdicts) - len(disagree)} of {len(verdicts)} causes agree")
     assert len(verdicts) >= 4 * len(groups)
-    assert disagree == []
+    assert disagree == [], disagree
+    return verdicts
 
 
 # -- what the members reported -----------------------------------------------------------------

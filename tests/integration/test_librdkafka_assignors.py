@@ -210,6 +210,7 @@ def tracker_verdict(record: GroupMetadata, topics: dict[str, int]) -> tuple[str 
         max_members=100,
         max_partitions=1000,
         own_implementation=implementation,
+        leader_version=None if leader.subscription is None else leader.subscription.version,
     )
     return implementation, own
 

@@ -8,8 +8,9 @@ Each member's partitions are compared as sets: Sarama lists a member's topics in
 Sarama's ``sticky`` and ``cooperative-sticky`` are not modelled: the same group given to
 their ``Plan`` again and again gets different assignments (their order of the partitions to
 assign and of each member's previous partitions is Go's map iteration order, random on every
-call). The last test measures that on groups fresh and rejoining, and holds Java's answer
-against Sarama's where Sarama's is fixed."""
+call). The last test measures that on groups fresh and rejoining, holds Java's answer
+against Sarama's where Sarama's is fixed, and gives each distinct answer to the tracker as
+from a leader whose subscription Sarama wrote: never a divergence."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import dataclasses
 import json
 import random
 import subprocess
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -177,18 +179,23 @@ def assert_valid(spec: GroupSpec, plan: dict[str, frozenset[TopicPartition]]) ->
 
 
 def tracker_verdict(
-    strategy: str, spec: GroupSpec, answer: dict[str, frozenset[TopicPartition]]
-) -> bool | None:
-    """``own_strategy_divergent`` of Sarama's ``answer``, the leader (the first member) known
-    by the subscription Sarama writes: version 2; for ``sticky`` its sticky user data, null
-    when fresh, for ``cooperative-sticky`` its generation (-1 when fresh)."""
+    strategy: str,
+    spec: GroupSpec,
+    answer: dict[str, frozenset[TopicPartition]],
+    version: int = 2,
+) -> Any:
+    """The own strategy's verdict entry of Sarama's ``answer``, the leader (the first member)
+    known by the subscription Sarama writes at ``version`` (2: ``Config.Version`` 3.2 and
+    later, 1: 2.4 to 3.1; 3 is not Sarama's but a Java 3.5+ client's): for ``sticky`` its
+    sticky user data, null when fresh, for ``cooperative-sticky`` its generation (-1 when
+    fresh)."""
     leader = spec.members[0]
     data = None
     if strategy == "cooperative-sticky":
         data = (leader.generation or -1).to_bytes(4, "big", signed=True)
     elif leader.generation is not None:
         data = sticky_user_data(by_topic(leader.owned_partitions), leader.generation)
-    sub = dataclasses.replace(subscription(leader.topics, user_data=data), version=2)
+    sub = dataclasses.replace(subscription(leader.topics, user_data=data), version=version)
     own, *_ = run_strategies(
         own=strategy,
         own_spec=spec,
@@ -200,10 +207,23 @@ def tracker_verdict(
         max_members=10,
         max_partitions=1000,
         own_implementation=leader_implementation(strategy, sub),
+        leader_version=version,
     )
-    if own.divergent is None and strategy == "sticky":
+    return own
+
+
+def sarama_verdict(
+    strategy: str, spec: GroupSpec, answer: dict[str, frozenset[TopicPartition]], version: int
+) -> str:
+    """The tracker's verdict over Sarama's ``answer`` from a leader at ``version`` (1 or 2):
+    judged as Java's, or no verdict whose error names Go's map order; never divergent."""
+    own = tracker_verdict(strategy, spec, answer, version)
+    assert own.divergent is not True, (spec, answer, version)
+    if own.divergent is None:
         assert own.error is not None and "Go's map iteration order" in own.error, own.error
-    return own.divergent
+        return "no verdict"
+    assert own.implementation == "java", own.implementation
+    return "judged as Java's"
 
 
 @pytest.mark.parametrize("change", CHANGES)
@@ -214,14 +234,16 @@ def test_saramas_sticky_answer_depends_on_go_map_order(
     """Sarama's sticky ``Plan`` called ``STICKY_RUNS`` times on each group: many of the
     groups fresh, left or joined get different assignments from call to call; a group that
     kept its members keeps what they hold, every time, and Java's answer is the same (Java's
-    verdict stands for Sarama's there). ``sticky``: the tracker calls none of the answers
-    divergent: it is Java's verdict, or no verdict that names Go's map order.
-    ``cooperative-sticky`` (not in the registry: judged as Java's) prints how many it calls
-    divergent."""
+    verdict stands for Sarama's there). The tracker calls none of the distinct answers
+    divergent from a leader whose subscription Sarama wrote (version 1 or 2): it is Java's
+    verdict, or no verdict that names Go's map order. The same answers from a Java 3.5+
+    leader (version 3, the same user data) are divergences where they are not Java's:
+    counted and printed."""
     specs = [sticky_group(plan, strategy, seed, change) for seed in range(STICKY_GROUPS)]
     plans = run_plans(plan, [scenario(strategy, s) for s in specs for _ in range(STICKY_RUNS)])
     java = get_assignor(strategy)
-    varied = most = java_among = called_divergent = answers_seen = 0
+    varied = most = java_among = answers_seen = divergent_at_3 = 0
+    verdicts: Counter[str] = Counter()
     for i, spec in enumerate(specs):
         answers = [as_sets(p) for p in plans[i * STICKY_RUNS : (i + 1) * STICKY_RUNS]]
         for answer in answers:
@@ -233,9 +255,9 @@ def test_saramas_sticky_answer_depends_on_go_map_order(
         java_sets = {m: frozenset(tps) for m, tps in java.assign(spec).assignment.items()}
         java_among += frozenset(java_sets.items()) in distinct
         for answer in distinct:
-            divergent = tracker_verdict(strategy, spec, dict(answer)) is True
-            assert strategy != "sticky" or not divergent, spec
-            called_divergent += divergent
+            for version in (1, 2):
+                verdicts[f"v{version} {sarama_verdict(strategy, spec, dict(answer), version)}"] += 1
+            divergent_at_3 += tracker_verdict(strategy, spec, dict(answer), 3).divergent is True
         if change == "unchanged":
             assert distinct == {frozenset(java_sets.items())}, spec
             assert answers[0] == {m.member_id: frozenset(m.owned_partitions) for m in spec.members}
@@ -243,7 +265,10 @@ def test_saramas_sticky_answer_depends_on_go_map_order(
         f"Sarama {strategy}, {change}: {len(specs)} groups x {STICKY_RUNS} Plan calls: "
         f"{varied} got more than one assignment (up to {most} distinct); "
         f"Java's answer among Sarama's for {java_among}; "
-        f"the tracker calls {called_divergent} of their {answers_seen} distinct answers divergent"
+        f"the tracker's verdicts over their {answers_seen} distinct answers, from a leader at "
+        f"subscription version 1 and 2: {dict(sorted(verdicts.items()))}, divergent 0; "
+        f"from a Java 3.5+ leader (version 3): divergent {divergent_at_3}"
     )
+    assert sum(verdicts.values()) == 2 * answers_seen
     if change != "unchanged":
         assert varied >= len(specs) // 4

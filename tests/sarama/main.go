@@ -1,8 +1,12 @@
 // Command sarama-member is one Sarama group member for the test tiers: it joins a classic
 // consumer group with the given balance strategy, consumes, and prints one JSON line per
 // assignment it is given ({"event":"assignment","name":...,"generation":...,"partitions":
-// [[topic,partition],...]}). SIGTERM or the end of stdin closes it cleanly; SIGKILL is a
-// crash.
+// [[topic,partition],...]}). With cooperative-sticky (Sarama's BalanceStrategyCooperativeSticky
+// alone, so the group runs the cooperative protocol) one session outlives the rebalances
+// and its claims change in place: the member prints each new generation or claim it sees.
+// -kafka-version is Sarama's Config.Version, which sets the subscription version it writes
+// (2.4 to 3.1: 1, 3.2 and later: 2). SIGTERM or the end of stdin closes it cleanly; SIGKILL
+// is a crash.
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +53,8 @@ func strategy(name string) (sarama.BalanceStrategy, error) {
 		return sarama.NewBalanceStrategyRoundRobin(), nil
 	case "sticky":
 		return sarama.NewBalanceStrategySticky(), nil
+	case "cooperative-sticky":
+		return sarama.NewBalanceStrategyCooperativeSticky(), nil
 	}
 	return nil, fmt.Errorf("unknown balance strategy %q", name)
 }
@@ -55,7 +62,8 @@ func strategy(name string) (sarama.BalanceStrategy, error) {
 // member reports each generation's claims as the member's assignment.
 type member struct{ name string }
 
-func (m member) Setup(s sarama.ConsumerGroupSession) error {
+// claimed is the session's claims, sorted by topic and partition.
+func claimed(s sarama.ConsumerGroupSession) [][]any {
 	assigned := [][]any{}
 	claims := s.Claims()
 	topics := make([]string, 0, len(claims))
@@ -70,7 +78,50 @@ func (m member) Setup(s sarama.ConsumerGroupSession) error {
 			assigned = append(assigned, []any{t, p})
 		}
 	}
-	emit(line{Event: "assignment", Name: m.name, MemberID: s.MemberID(), Generation: s.GenerationID(), Partitions: assigned})
+	return assigned
+}
+
+func (m member) assignment(s sarama.ConsumerGroupSession) line {
+	return line{Event: "assignment", Name: m.name, MemberID: s.MemberID(), Generation: s.GenerationID(), Partitions: claimed(s)}
+}
+
+// same reports whether a and b are one map (nil is no map): each cooperative rebalance
+// stores a new claims map.
+func same(a, b map[string][]int32) bool {
+	return a != nil && reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+}
+
+// Setup reports the session's first assignment and watches it: under the cooperative
+// protocol the session stays while rebalances change its generation and claims. Sarama
+// takes the new generation before it revokes what it gives up and stores the new claims
+// after, so a generation is reported once its claims are in place: a member that is still
+// revoking (and will rejoin for the follow-up) reports the generation before.
+func (m member) Setup(s sarama.ConsumerGroupSession) error {
+	first := m.assignment(s)
+	emit(first)
+	go func() {
+		last, _ := json.Marshal(first)
+		held := s.Claims() // kept, so that its address is not reused
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.Context().Done():
+				return
+			case <-tick.C:
+			}
+			claims := s.Claims()
+			if same(claims, held) {
+				continue
+			}
+			held = claims
+			now := m.assignment(s)
+			if b, _ := json.Marshal(now); string(b) != string(last) {
+				last = b
+				emit(now)
+			}
+		}
+	}()
 	return nil
 }
 
@@ -94,7 +145,8 @@ func main() {
 	group := flag.String("group", "", "group id")
 	name := flag.String("name", "", "the member's name in the scenario")
 	topics := flag.String("topics", "", "topics, comma separated")
-	strategyName := flag.String("balancer", "range", "range, roundrobin, sticky")
+	strategyName := flag.String("balancer", "range", "range, roundrobin, sticky, cooperative-sticky")
+	kafkaVersion := flag.String("kafka-version", "3.6.0", "Sarama's Config.Version")
 	instance := flag.String("instance-id", "", "group.instance.id (a static member)")
 	session := flag.Duration("session-timeout", 4*time.Second, "session timeout")
 	flag.Parse()
@@ -104,8 +156,13 @@ func main() {
 		emit(line{Event: "error", Name: *name, Message: err.Error()})
 		os.Exit(2)
 	}
+	version, err := sarama.ParseKafkaVersion(*kafkaVersion)
+	if err != nil {
+		emit(line{Event: "error", Name: *name, Message: err.Error()})
+		os.Exit(2)
+	}
 	config := sarama.NewConfig()
-	config.Version = sarama.V3_6_0_0
+	config.Version = version
 	config.ClientID = *name
 	config.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{s}
 	config.Consumer.Group.Session.Timeout = *session

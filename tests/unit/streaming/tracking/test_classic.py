@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from assign_core.model import TopicPartition
@@ -578,3 +580,28 @@ def test_a_static_and_a_dynamic_member_judged_by_the_leaders_library(
     event = rebalances(t)[-1]
     assert event.own_strategy_divergent is divergent
     assert event.own_strategy_implementation == implementation
+
+
+@pytest.mark.parametrize(("version", "divergent"), [(1, None), (2, None), (3, True)])
+def test_a_java_shaped_cooperative_sticky_leader_is_judged_by_its_subscription_version(
+    version: int, divergent: bool | None
+) -> None:
+    """Issue 32: Sarama's ``cooperative-sticky`` writes Java's shape (its generation as user
+    data) at version 1 or 2, and its answer is not Java's: there an assignment that is not
+    Java's is no verdict; at version 3 only Java writes that shape, and it is a divergence."""
+    log, t = Log(), Tracker()
+    fresh = CooperativeStickyUserData(-1, True)  # the generation before the first: -1
+    members = [
+        member(m, ["t"], held, user_data=b"\xff\xff\xff\xff", assignor_data=fresh)
+        for m, held in (("A-1", tps("t", 0, 1)), ("B-1", tps("t", 2, 3)))
+    ]
+    members = [
+        dataclasses.replace(m, subscription=dataclasses.replace(m.subscription, version=version))
+        for m in members
+    ]
+    log.gm(1, members, ts=10 * S, protocol="cooperative-sticky")
+    t.feed([log.snap(topics_snapshot(1 * S, {"t": [0, 0, 0, 0]}))])
+    t.feed(log.take())
+    event = rebalances(t)[-1]
+    assert event.own_strategy_divergent is divergent
+    assert event.own_strategy_implementation == ("java" if divergent else None)

@@ -320,10 +320,16 @@ LEADER_TABLE = [
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x05"), "java"),  # Java's int32 generation
     ("cooperative-sticky", _sub(3, b"\xff\xff\xff\xff"), "java"),  # Java's, fresh (-1)
     ("cooperative-sticky", _sub(3, b"\x00\x00\x00\x00"), "franz-go"),  # its empty struct
+    # Java's generation at version 1 or 2: a Java client before 3.5, or Sarama (Sarama's
+    # look-alike, registry.SHARED_SHAPE); older franz-go's user data at version 1 is longer
+    ("cooperative-sticky", _sub(2, b"\x00\x00\x00\x05"), "java"),
+    ("cooperative-sticky", _sub(1, b"\x00\x00\x00\x05"), "java"),
+    ("cooperative-sticky", _sub(1, b"\xff\xff\xff\xff"), "java"),
+    ("cooperative-sticky", _sub(1, b"\x00\x00\x00\x00"), "franz-go"),
     ("range", _sub(0, b""), None),  # kafka-python, franz-go, Sarama alike
     ("roundrobin", _sub(1, None), None),  # Java, Sarama alike
     ("range", _sub(3, None), None),  # Java (Java's range is tried first anyway)
-    ("sticky", _sub(0, b"\x00\x00\x00\x00"), None),  # Java's V1 struct (old Java, franz-go)
+    ("sticky", _sub(0, b"\x00\x00\x00\x00"), "java"),  # claims nothing: Java before 2.4, Sarama
     # franz-go's eager members claim nothing (a Java member lists what it held)
     ("sticky", _sub(3, b"\x00\x00\x00\x00"), "franz-go"),
     ("sticky", _sub(3, b"\x00\x00\x00\x00\x00\x00\x00\x04"), "franz-go"),
@@ -344,7 +350,9 @@ LEADER_TABLE = [
     ("sticky", _sub(3, None), None),  # Java's sticky before its first assignment
     ("sticky", _sub(2, None), "java"),  # the same before 3.5, or Sarama's: Sarama's look-alike
     ("sticky", _sub(1, None), "java"),
-    ("sticky", _sub(0, None), None),
+    ("sticky", _sub(0, None), "java"),  # Java before 2.4, or Sarama configured for one
+    # Java's struct at version 0: the same (Sarama's look-alike)
+    ("sticky", _sub(0, b"\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x01\x00\x00\x00\x00"), "java"),
     ("server-range", _sub(3, b""), None),  # not a classic strategy
 ]
 
@@ -462,6 +470,93 @@ def test_a_leader_whose_shape_another_library_writes_is_never_divergent(
         assert own.error is None and own.implementation == identified
 
 
+#: A look-alike excuses a mismatch only at a subscription version it writes
+#: (registry.SUBSCRIPTION_VERSIONS: Sarama writes 0 to 2, never 3).
+#: (strategy, identified leader, its subscription version, look-alike named or None: divergent)
+VERSIONED_LOOKALIKES = [
+    # Sarama's cooperative-sticky writes Java's shape at version 1 or 2
+    ("cooperative-sticky", "java", 1, "sarama"),
+    ("cooperative-sticky", "java", 2, "sarama"),
+    ("cooperative-sticky", "java", None, "sarama"),  # version unknown: any look-alike
+    ("cooperative-sticky", "java", 3, None),  # Java 3.5+: only Java writes version 3
+    # Sarama's sticky writes a Java client's shape before version 3
+    ("sticky", "java", 0, "sarama"),
+    ("sticky", "java", 2, "sarama"),
+    ("sticky", "java", 3, None),
+]
+
+
+@pytest.mark.parametrize(("strategy", "identified", "version", "lookalike"), VERSIONED_LOOKALIKES)
+def test_a_lookalike_excuses_a_mismatch_only_at_a_version_it_writes(
+    strategy: str, identified: str, version: int | None, lookalike: str | None
+) -> None:
+    """A mismatch is no verdict naming the look-alike where it writes the leader's version,
+    else the identified implementation's divergence; a match is a verdict at any version."""
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+
+    def own(actual_a: tuple[int, ...]) -> Any:
+        rest = tuple(p for p in range(4) if p not in actual_a)
+        verdict, *_ = run_strategies(
+            own=strategy,
+            own_spec=spec,
+            whatif_spec=spec,
+            strategies=(),
+            actual={"a": tps("t", *actual_a), "b": tps("t", *rest)},
+            before={},
+            identities={},
+            max_members=10,
+            max_partitions=100,
+            own_implementation=identified,
+            leader_version=version,
+        )
+        return verdict
+
+    matched = own((0, 2))  # the answer of each of them
+    assert (matched.divergent, matched.implementation) == (False, identified)
+    mismatch = own((0, 1))
+    if lookalike is None:
+        assert mismatch.error is None
+        assert (mismatch.divergent, mismatch.implementation) == (True, identified)
+    else:
+        assert mismatch.divergent is None and mismatch.implementation is None
+        assert mismatch.error is not None and f"may run {lookalike}'s" in mismatch.error
+
+
+def test_a_java_shaped_cooperative_sticky_leader_unlike_java_names_saramas_go_map_order() -> None:
+    """A ``cooperative-sticky`` leader with Java's 4-byte generation at version 2 (Sarama's
+    shape) whose assignment is not Java's: no verdict, saying why Sarama's is not modelled;
+    the same subscription at version 3 (Java 3.5+) is a divergence."""
+    spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
+
+    def own(version: int) -> Any:
+        sub = _sub(version, b"\xff\xff\xff\xff")
+        verdict, *_ = run_strategies(
+            own="cooperative-sticky",
+            own_spec=spec,
+            whatif_spec=spec,
+            strategies=(),
+            actual={"a": tps("t", 2, 3), "b": tps("t", 0, 1)},
+            before={},
+            identities={},
+            max_members=10,
+            max_partitions=100,
+            own_implementation=leader_implementation("cooperative-sticky", sub),
+            leader_version=sub.version,
+        )
+        return verdict
+
+    sarama = own(2)
+    assert sarama.divergent is None and sarama.assignment is None
+    assert sarama.error == (
+        "not modelled: the assignment is not java's; the leader may run sarama's own "
+        "cooperative-sticky assignor, whose subscription looks the same (Sarama's "
+        "cooperative-sticky answer depends on Go's map iteration order, random on every call: "
+        "it can assign the same group differently each time)"
+    )
+    java = own(3)
+    assert (java.divergent, java.implementation, java.error) == (True, "java", None)
+
+
 def test_a_java_shaped_sticky_leader_unlike_java_is_no_verdict_because_of_go_map_order() -> None:
     """A Java-shaped ``sticky`` leader whose assignment is not Java's may run Sarama's sticky,
     which is not modelled because its answer varies with Go's map order: the error says so."""
@@ -504,6 +599,7 @@ def _claiming_nothing(
         own_implementation=leader_implementation(
             "sticky", _sub(version, b"\x00" * 4 + b"\x00\x00\x00\x03")
         ),
+        leader_version=version,
     )
     return own
 
