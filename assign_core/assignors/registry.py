@@ -52,6 +52,13 @@ UNMODELLED: dict[str, tuple[str, ...]] = {
     "cooperative-sticky": ("sarama",),
 }
 
+#: Modelled variants with a rack-aware mode that a client option turns on and the records do
+#: not show (franz-go's ``BalanceRacks``), not modelled: where members and partitions have
+#: racks, an answer of theirs that does not match is no verdict.
+RACK_OPTION: frozenset[tuple[str, str]] = frozenset(
+    {("sticky", "franz-go"), ("cooperative-sticky", "franz-go")}
+)
+
 #: (strategy, implementation) -> why an :data:`UNMODELLED` implementation is not reproduced,
 #: where that is known, for the verdicts it leaves without one.
 UNMODELLED_REASONS: dict[tuple[str, str], str] = {

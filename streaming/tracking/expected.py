@@ -62,6 +62,7 @@ from assign_core.assignors.registry import (
     HASH_ORDERED,
     IDENTIFIED_ONLY,
     IMPLEMENTATIONS,
+    RACK_OPTION,
     SERVER_STRATEGIES,
     SHARED_SHAPE,
     STRATEGIES,
@@ -737,7 +738,20 @@ def _own_verdict(
             other = _answer(name, spec, lookalike)
             if other.assignment is not None:
                 verdict = _matching(name, lookalike, spec, actual, member_ids, other)
-            return verdict or (identified, answer)
+            if verdict is not None:
+                return verdict
+        racked = [i for i in (identified, lookalike) if (name, i or "") in RACK_OPTION]
+        if racked and _racked(spec):
+            failed = _failure(
+                name,
+                True,
+                f"not modelled: the assignment is not {identified}'s; the leader may run "
+                f"{racked[-1]}'s own {name} balancer with racks (an option the records do "
+                "not show)",
+            )
+            return replace(failed, implementation=identified)
+        if lookalike is not None and lookalike in IMPLEMENTATIONS[name]:
+            return identified, answer
         if lookalike is not None:
             return _failure(
                 name,
@@ -760,6 +774,14 @@ def _own_verdict(
             return implementation, answer
     assert first is not None
     return None, first
+
+
+def _racked(spec: GroupSpec) -> bool:
+    """Whether a rack-aware balancer could use racks here: a member has one and some
+    partition's replicas have one."""
+    return any(m.rack for m in spec.members) and any(
+        any(racks) for per_p in spec.partition_racks.values() for racks in per_p
+    )
 
 
 def _lookalike(name: str, identified: str | None, version: int | None) -> str | None:

@@ -816,3 +816,35 @@ def test_a_kafka_python_leader_without_a_topics_metadata_is_judged_on_what_it_kn
     did_not = judged({"A": (), "B": tps("t", 0, 1)})
     assert did_not.divergent is False and did_not.assignment["A"] == ()
     assert judged({"A": (), "B": tps("t", 0)}).divergent is True
+
+
+@pytest.mark.parametrize("racked", [False, True])
+def test_a_franz_go_mismatch_with_racks_is_no_verdict(racked: bool) -> None:
+    """franz-go balances by rack only with its ``BalanceRacks`` option, which the records do
+    not show: where members and partitions have racks, an assignment that is none of
+    franz-go's answers is no verdict; without racks it is a divergence."""
+    rack = "r1" if racked else None
+    spec = GroupSpec(
+        topics={"t": 4},
+        members=tuple(Member(m, ("t",), rack=rack) for m in "ab"),
+        partition_racks={"t": (("r1",), ("r2",), ("r1",), ("r2",))} if racked else {},
+    )
+    own, *_ = run_strategies(
+        own="cooperative-sticky",
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual={"a": tps("t", 0, 1, 2, 3), "b": ()},
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation="franz-go",
+        leader_version=3,
+    )
+    assert own.implementation == "franz-go"
+    if racked:
+        assert own.divergent is None and own.error is not None
+        assert "franz-go's own cooperative-sticky balancer with racks" in own.error
+    else:
+        assert (own.divergent, own.error) == (True, None)
