@@ -819,15 +819,11 @@ def _matching(
         return implementation, answer
     if (name, implementation) not in HASH_ORDERED:
         return None
-    verdict = _hash_order_verdict(name, implementation, spec, actual, member_ids, answer)
-    if isinstance(verdict, ExpectedAssignment):
-        return verdict
-    found = verdict[1].assignment
-    return verdict if found is not None and not _divergence(actual, found, member_ids) else None
+    return _hash_order_verdict(name, implementation, spec, actual, member_ids)
 
 
 #: At most this many of an assignor's answers over the leader's hash orders are tried
-#: (kafka-python's sticky family, :meth:`alternatives`).
+#: (the sticky families of kafka-python and franz-go, :meth:`alternatives`).
 HASH_ORDERS = 64
 
 
@@ -837,14 +833,13 @@ def _hash_order_verdict(
     spec: GroupSpec,
     actual: Assignment,
     member_ids: Sequence[str],
-    answer: _Answer,
-) -> tuple[str | None, _Answer] | ExpectedAssignment:
-    """The verdict when ``answer`` (the first hash order's) differs from the actual one and
-    the assignor's answer depends on what the record does not show (kafka-python's sticky
-    family): the leader process's hash order, and whether the leader knew the topics it
-    assigned nothing of (:func:`_leader_metadata_variants`). The answer of an order (and
-    metadata) that gives the actual assignment; else, when every order was tried,
-    ``answer`` (a divergence); else no verdict."""
+) -> tuple[str | None, _Answer] | ExpectedAssignment | None:
+    """The verdict when the first hash order's answer differs from the actual one and the
+    assignor's answer depends on what the record does not show (the sticky families of
+    kafka-python and franz-go): the leader process's hash order, and whether the leader knew
+    the topics it assigned nothing of (:func:`_leader_metadata_variants`). The answer of an
+    order (and metadata) that gives the actual assignment; else, when every order was
+    tried, None (none matches); else no verdict."""
     complete = True
     tried = 0
     for variant in _leader_metadata_variants(spec, actual):
@@ -856,7 +851,7 @@ def _hash_order_verdict(
             if not _divergence(actual, other.assignment, member_ids):
                 return implementation, replace(other, skew=skew_figures(other.assignment))
     if complete:
-        return implementation, answer
+        return None
     failed = _failure(
         name,
         True,
