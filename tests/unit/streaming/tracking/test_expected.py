@@ -64,6 +64,31 @@ OWNED_TABLE = [
 ]  # fmt: skip
 
 
+def own_entry(
+    strategy: str,
+    spec: GroupSpec,
+    actual: dict[str, tuple[TopicPartition, ...]],
+    implementation: str | None,
+    version: int | None = None,
+) -> ExpectedAssignment:
+    """The own strategy's entry of :func:`run_strategies` for ``actual`` (no what-ifs, no
+    previous assignment), the leader's implementation and subscription version given."""
+    own, *_ = run_strategies(
+        own=strategy,
+        own_spec=spec,
+        whatif_spec=spec,
+        strategies=(),
+        actual=actual,
+        before={},
+        identities={},
+        max_members=10,
+        max_partitions=100,
+        own_implementation=implementation,
+        leader_version=version,
+    )
+    return own
+
+
 @pytest.mark.parametrize(("strategy", "sub", "result"), OWNED_TABLE)
 def test_owned_for_strategy_table(
     strategy: str, sub: object, result: tuple[tuple[TopicPartition, ...], int | None]
@@ -415,18 +440,7 @@ def test_the_own_strategy_is_judged_against_the_leaders_implementation(
 
 def test_an_unmodelled_implementation_gives_no_verdict() -> None:
     spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
-    own, *_ = run_strategies(
-        own="sticky",
-        own_spec=spec,
-        whatif_spec=spec,
-        strategies=(),
-        actual={"a": tps("t", 1)},
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation="sarama",
-    )
+    own = own_entry("sticky", spec, {"a": tps("t", 1)}, "sarama")
     assert own.divergent is None and own.assignment is None
     assert own.implementation == "sarama"
     assert own.error is not None and own.error.startswith("not modelled")
@@ -451,18 +465,7 @@ def test_a_leader_whose_shape_another_library_writes_is_never_divergent(
     divergence: the look-alike (not modelled) may have assigned."""
     spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
     actual = {"a": tps("t", *actual_a), "b": tps("t", *(p for p in range(4) if p not in actual_a))}
-    own, *_ = run_strategies(
-        own=strategy,
-        own_spec=spec,
-        whatif_spec=spec,
-        strategies=(),
-        actual=actual,
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation=identified,
-    )
+    own = own_entry(strategy, spec, actual, identified)
     assert own.divergent is divergent
     if divergent is None:
         assert own.error is not None and lookalike in own.error and own.implementation is None
@@ -496,18 +499,12 @@ def test_a_lookalike_excuses_a_mismatch_only_at_a_version_it_writes(
 
     def own(actual_a: tuple[int, ...]) -> Any:
         rest = tuple(p for p in range(4) if p not in actual_a)
-        verdict, *_ = run_strategies(
-            own=strategy,
-            own_spec=spec,
-            whatif_spec=spec,
-            strategies=(),
-            actual={"a": tps("t", *actual_a), "b": tps("t", *rest)},
-            before={},
-            identities={},
-            max_members=10,
-            max_partitions=100,
-            own_implementation=identified,
-            leader_version=version,
+        verdict = own_entry(
+            strategy,
+            spec,
+            {"a": tps("t", *actual_a), "b": tps("t", *rest)},
+            identified,
+            version,
         )
         return verdict
 
@@ -530,18 +527,12 @@ def test_a_java_shaped_cooperative_sticky_leader_unlike_java_names_saramas_go_ma
 
     def own(version: int) -> Any:
         sub = _sub(version, b"\xff\xff\xff\xff")
-        verdict, *_ = run_strategies(
-            own="cooperative-sticky",
-            own_spec=spec,
-            whatif_spec=spec,
-            strategies=(),
-            actual={"a": tps("t", 2, 3), "b": tps("t", 0, 1)},
-            before={},
-            identities={},
-            max_members=10,
-            max_partitions=100,
-            own_implementation=leader_implementation("cooperative-sticky", sub),
-            leader_version=sub.version,
+        verdict = own_entry(
+            "cooperative-sticky",
+            spec,
+            {"a": tps("t", 2, 3), "b": tps("t", 0, 1)},
+            leader_implementation("cooperative-sticky", sub),
+            sub.version,
         )
         return verdict
 
@@ -561,18 +552,7 @@ def test_a_java_shaped_sticky_leader_unlike_java_is_no_verdict_because_of_go_map
     """A Java-shaped ``sticky`` leader whose assignment is not Java's may run Sarama's sticky,
     which is not modelled because its answer varies with Go's map order: the error says so."""
     spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
-    own, *_ = run_strategies(
-        own="sticky",
-        own_spec=spec,
-        whatif_spec=spec,
-        strategies=(),
-        actual={"a": tps("t", 0, 1), "b": tps("t", 2, 3)},
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation="java",
-    )
+    own = own_entry("sticky", spec, {"a": tps("t", 0, 1), "b": tps("t", 2, 3)}, "java")
     assert own.divergent is None and own.assignment is None
     assert own.error == (
         "not modelled: the assignment is not java's; the leader may run sarama's own sticky "
@@ -586,20 +566,12 @@ def _claiming_nothing(
     version: int, actual: dict[str, tuple[TopicPartition, ...]]
 ) -> ExpectedAssignment:
     spec = GroupSpec(topics={"t": 4}, members=tuple(Member(m, ("t",)) for m in "abc"))
-    own, *_ = run_strategies(
-        own="sticky",
-        own_spec=spec,
-        whatif_spec=spec,
-        strategies=(),
-        actual=actual,
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation=leader_implementation(
-            "sticky", _sub(version, b"\x00" * 4 + b"\x00\x00\x00\x03")
-        ),
-        leader_version=version,
+    own = own_entry(
+        "sticky",
+        spec,
+        actual,
+        leader_implementation("sticky", _sub(version, b"\x00" * 4 + b"\x00\x00\x00\x03")),
+        version,
     )
     return own
 
@@ -631,35 +603,13 @@ def test_a_sticky_leader_that_claims_nothing_is_franz_go_at_version_3_else_java_
 
 def test_an_unmodelled_implementation_without_a_known_reason_says_only_that() -> None:
     spec = GroupSpec(topics={"t": 2}, members=(Member("a", ("t",)),))
-    own, *_ = run_strategies(
-        own="sticky",
-        own_spec=spec,
-        whatif_spec=spec,
-        strategies=(),
-        actual={"a": tps("t", 0, 1)},
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation="librdkafka",
-    )
+    own = own_entry("sticky", spec, {"a": tps("t", 0, 1)}, "librdkafka")
     assert own.error == "not modelled: the leader runs librdkafka's own sticky assignor"
 
 
 def _franz_go_lookalike(actual: dict[str, tuple[TopicPartition, ...]]) -> ExpectedAssignment:
     spec = GroupSpec(topics={"t": 4}, members=(Member("a", ("t",)), Member("b", ("t",))))
-    own, *_ = run_strategies(
-        own="cooperative-sticky",
-        own_spec=spec,
-        whatif_spec=spec,
-        strategies=(),
-        actual=actual,
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation="librdkafka",
-    )
+    own = own_entry("cooperative-sticky", spec, actual, "librdkafka")
     return own
 
 
@@ -739,18 +689,7 @@ STALE = GroupSpec(
 
 
 def _sticky(actual: dict[str, tuple[TopicPartition, ...]], implementation: str | None) -> Any:
-    own, *_ = run_strategies(
-        own="sticky",
-        own_spec=STALE,
-        whatif_spec=STALE,
-        strategies=(),
-        actual=actual,
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation=implementation,
-    )
+    own = own_entry("sticky", STALE, actual, implementation)
     return own
 
 
@@ -797,18 +736,7 @@ def test_a_kafka_python_leader_without_a_topics_metadata_is_judged_on_what_it_kn
     )  # fmt: skip
 
     def judged(actual: dict[str, tuple[TopicPartition, ...]]) -> Any:
-        own, *_ = run_strategies(
-            own="cooperative-sticky",
-            own_spec=spec,
-            whatif_spec=spec,
-            strategies=(),
-            actual=actual,
-            before={},
-            identities={},
-            max_members=10,
-            max_partitions=100,
-            own_implementation="kafka-python",
-        )
+        own = own_entry("cooperative-sticky", spec, actual, "kafka-python")
         return own
 
     knew_u = judged({"A": tps("u", 0), "B": tps("t", 0, 1)})
@@ -829,19 +757,7 @@ def test_a_franz_go_mismatch_with_racks_is_no_verdict(racked: bool) -> None:
         members=tuple(Member(m, ("t",), rack=rack) for m in "ab"),
         partition_racks={"t": (("r1",), ("r2",), ("r1",), ("r2",))} if racked else {},
     )
-    own, *_ = run_strategies(
-        own="cooperative-sticky",
-        own_spec=spec,
-        whatif_spec=spec,
-        strategies=(),
-        actual={"a": tps("t", 0, 1, 2, 3), "b": ()},
-        before={},
-        identities={},
-        max_members=10,
-        max_partitions=100,
-        own_implementation="franz-go",
-        leader_version=3,
-    )
+    own = own_entry("cooperative-sticky", spec, {"a": tps("t", 0, 1, 2, 3), "b": ()}, "franz-go", 3)
     assert own.implementation == "franz-go"
     if racked:
         assert own.divergent is None and own.error is not None
