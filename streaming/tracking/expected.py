@@ -750,9 +750,7 @@ def _own_verdict(
                 "not show)",
             )
             return replace(failed, implementation=identified)
-        if lookalike is not None and lookalike in IMPLEMENTATIONS[name]:
-            return identified, answer
-        if lookalike is not None:
+        if lookalike is not None and lookalike not in IMPLEMENTATIONS[name]:
             return _failure(
                 name,
                 True,
