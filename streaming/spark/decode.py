@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
@@ -266,11 +267,41 @@ CHUNK_ROWS = 100_000
 COMMIT_RUN = "CommitRun"
 
 
+#: The most key and value bytes a chunk of decoded rows holds (:func:`_decoded_rows`): an
+#: Arrow binary array holds at most 2 GiB, and each row of an event that names many groups
+#: carries the event's bytes, so a chunk of a backlog of them is several times its input.
+#: Each chunk is a batch of the decode's output.
+BATCH_BYTES = 128 << 20
+
+
 def _decoded_rows(
     batch: pa.RecordBatch | pa.Table, take: list[int], results: list[Decoded]
 ) -> pa.Table:
     """The passthrough columns of rows ``take`` beside their decode results (one entry of
-    ``results`` per entry of ``take``), run columns null."""
+    ``results`` per entry of ``take``), run columns null; in chunks of at most
+    :data:`BATCH_BYTES` of keys and values (a bigger row: a chunk of its own)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    rows = np.asarray(take, dtype=np.int64)
+    key, value = (
+        np.asarray(pc.binary_length(batch.column(c)).fill_null(0).to_numpy(), dtype=np.int64)
+        for c in ("key", "value")
+    )
+    sizes = (key + value)[rows]
+    bounds = [0]
+    held = 0
+    for i, size in enumerate(sizes.tolist()):
+        if held + size > BATCH_BYTES and i > bounds[-1]:
+            bounds.append(i)
+            held = 0
+        held += size
+    bounds.append(len(rows))
+    parts = [_decoded_part(batch, rows[a:b], results[a:b]) for a, b in pairwise(bounds)]
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def _decoded_part(batch: pa.RecordBatch | pa.Table, take: Any, results: list[Decoded]) -> pa.Table:
     rows = batch.select(list(_PASSTHROUGH)).take(pa.array(take, type=pa.int64()))
     columns = [rows.column(name).cast(_ARROW_DECODED.field(name).type) for name in _PASSTHROUGH]
     n = len(take)

@@ -223,3 +223,30 @@ def test_the_group_filter_applies_to_each_group_an_event_reaches() -> None:
     assert set(got) == {g for g in GROUPS if keep(g)} and got
     for group_id, observations in got.items():
         assert observations == expected[group_id], group_id
+
+
+@pytest.mark.parametrize("parts", [1, 9, 10**9])
+def test_the_decoded_rows_come_in_batches_of_bounded_bytes(
+    monkeypatch: pytest.MonkeyPatch, parts: int
+) -> None:
+    """Each row of an event that names many groups carries the event: the decoded rows
+    come in batches of at most ``BATCH_BYTES`` of keys and values (a bigger row alone), so
+    no Arrow binary column passes its 2 GiB, whatever the backlog; the rows are the same.
+    ``BATCH_BYTES`` here: the rows' bytes over ``parts``."""
+    from streaming.spark import decode as decode_module
+
+    def size(batch: pa.RecordBatch) -> int:
+        return sum(len(v or b"") for c in ("key", "value") for v in batch.column(c).to_pylist())
+
+    table = _envelope(records())
+    whole = list(decode_module.decode_batches(iter(table.to_batches()), buckets=BUCKETS))
+    total = sum(map(size, whole))
+    limit = max(1, total // parts)
+    monkeypatch.setattr(decode_module, "BATCH_BYTES", limit)
+    batches = list(decode_module.decode_batches(iter(table.to_batches()), buckets=BUCKETS))
+    assert pa.Table.from_batches(batches).to_pylist() == pa.Table.from_batches(whole).to_pylist()
+    assert all(size(b) <= limit or b.num_rows == 1 for b in batches)
+    if parts == 1:
+        assert len(batches) == 1
+    else:
+        assert len(batches) >= min(parts, sum(b.num_rows for b in batches)) > 1
