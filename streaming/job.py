@@ -218,8 +218,8 @@ def start(
         lag_interval_ms=round(config.partition_lag_interval_s * 1000),
         group_lag_interval_ms=round(config.group_lag_interval_s * 1000),
     )
-    decoded = decode(records, stats=True, history=tracker.commit_history)
     keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
+    decoded = decode(records, buckets=len(keys), stats=True, history=tracker.commit_history)
     events = track(
         decoded,
         cluster=config.cluster,

@@ -11,17 +11,20 @@ so the keys are fixed for a checkpoint and recorded in it (:func:`checkpoint_key
 checkpoint gets :data:`BUCKETS` keys balanced over the shuffle partitions, one from before
 the record its plain names, :func:`streaming.migration.unrecorded_layout`). A checkpoint of
 a version with a key per group must be recreated; one with a MapState entry per group is
-read and moved, :func:`load_bucket`.
+read and moved, :func:`load_bucket`. Python knows a group's bucket too (:func:`bucket_of`,
+Spark's function bit for bit): a collector event that names many groups travels once to
+each of their buckets (:func:`bucket_heads`), not once per group.
 """
 
 from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import xxhash
 
 from streaming.migration import bucket_map, moved_map_state, unrecorded_layout
 from streaming.spark.checkpoint import CheckpointFileError
@@ -45,7 +48,9 @@ __all__ = [
     "CheckpointLayoutError",
     "Reducer",
     "balanced_keys",
+    "bucket_heads",
     "bucket_names",
+    "bucket_of",
     "checkpoint_keys",
     "load_bucket",
     "logical_now_ms",
@@ -198,6 +203,33 @@ _BUCKET_ENCODE = msgspec.msgpack.Encoder().encode
 _BUCKET_DECODE = msgspec.msgpack.Decoder(dict[str, bytes]).decode
 _SEEN_ENCODE = msgspec.msgpack.Encoder().encode
 _SEEN_DECODE = msgspec.msgpack.Decoder(dict[str, int]).decode
+
+
+#: Spark's seed of ``xxhash64`` (``XxHash64``'s default, the SQL function's).
+_XXHASH64_SEED = 42
+
+
+def bucket_of(group_id: str, buckets: int) -> int:
+    """The bucket of a group id, in Python: Spark's ``pmod(xxhash64(group_id), buckets)``,
+    :func:`tracker_key`'s, bit for bit (XXH64 of the UTF-8 bytes, seed 42, read as a signed
+    64-bit integer; Python's ``%`` of a positive modulus is Spark's ``pmod``). The decode
+    step and the stateful step use it to send a collector event that names many groups
+    once to each bucket of its groups (:func:`bucket_heads`)."""
+    h = xxhash.xxh64_intdigest(group_id.encode("utf-8"), _XXHASH64_SEED)
+    return (h - (1 << 64) if h >= 1 << 63 else h) % buckets
+
+
+def bucket_heads(group_ids: Iterable[str], buckets: int) -> list[str]:
+    """One group id per bucket that ``group_ids`` reach: the smallest of each bucket's, in
+    bucket order. A row keyed by it goes to that bucket (:func:`tracker_key`), where the
+    stateful step applies the row's event to the bucket's groups of ``group_ids``."""
+    heads: dict[int, str] = {}
+    for group_id in group_ids:
+        b = bucket_of(group_id, buckets)
+        head = heads.get(b)
+        if head is None or group_id < head:
+            heads[b] = group_id
+    return [heads[b] for b in sorted(heads)]
 
 
 def tracker_key(group_id: Column, keys: Sequence[str]) -> Column:

@@ -19,8 +19,12 @@
 
 What a decoded row carries. ``group_id`` is the routing key of the stateful step:
 :func:`streaming.tracking.model.routing_keys` — the record's group, or, for a collector
-``topics`` event (key: the cluster label), one row per group of its snapshot (the tracker
-fans topic metadata out to every group it names). Records that name no group (unknown record
+event that names many groups (``topics``, ``end_offsets``, ``poll``; key: the cluster label),
+one row per bucket of the stateful step its groups fall in, keyed by one of that bucket's
+groups (:func:`streaming.spark.buckets.bucket_heads`): the step applies the event to each of
+the bucket's groups it names. A row per group would copy the event once per group, and
+the event itself grows with the groups: at 10,000 groups one event's copies exceed what an
+Arrow binary column holds (2 GiB). Records that name no group (unknown record
 types, unsupported event versions, a ``topics`` event without groups) keep one row with
 ``group_id`` null and ``record_type`` saying what they are: the job counts and drops them
 (explicit, never silent). ``record_type`` is the decoded class name (``OffsetCommit``,
@@ -55,14 +59,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 
 from streaming.codec import DecodeError, decode_record
+from streaming.spark.buckets import bucket_heads
 from streaming.tracking.errors import MembershipEventError
 from streaming.tracking.membership import parse_membership_json
 from streaming.tracking.model import (
+    FAN_OUT,
     EndOffsetsSnapshot,
     GroupHeartbeat,
     GroupSnapshot,
@@ -260,11 +267,41 @@ CHUNK_ROWS = 100_000
 COMMIT_RUN = "CommitRun"
 
 
+#: The most key and value bytes a chunk of decoded rows holds (:func:`_decoded_rows`): an
+#: Arrow binary array holds at most 2 GiB, and each row of an event that names many groups
+#: carries the event's bytes, so a chunk of a backlog of them is several times its input.
+#: Each chunk is a batch of the decode's output.
+BATCH_BYTES = 128 << 20
+
+
 def _decoded_rows(
     batch: pa.RecordBatch | pa.Table, take: list[int], results: list[Decoded]
 ) -> pa.Table:
     """The passthrough columns of rows ``take`` beside their decode results (one entry of
-    ``results`` per entry of ``take``), run columns null."""
+    ``results`` per entry of ``take``), run columns null; in chunks of at most
+    :data:`BATCH_BYTES` of keys and values (a bigger row: a chunk of its own)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    rows = np.asarray(take, dtype=np.int64)
+    key, value = (
+        np.asarray(pc.binary_length(batch.column(c)).fill_null(0).to_numpy(), dtype=np.int64)
+        for c in ("key", "value")
+    )
+    sizes = (key + value)[rows]
+    bounds = [0]
+    held = 0
+    for i, size in enumerate(sizes.tolist()):
+        if held + size > BATCH_BYTES and i > bounds[-1]:
+            bounds.append(i)
+            held = 0
+        held += size
+    bounds.append(len(rows))
+    parts = [_decoded_part(batch, rows[a:b], results[a:b]) for a, b in pairwise(bounds)]
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def _decoded_part(batch: pa.RecordBatch | pa.Table, take: Any, results: list[Decoded]) -> pa.Table:
     rows = batch.select(list(_PASSTHROUGH)).take(pa.array(take, type=pa.int64()))
     columns = [rows.column(name).cast(_ARROW_DECODED.field(name).type) for name in _PASSTHROUGH]
     n = len(take)
@@ -286,9 +323,17 @@ def _decoded_rows(
 Times = dict[tuple[str, str, int], tuple[int | None, int | None]]
 
 
-def _per_row(batch: pa.RecordBatch | pa.Table, rows: Any) -> tuple[list[int], list[Decoded], Times]:
-    """Decode ``rows`` of ``batch`` one by one (the Python codec): one entry per routing key;
-    and the collector events' times per source partition."""
+#: The ``record_type`` of the collector events that name many groups (:data:`FAN_OUT`).
+FAN_OUT_TYPES = frozenset(cls.__name__ for cls in FAN_OUT)
+
+
+def _per_row(
+    batch: pa.RecordBatch | pa.Table, rows: Any, buckets: int
+) -> tuple[list[int], list[Decoded], Times]:
+    """Decode ``rows`` of ``batch`` one by one (the Python codec): one entry per routing key,
+    or for an event that names many groups one per bucket of its groups (of ``buckets``,
+    :func:`~streaming.spark.buckets.bucket_heads`); and the collector events' times per
+    source partition."""
     import numpy as np
 
     rows = np.asarray(rows, dtype=np.int64)
@@ -310,7 +355,11 @@ def _per_row(batch: pa.RecordBatch | pa.Table, rows: Any) -> tuple[list[int], li
             where = (source, topic, int(partition))
             snap, ends = times.get(where, (None, None))
             times[where] = (_newest(snap, d.snapshot_ts_ms), _newest(ends, d.end_offsets_ts_ms))
-        for group_id in d.group_ids:
+        keys = d.group_ids
+        named = [g for g in keys if g is not None]
+        if d.record_type in FAN_OUT_TYPES and named:
+            keys = tuple(bucket_heads(named, buckets))
+        for group_id in keys:
             take.append(i)
             results.append(Decoded((group_id,), *_tail(d)))
     return take, results, times
@@ -324,10 +373,12 @@ def _tail(d: Decoded) -> tuple[Any, ...]:
     return (d.record_type, d.error, d.error_type, d.error_field, d.error_offset)
 
 
-def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Table:
+def decode_batch(batch: pa.RecordBatch | pa.Table, *, buckets: int, history: int = 8) -> pa.Table:
     """Decode a batch (the columns of :data:`_PASSTHROUGH`, and optionally the commit lane's
     ``commit`` struct, :mod:`streaming.spark.commits`) into ``DECODED_SCHEMA`` rows: one per
-    routing key of each record, except for offset commits (module docstring):
+    routing key of each record, except for offset commits and for the collector events
+    that name many groups, one row per bucket of their groups (of ``buckets``, the stateful
+    step's; module docstring):
 
     * a record with a ``commit`` (decoded in the JVM) is not decoded again. A group's commits
       of one partition between two of the group's other ``__consumer_offsets`` records (group
@@ -341,7 +392,7 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, history: int = 8) -> pa.Ta
     * every other record is decoded by the Python codec here.
 
     :func:`decode_batches` does the same over a whole task's input, chunk by chunk."""
-    other, runs, _times = _decode_chunk(batch, history, {})
+    other, runs, _times = _decode_chunk(batch, buckets, history, {})
     if runs is None:
         return other
     return pa.concat_tables([other, _pack(runs)])
@@ -353,7 +404,7 @@ _SEGMENT = "run_segment"
 
 
 def _decode_chunk(
-    batch: pa.RecordBatch | pa.Table, history: int, seen: dict[str, int]
+    batch: pa.RecordBatch | pa.Table, buckets: int, history: int, seen: dict[str, int]
 ) -> tuple[pa.Table, pa.Table | None, Times]:
     """:func:`decode_batch`'s rows of one chunk of a task's input, the runs apart (with their
     :data:`_SEGMENT`; None: no plain commit), and the collector events' times. ``seen``:
@@ -370,7 +421,7 @@ def _decode_chunk(
         is_commit = np.asarray(commit.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     else:
         commit, is_commit = None, np.zeros(n, dtype=bool)
-    take, results, times = _per_row(batch, np.flatnonzero(~is_commit))
+    take, results, times = _per_row(batch, np.flatnonzero(~is_commit), buckets)
     parts = [_decoded_rows(batch, take, results)]
     # the run boundaries: the group's other records of __consumer_offsets, in row order
     # (= offset order: a group's records are in one partition); collector records are
@@ -710,7 +761,7 @@ def _chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
 
 
 def decode_batches(
-    batches: Iterator[pa.RecordBatch], *, history: int = 8, stats: bool = False
+    batches: Iterator[pa.RecordBatch], *, buckets: int, history: int = 8, stats: bool = False
 ) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function (runs on the executors): :func:`decode_batch` over the
     task's whole input, chunk by chunk; with ``stats``, each chunk's :func:`source_stats`
@@ -726,7 +777,7 @@ def decode_batches(
     seen: dict[str, int] = {}
     pending: pa.Table | None = None
     for chunk in _chunks(batches):
-        other, runs, times = _decode_chunk(chunk, history, seen)
+        other, runs, times = _decode_chunk(chunk, buckets, history, seen)
         yield from other.to_batches()
         if stats:
             yield from source_stats(chunk, other, times).to_batches()
@@ -759,6 +810,7 @@ def envelope(kafka: DataFrame, offsets_topic: str) -> DataFrame:
 def decode(
     envelope_df: DataFrame,
     *,
+    buckets: int,
     partitions: int | None = None,
     stats: bool = False,
     history: int = 8,
@@ -768,6 +820,10 @@ def decode(
     :func:`source_stats` rows too. When ``envelope_df`` has the commit lane's ``commit``
     column (:func:`streaming.spark.commits.with_commit`), commits are not decoded again and
     reach the tracker as runs (at most ``history`` commits of each kept).
+
+    ``buckets``: how many buckets the stateful step keeps its groups in (the number of the
+    checkpoint's keys, :func:`streaming.spark.buckets.checkpoint_keys`): an event that names
+    many groups becomes a row per bucket of its groups.
 
     ``partitions``: coalesce the input to at most this many tasks first. The Kafka source
     makes one task per topic partition, and ``__consumer_offsets`` has 50, mostly empty
@@ -801,5 +857,5 @@ def decode(
         *extra,
     )
     return prepared.mapInArrow(
-        partial(decode_batches, history=history, stats=stats), DECODED_SCHEMA
+        partial(decode_batches, buckets=buckets, history=history, stats=stats), DECODED_SCHEMA
     )

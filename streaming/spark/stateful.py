@@ -66,7 +66,7 @@ from streaming.spark.buckets import (
     store_bucket,
     tracker_key,
 )
-from streaming.spark.decode import STATS_KEY
+from streaming.spark.decode import FAN_OUT_TYPES, STATS_KEY
 from streaming.spark.step_rows import (
     STEP_SCHEMA,
     bad_record_struct,
@@ -128,12 +128,18 @@ def _processor_class() -> type:
         ValueState (:class:`BucketStates`), time from the group's records."""
 
         def __init__(
-            self, cluster: str, config: TrackerConfig, commit_rows: bool, group_filter: str
+            self,
+            cluster: str,
+            config: TrackerConfig,
+            commit_rows: bool,
+            group_filter: str,
+            buckets: int,
         ) -> None:
             self._cluster = cluster
             self._config = config
             self._commit_rows = commit_rows
             self._group_filter = group_filter
+            self._buckets = buckets
 
         def init(self, handle: StatefulProcessorHandle) -> None:
             self._handle = handle
@@ -171,7 +177,13 @@ def _processor_class() -> type:
             if self._keep is not None:
                 frames = [_kept(frame, self._keep) for frame in frames]
             commits: list[OffsetCommitRow] | None = [] if self._commit_rows else None
-            by_group, failed = observations_by_group(frames, commits=commits, cluster=self._cluster)
+            by_group, failed = observations_by_group(
+                frames,
+                buckets=self._buckets,
+                keep=self._keep,
+                commits=commits,
+                cluster=self._cluster,
+            )
             events: list[Any] = list(commits or ())
             bucket = load_bucket(self._bucket, self._legacy)
             for group_id, observations in by_group.items():
@@ -223,10 +235,12 @@ def _group_keeper(group_filter: str) -> Callable[[str], bool] | None:
 
 
 def _kept(frame: pd.DataFrame, keep: Callable[[str], bool]) -> pd.DataFrame:
-    """A bucket's rows of the groups that pass the filter (``keep``, once per group id)."""
+    """A bucket's rows of the groups that pass the filter (``keep``, once per group id), and
+    its rows of events that name many groups (their groups are filtered as they reach them,
+    :func:`~streaming.spark.step_rows.observations_by_group`)."""
     ids = frame["group_id"]
     passing = {g: keep(g) for g in ids.unique()}
-    return frame[ids.map(passing).astype(bool)]
+    return frame[ids.map(passing).astype(bool) | frame["record_type"].isin(FAN_OUT_TYPES)]
 
 
 def track(
@@ -247,7 +261,8 @@ def track(
     stats count them.
 
     ``keys``: the checkpoint's bucket keys (:func:`checkpoint_keys`), under which its groups'
-    states live.
+    states live; ``decoded`` must be decoded for as many buckets (``decode(buckets=len(keys))``:
+    an event that names many groups comes as a row per bucket of its groups).
 
     ``commit_rows``: also an ``offset_commit`` row (the ``offset_commit`` struct) of each
     offset tombstone and an ``offset_commit_runs`` row of each ``CommitRun`` row (its runs'
@@ -270,7 +285,7 @@ def track(
     )
     routed = decoded.where(group.isNotNull() | F.col("error").isNotNull())
     routed = routed.withColumn(TRACKER_KEY, key)
-    processor = _processor_class()(cluster, config, commit_rows, group_filter)
+    processor = _processor_class()(cluster, config, commit_rows, group_filter, len(keys))
     step = routed.groupBy(TRACKER_KEY).transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=STEP_SCHEMA,

@@ -2,7 +2,8 @@
 
 A group's rows become :class:`~streaming.tracking.model.Observation` objects
 (:func:`observations_by_group`: a ``CommitRun`` row's runs as they are, every other record
-re-decoded from its raw bytes, :mod:`streaming.spark.decode`); the tracker's events become
+re-decoded from its raw bytes, :mod:`streaming.spark.decode`; a collector event that names
+many groups reaches each of them in the row's bucket); the tracker's events become
 :data:`EVENTS_SCHEMA` rows (:func:`tracker_frame`, :func:`event_row`), handed from pandas to
 the JVM in the cheaper :data:`STEP_SCHEMA` and given their shape again there
 (:func:`from_step`). A row that cannot be rebuilt is a ``bad_records`` row naming its error
@@ -11,11 +12,12 @@ the JVM in the cheaper :data:`STEP_SCHEMA` and given their shape again there
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streaming.codec.model import OffsetCommitTombstone
-from streaming.spark.decode import COMMIT_RUN, STATS_FIELDS, observation_of
+from streaming.spark.buckets import bucket_of
+from streaming.spark.decode import COMMIT_RUN, FAN_OUT_TYPES, STATS_FIELDS, observation_of
 from streaming.tracking.events import (
     EVENT_TYPES,
     OffsetCommitRow,
@@ -25,7 +27,7 @@ from streaming.tracking.events import (
     from_row,
     to_row,
 )
-from streaming.tracking.model import CommitRun, Observation
+from streaming.tracking.model import CommitRun, Observation, routing_keys
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
@@ -186,6 +188,8 @@ _STEP_COLUMNS = tuple(STEP_SCHEMA.fieldNames())
 def observations_by_group(
     frames: Iterable[pd.DataFrame],
     *,
+    buckets: int,
+    keep: Callable[[str], bool] | None = None,
     commits: list[OffsetCommitRow] | None = None,
     cluster: str = "",
 ) -> tuple[dict[str, list[Observation]], list[dict[str, Any]]]:
@@ -196,6 +200,13 @@ def observations_by_group(
     (:func:`streaming.spark.decode.decode_batch`: a group's runs) becomes a
     :class:`~streaming.tracking.model.CommitRun` per run; every other row is decoded from
     its bytes.
+
+    A collector event that names many groups (:data:`~streaming.tracking.model.FAN_OUT`)
+    comes as one row per bucket of its groups (``buckets`` of them, the decode stage's
+    number), keyed by one of that bucket's groups: its observation goes to each group it
+    names that is in the row's bucket (:func:`~streaming.spark.buckets.bucket_of`) and
+    passes ``keep`` (the job's group filter; None: every group), at the row's place in the
+    order, as a row per group would have brought it.
 
     ``commits``: when given, receives the ``offset_commits`` row of each offset tombstone
     (of ``cluster``); the runs' are :func:`run_commit_frame`'s (a row per ``CommitRun`` row).
@@ -210,14 +221,16 @@ def observations_by_group(
         kinds = frame["record_type"].tolist()
         run: dict[str, list[Any]] | None = None
         for i, kind in enumerate(kinds):
-            observations = out.get(group[i])
-            if observations is None:
-                observations = out[group[i]] = []
-            if kind == COMMIT_RUN:
-                if run is None:
-                    run = {c: frame[c].tolist() for c in ("group_id", *_RUN_OBSERVED)}
-                observations.extend(_runs(int(partition[i]), run, i))
-                continue
+            observations: list[Observation] | None = None  # fan-out: the bucket's groups, below
+            if kind not in FAN_OUT_TYPES:
+                observations = out.get(group[i])
+                if observations is None:
+                    observations = out[group[i]] = []
+                if kind == COMMIT_RUN:
+                    if run is None:
+                        run = {c: frame[c].tolist() for c in ("group_id", *_RUN_OBSERVED)}
+                    observations.extend(_runs(int(partition[i]), run, i))
+                    continue
             k, v = key[i], value[i]
             try:
                 obs = observation_of(
@@ -231,10 +244,31 @@ def observations_by_group(
             except Exception as e:  # one row must never stop the step
                 failed.append(_failed_row(frame, i, e))
                 continue
+            if observations is None:
+                _reach_bucket(out, obs, str(group[i]), buckets, keep)
+                continue
             observations.append(obs)
             if commits is not None and isinstance(obs.payload, OffsetCommitTombstone):
                 commits.append(_tombstone_row(cluster, obs, obs.payload))
     return out, failed
+
+
+def _reach_bucket(
+    out: dict[str, list[Observation]],
+    obs: Observation,
+    head: str,
+    buckets: int,
+    keep: Callable[[str], bool] | None,
+) -> None:
+    """Add ``obs`` to each group it names (:func:`~streaming.tracking.model.routing_keys`)
+    that is in the bucket of ``head`` (its row's group) and passes ``keep``."""
+    bucket = bucket_of(head, buckets)
+    for group_id in routing_keys(obs.payload):
+        if bucket_of(group_id, buckets) == bucket and (keep is None or keep(group_id)):
+            observations = out.get(group_id)
+            if observations is None:
+                observations = out[group_id] = []
+            observations.append(obs)
 
 
 def _failed_row(frame: pd.DataFrame, i: int, error: Exception) -> dict[str, Any]:

@@ -16,8 +16,9 @@ the broker's append time). The collector's events are frozen dataclasses mirrori
 
 Routing (what the Spark adapter keys observations by): :func:`routing_keys` gives the group
 ids an observation belongs to: the record's group for ``__consumer_offsets`` records and
-``group`` events, and every group of the snapshot (``group_ids``) for a ``topics`` event,
-which is fanned out to each of them (see ``docs/tracking.md``, *Topic metadata*).
+``group`` and ``heartbeat`` events, and every group it names (``group_ids``) for the
+cluster-wide ``topics``, ``end_offsets`` and ``poll`` events (:data:`FAN_OUT`), which reach
+each of them (see ``docs/tracking.md``, *The adapter's contract*).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from streaming.codec.model import (
 from streaming.tracking.errors import ObservationError
 
 __all__ = [
+    "FAN_OUT",
     "KIP848_RECORDS",
     "KIP848_TOMBSTONE_TYPES",
     "CollectorIssue",
@@ -385,9 +387,14 @@ def group_id_of(payload: Payload) -> str | None:
     return group_id
 
 
+#: The collector's cluster-wide events: each names many groups (``group_ids``) and reaches
+#: each of them (:func:`routing_keys`).
+FAN_OUT = (TopicsSnapshot, EndOffsetsSnapshot, GroupsPolled)
+
+
 def routing_keys(payload: Payload) -> tuple[str, ...]:
     """The group ids whose state an observation must reach (see the module docstring)."""
-    if isinstance(payload, TopicsSnapshot | EndOffsetsSnapshot | GroupsPolled):
+    if isinstance(payload, FAN_OUT):
         return payload.group_ids
     group_id = group_id_of(payload)
     return () if group_id is None else (group_id,)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from streaming.spark.buckets import BUCKETS, bucket_names
 from streaming.spark.decode import ARROW_ENVELOPE, ENVELOPE_SCHEMA, decode, decode_batch
 from streaming.spark.step_rows import observations_by_group
 from streaming.tracking import GroupState, apply
@@ -73,7 +74,9 @@ def _group_of(row: dict[str, Any]) -> str | None:
 
 def _observations(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     table = pa.Table.from_pylist(rows, schema=ARROW_ENVELOPE)
-    by_group, failed = observations_by_group([decode_batch(table).to_pandas()])
+    by_group, failed = observations_by_group(
+        [decode_batch(table, buckets=BUCKETS).to_pandas()], buckets=BUCKETS
+    )
     assert not failed
     return by_group
 
@@ -132,16 +135,16 @@ def _run(
 ) -> list[Any]:
     """The stateful step over ``inbox`` once (``availableNow``), bucket ``keys`` given or
     the plain names of today's number of buckets: its rebalance rows."""
-    from streaming.spark.buckets import BUCKETS, bucket_names
     from streaming.spark.stateful import track
 
-    decoded = decode(spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox)))
+    keys = bucket_names(BUCKETS) if keys is None else keys
+    inbox_df = spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox))
+    decoded = decode(inbox_df, buckets=len(keys))
     out: list[Any] = []
 
     def collect(df: DataFrame, _batch_id: int) -> None:
         out.extend(df.where("kind = 'rebalance'").select("group_id", "rebalance_events").collect())
 
-    keys = bucket_names(BUCKETS) if keys is None else keys
     run_once(track(decoded, cluster=CLUSTER, keys=keys), checkpoint, collect)
     return out
 

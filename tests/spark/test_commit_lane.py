@@ -208,6 +208,7 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     import pandas as pd
     from pyspark.sql import functions as F
 
+    from streaming.spark.buckets import BUCKETS
     from streaming.spark.decode import decode
     from streaming.spark.step_rows import (
         events_to_rows,
@@ -256,11 +257,13 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     records = with_commit(df)
     lane = commit_rows(records, cluster="c/1", timestamp_ms="timestamp_ms")
     expected = latest_commits(lane)
-    decoded = decode(records.drop("timestamp_ms")).toPandas()
+    decoded = decode(records.drop("timestamp_ms"), buckets=BUCKETS).toPandas()
     assert decoded["error"].notna().sum() == 1  # the refused commit: bad_records' business
     decoded = decoded[decoded["error"].isna() & decoded["group_id"].notna()]
     tombstones: list[OffsetCommitRow] = []
-    _by_group, failed = observations_by_group([decoded], commits=tombstones, cluster="c/1")
+    _by_group, failed = observations_by_group(
+        [decoded], buckets=BUCKETS, commits=tombstones, cluster="c/1"
+    )
     assert not failed
     runs = run_commit_frame([decoded], "c/1")
     assert runs is not None

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.codec import decode_record
+from streaming.spark.buckets import BUCKETS, bucket_of
 from streaming.spark.decode import ARROW_ENVELOPE, DECODED_SCHEMA, decode, decode_batch
 from streaming.tracking.model import group_id_of
 from tests.unit.streaming.codec.corpus import pairs
@@ -82,17 +83,23 @@ def _row(source: str, key: bytes | None, value: bytes | None, offset: int) -> di
 
 def test_decode_batch_routes_fans_out_and_reports_errors() -> None:
     batch = pa.RecordBatch.from_pylist(_envelope_rows(0), schema=ARROW_ENVELOPE)
-    out = decode_batch(batch).to_pylist()
+    out = decode_batch(batch, buckets=BUCKETS).to_pylist()
     good = [r for r in out if r["error"] is None]
     bad = [r for r in out if r["error"] is not None]
     assert [r["group_id"] for r in good if r["source"] == "offsets"] == [
         g for _k, _v, g in _good_offsets(3)
     ]
-    # a topics event goes to every group of its snapshot
+    # a topics event goes once to each bucket of the groups of its snapshot: g1 and g2 are in
+    # two of the 32 (tests/unit/streaming/spark/test_fan_out.py has more)
+    assert bucket_of("g1", BUCKETS) != bucket_of("g2", BUCKETS)
     topics = [r for r in good if r["source"] == "membership"]
-    assert [(r["group_id"], r["record_type"]) for r in topics] == [
+    assert sorted((r["group_id"], r["record_type"]) for r in topics) == [
         ("g1", "TopicsSnapshot"),
         ("g2", "TopicsSnapshot"),
+    ]
+    one = decode_batch(batch, buckets=1).to_pylist()
+    assert [r["group_id"] for r in one if r["source"] == "membership" and r["error"] is None] == [
+        "g1"
     ]
     assert [(r["error_type"], r["error_field"]) for r in bad] == [(t, f) for *_, t, f in GARBAGE]
     assert [(r["key"], r["value"]) for r in bad] == [(k, v) for _s, k, v, _t, _f in GARBAGE]
@@ -108,7 +115,7 @@ def test_source_stats_count_each_record_once_per_source_partition() -> None:
     no_groups["end_offsets_ts_ms"] = 5_000
     rows = [*_envelope_rows(0), _row("membership", b"local", json.dumps(no_groups).encode(), 11)]
     batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_ENVELOPE)
-    decoded = pa.Table.from_batches(decode_batches(iter([batch]), stats=True))
+    decoded = pa.Table.from_batches(decode_batches(iter([batch]), buckets=BUCKETS, stats=True))
     out = [r for r in decoded.to_pylist() if r["record_type"] == STATS_TYPE]
     assert {r["group_id"] for r in out} == {STATS_KEY}
     stats = {r["topic"]: r["stats"] for r in out}
@@ -175,7 +182,7 @@ def test_garbage_goes_to_the_bad_side_and_the_query_keeps_running(
     _write_batch(spark, tmp_path / "staging", "b0", 0)
     (tmp_path / "staging" / "b0").rename(inbox)
     stream = spark.readStream.schema(ENVELOPE_SCHEMA).option("maxFilesPerTrigger", 1)
-    decoded = decode(stream.parquet(str(inbox)))
+    decoded = decode(stream.parquet(str(inbox)), buckets=BUCKETS)
     assert (
         decoded.schema.simpleString()
         == spark.createDataFrame([], DECODED_SCHEMA).schema.simpleString()
@@ -306,9 +313,9 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
     by_group_runs: dict[str, list[Any]] = {}
     runs = 0
     for start in range(0, table.num_rows, chunk):
-        decoded = decode_batch(table.slice(start, chunk))
+        decoded = decode_batch(table.slice(start, chunk), buckets=BUCKETS)
         runs += decoded.column("record_type").to_pylist().count("CommitRun")
-        split, failed = observations_by_group([decoded.to_pandas()])
+        split, failed = observations_by_group([decoded.to_pandas()], buckets=BUCKETS)
         assert not failed
         for group, observations in split.items():  # what the stateful step applies
             assert {group_id_of(o.payload) for o in observations} == {group}
@@ -316,7 +323,8 @@ def test_commit_runs_leave_the_tracker_where_the_commits_one_by_one_leave_it(chu
     assert runs > 0
     by_group: dict[str, list[Any]] = {}
     whole, _failed = observations_by_group(
-        [decode_batch(table.drop_columns(["commit"])).to_pandas()]
+        [decode_batch(table.drop_columns(["commit"]), buckets=BUCKETS).to_pandas()],
+        buckets=BUCKETS,
     )
     for observations in whole.values():
         for o in observations:
@@ -344,15 +352,17 @@ def test_a_tasks_runs_span_its_chunks(monkeypatch: pytest.MonkeyPatch, chunk: in
     table = _with_commit(_golden_records())
     monkeypatch.setattr(decode_module, "CHUNK_ROWS", chunk)
     batches = table.to_batches(max_chunksize=7)
-    chunked = pa.Table.from_batches(list(decode_module.decode_batches(iter(batches))))
-    whole = decode_batch(table)
+    chunked = pa.Table.from_batches(
+        list(decode_module.decode_batches(iter(batches), buckets=BUCKETS))
+    )
+    whole = decode_batch(table, buckets=BUCKETS)
 
     def rows(t: pa.Table) -> list[dict[str, Any]]:
         return sorted(t.to_pylist(), key=lambda r: (r["partition"], r["offset"], r["group_id"]))
 
     assert rows(chunked) == rows(whole)
     per_chunk = sum(
-        len(_run_counts(decode_batch(table.slice(start, chunk))))
+        len(_run_counts(decode_batch(table.slice(start, chunk), buckets=BUCKETS)))
         for start in range(0, table.num_rows, chunk)
     )
     counts = _run_counts(whole)
@@ -393,11 +403,11 @@ def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> 
         ],
         schema=ARROW_ENVELOPE,
     )
-    decoded = decode_batch(table.slice(0, 1)).to_pandas()
+    decoded = decode_batch(table.slice(0, 1), buckets=BUCKETS).to_pandas()
     broken = decoded.copy()
     broken["offset"], broken["value"] = 1, good_value[:5]  # cut: the codec refuses it
     frame = pa.Table.from_pandas(decoded).to_pandas()
-    by_group, failed = observations_by_group([frame, broken])
+    by_group, failed = observations_by_group([frame, broken], buckets=BUCKETS)
     assert sum(len(o) for o in by_group.values()) == 1
     [bad] = failed
     assert (bad["topic"], bad["partition"], bad["offset"], bad["timestamp_ms"]) == (
@@ -430,7 +440,7 @@ def test_the_runs_commit_rows_are_each_partitions_last_commit(
     rows = _golden_records()
     table = _with_commit(rows)
     frames = [
-        decode_batch(table.slice(start, chunk)).to_pandas()
+        decode_batch(table.slice(start, chunk), buckets=BUCKETS).to_pandas()
         for start in range(0, table.num_rows, chunk)
     ]
     got = run_commit_frame(frames, "c/1")
