@@ -30,7 +30,8 @@ At the end (``report.md``, ``summary.json``, ``samples.csv``): each quantity's g
 first maintenance cycle on), its 30-day projection at 10,000 groups (quantities that grow
 with the groups scaled by 10,000 / ``--groups``), and the targets: files per table,
 checkpoint bytes, memory and batch duration flat (within 5 % per hour over the window); all
-tables' 30-day projection within 2 GB a day.
+tables' 30-day projection within 2 GB a day. The job's, the collector's and the producer's
+logs are copied under ``--out`` too.
 
 Run it::
 
@@ -1037,6 +1038,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    for log in STATE.glob("*.log"):  # the job's, the collector's and the producer's output
+        shutil.copy2(log, args.out / log.name)
     if not args.keep:
         shutil.rmtree(STATE, ignore_errors=True)
     return 0
