@@ -31,7 +31,8 @@ first maintenance cycle on), its 30-day projection at 10,000 groups (quantities 
 with the groups scaled by 10,000 / ``--groups``), and the targets: files per table,
 checkpoint bytes, memory and batch duration flat (within 5 % per hour over the window); all
 tables' 30-day projection within 2 GB a day. The job's, the collector's and the producer's
-logs are copied under ``--out`` too.
+logs are copied under ``--out`` too. With ``--jvm-native-memory`` the JVM runs with Native
+Memory Tracking and each sample holds its areas' committed bytes (``jvm.*``) and its RSS.
 
 Run it::
 
@@ -227,6 +228,8 @@ def quantities(samples: Sequence[Mapping[str, Any]]) -> list[Quantity]:
             out.append(Quantity(k, "bytes", "groups", False))
         elif k == "checkpoint.files":
             out.append(Quantity(k, "files", "time", False))
+        elif k.startswith("jvm."):
+            out.append(Quantity(k, "bytes", "none", False))
         elif k.startswith("pss."):
             mine = k.split(".", 1)[1] in ("jvm", "driver", "workers", "collector")
             out.append(Quantity(k, "bytes", "none", mine))
@@ -686,6 +689,57 @@ def pss(pids: Iterable[int]) -> int:
     return sum(stream._pss_kib(pid) for pid in pids) * 1024
 
 
+_NMT_TOTAL = re.compile(r"^Total: reserved=(\d+)KB, committed=(\d+)KB", re.MULTILINE)
+_NMT_AREA = re.compile(r"^-\s+(.+?) \(reserved=(\d+)KB, committed=(\d+)KB", re.MULTILINE)
+
+
+def native_memory(summary: str) -> dict[str, int]:
+    """The committed bytes of each area of a JVM's Native Memory Tracking summary (``jcmd
+    PID VM.native_memory summary scale=KB``), keyed ``jvm.<area>`` (``jvm.java_heap``,
+    ``jvm.class``, ...) and ``jvm.total``; memory the JVM's native libraries allocate
+    themselves (RocksDB's) is in none of them."""
+    out: dict[str, int] = {}
+    if m := _NMT_TOTAL.search(summary):
+        out["jvm.total"] = int(m[2]) * 1024
+    for m in _NMT_AREA.finditer(summary):
+        out["jvm." + re.sub(r"\W+", "_", m[1].strip().lower())] = int(m[3]) * 1024
+    return out
+
+
+def tracked_jvm(job_args: Sequence[str]) -> list[str]:
+    """The job arguments that run its JVM with the options the job gives it for its heap,
+    and Native Memory Tracking."""
+    from streaming.spark.session import DEFAULT_CONF, local_jvm_conf
+
+    memory = DEFAULT_CONF["spark.driver.memory"]
+    for arg in job_args:
+        if arg.startswith("spark.driver.memory="):
+            memory = arg.split("=", 1)[1]
+    options = local_jvm_conf(memory)["spark.driver.extraJavaOptions"]
+    return ["--conf", f"spark.driver.extraJavaOptions={options} -XX:NativeMemoryTracking=summary"]
+
+
+def jvm_native_memory(pids: Sequence[int]) -> dict[str, int]:
+    """:func:`native_memory` of the job's JVM, empty when it does not track (it runs
+    without ``-XX:NativeMemoryTracking``) or ``jcmd`` does not answer."""
+    if len(pids) != 1:
+        return {}
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(
+            ["jcmd", str(pids[0]), "VM.native_memory", "summary", "scale=KB"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        out = native_memory(done.stdout)
+        if out:  # beside the areas, what is resident: RocksDB's own memory is the difference
+            status = Path(f"/proc/{pids[0]}/status").read_text()
+            if m := re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE):
+                out["jvm.rss"] = int(m[1]) * 1024
+        return out
+    return {}
+
+
 def _broker_pid(folder: Path) -> int | None:
     with contextlib.suppress(OSError, ValueError):
         return int((folder / "kafka.pid").read_text().split()[0])
@@ -711,12 +765,14 @@ class Sampler:
         maintenance: re.Pattern[str],
         started: float,
         out: Path,
+        native_memory: bool = False,
     ) -> None:
         self.job, self.producer, self.collector, self.writer = job, producer, collector, writer
         self.broker_folder = broker_folder
         self.maintenance = maintenance
         self.started = started  # perf_counter at the live start
         self.out = out
+        self.native_memory = native_memory
         self.samples: list[dict[str, Any]] = []
         self.maintenance_lines: list[tuple[float, str]] = []
         self._line = 0
@@ -781,6 +837,8 @@ class Sampler:
             "workers": len(procs["workers"]),
             "load": live._loadavg(),
         }
+        if self.native_memory:
+            s.update(jvm_native_memory(procs["jvm"]))
         tables = delta_tables(self.job_folder / "delta")
         for name, stats in tables.items():
             for k, v in stats.items():
@@ -889,6 +947,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the job's delta_log_retention_hours and deleted_file_retention_hours (its "
         "defaults 48 and 24): from 1, what waits on disk is removed within the run",
     )
+    parser.add_argument(
+        "--jvm-native-memory",
+        action="store_true",
+        help="run the job's JVM with Native Memory Tracking and sample each area's committed "
+        "bytes (jvm.*): where its memory grows",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help=f"samples and report ({OUT})")
     steady.add_run_options(parser, "--job-arg=--conf --job-arg=spark.driver.memory=1g", STATE)
     args = parser.parse_args(argv)
@@ -917,8 +981,9 @@ def main(argv: list[str] | None = None) -> int:
         (port,) = free_ports(1)
         url = f"http://127.0.0.1:{port}/metrics"
         print(f"the job: rebalance-monitor run, trigger 1 s, exporter {url} ...", flush=True)
+        job_args = [*args.job_arg, *(tracked_jvm(args.job_arg) if args.jvm_native_memory else [])]
         job = stream.JobProcess(
-            bootstrap, steady.OFFSETS_TOPIC, MEMBERSHIP_TOPIC, STATE / "job", port, *args.job_arg
+            bootstrap, steady.OFFSETS_TOPIC, MEMBERSHIP_TOPIC, STATE / "job", port, *job_args
         )
         collector: CollectorProcess | None = None
         writer = scraper = None
@@ -969,6 +1034,7 @@ def main(argv: list[str] | None = None) -> int:
                 maintenance=maintenance,
                 started=time.perf_counter(),
                 out=args.out,
+                native_memory=args.jvm_native_memory,
             )
             next_sample = sampler.started + args.sample_every_s
             while writer.is_alive():

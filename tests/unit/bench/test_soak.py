@@ -179,3 +179,47 @@ def test_live_files_are_the_latest_versions_not_what_waits_on_disk(
     [latest] = [p for p in table.glob("*.parquet") if pq.read_table(p)["g"][0].as_py() == "c"]
     assert got["data_files"] == 3
     assert (got["live_files"], got["live_bytes"]) == (1, latest.stat().st_size)
+
+
+#: the head of ``jcmd PID VM.native_memory summary scale=KB`` from this JDK (17)
+NMT_SUMMARY = """Native Memory Tracking:
+
+(Omitting categories weighting less than 1KB)
+
+Total: reserved=7842535KB, committed=484815KB
+       malloc: 10143KB #61367
+       mmap:   reserved=7832392KB, committed=474672KB
+
+-                 Java Heap (reserved=6172672KB, committed=397312KB)
+                            (mmap: reserved=6172672KB, committed=397312KB)
+
+-                     Class (reserved=1048786KB, committed=1362KB)
+                            (classes #1832)
+                            (malloc=722KB #3127)
+-                      Code (reserved=247883KB, committed=7743KB)
+-    Native Memory Tracking (reserved=972KB, committed=972KB)
+-        Shared class space (reserved=16384KB, committed=12060KB)
+"""
+
+
+def test_native_memory_reads_each_areas_committed_bytes(soak: ModuleType) -> None:
+    got = soak.native_memory(NMT_SUMMARY)
+    assert got == {
+        "jvm.total": 484815 * 1024,
+        "jvm.java_heap": 397312 * 1024,
+        "jvm.class": 1362 * 1024,
+        "jvm.code": 7743 * 1024,
+        "jvm.native_memory_tracking": 972 * 1024,
+        "jvm.shared_class_space": 12060 * 1024,
+    }
+    # a JVM without tracking answers with an error line, not a summary
+    assert soak.native_memory("Native memory tracking is not enabled") == {}
+    kinds = {q.key: q for q in soak.quantities([got])}
+    assert kinds["jvm.java_heap"].unit == "bytes" and not kinds["jvm.java_heap"].flat_target
+
+
+def test_tracked_jvm_keeps_the_jobs_own_options_for_its_heap(soak: ModuleType) -> None:
+    (flag, value) = soak.tracked_jvm(["--conf", "spark.driver.memory=2g"])
+    assert flag == "--conf" and value.startswith("spark.driver.extraJavaOptions=")
+    assert "-XX:+UseSerialGC" in value and "-Xmn128m" in value
+    assert value.endswith("-XX:NativeMemoryTracking=summary")
