@@ -283,10 +283,20 @@ class Sinks:
             # only Delta keeps; an offset tombstone's commit struct, which ends its
             # partition's lag series) and the source stats; only those rows, since each row
             # carries every struct column (null ones too); in pieces (_pieces)
+            # and how many of each kind a table keeps: a batch whose lag measurements are
+            # all outside partition_lag's interval appends nothing (an empty append is a
+            # Delta commit, a log file, and a commit's round trips on the batch's path)
             kind_col = F.col("kind")
-            kinds: dict[str, int] = {
-                str(r["kind"]): int(r["count"]) for r in df.groupBy("kind").count().collect()
-            }
+            kept_col = F.coalesce(F.col(f"{PARTITION_LAG}.stored"), F.lit(True))
+            counted = df.groupBy("kind").agg(
+                F.count(F.lit(1)).alias("count"), F.count(F.when(kept_col, 1)).alias("kept")
+            )
+            kinds: dict[str, int] = {}
+            kept: set[str] = set()
+            for r in counted.collect():
+                kinds[str(r["kind"])] = int(r["count"])
+                if r["kept"]:
+                    kept.add(str(r["kind"]))
             computed = time.monotonic()
             commit = F.col(COMMIT_STRUCT_COLUMN)
             is_tombstone = (kind_col == COMMIT_KIND) & commit["deleted"]
@@ -311,7 +321,7 @@ class Sinks:
                 self.prometheus.record_sources(self.cluster, stats)
             exported = time.monotonic()
             frames = table_frames(
-                df, kinds, batch_id, offset_commits_history=self.offset_commits_history
+                df, kept, batch_id, offset_commits_history=self.offset_commits_history
             )
             self.delta.write_batch(batch_id, frames)
         finally:

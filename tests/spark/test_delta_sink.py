@@ -211,6 +211,33 @@ def test_a_replayed_batch_is_written_once_and_a_later_batch_appends(
     assert commits(sink, t.GROUP_METRICS) == before + 1
 
 
+def test_a_batch_whose_lag_measurements_are_all_unkept_appends_nothing_to_partition_lag(
+    spark: SparkSession,
+    tmp_path: Path,
+    rows: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    from streaming.sinks.micro_batch import Sinks
+
+    lag = [r for b in rows for r in b if r["kind"] == "partition_lag"]
+    metrics = [r for b in rows for r in b if r["kind"] == "group_metrics"]
+    assert lag and metrics
+    unkept = [{**r, "stored": False} for r in lag]  # measured inside their interval
+    sink = DeltaSink(spark, str(tmp_path), "app-1")
+    sink.ensure_tables()
+    lines: list[str] = []
+    sinks = Sinks(sink, None, progress=lines.append)
+
+    sinks.events_batch(events_frame(spark, unkept + metrics), 0)
+    assert commits(sink, t.PARTITION_LAG) == 1  # its CREATE only: no empty append
+    assert commits(sink, t.GROUP_METRICS) == 2
+    assert f"partition_lag={len(lag)}" in lines[-1]  # still counted as the batch's events
+
+    kept = next(r for r in lag if r["stored"] is not False)
+    sinks.events_batch(events_frame(spark, [*unkept[:1], kept]), 1)
+    assert commits(sink, t.PARTITION_LAG) == 2
+    assert row_counts(spark, sink, [t.PARTITION_LAG]) == {t.PARTITION_LAG: 1}
+
+
 def test_rows_written_count_this_batch_append_past_a_maintenance_commit(
     spark: SparkSession,
     tmp_path: Path,
