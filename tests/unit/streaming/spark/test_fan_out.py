@@ -21,6 +21,7 @@ from streaming.spark.stateful import _kept
 from streaming.spark.step_rows import observations_by_group
 from streaming.tracking.model import FAN_OUT, Observation, routing_keys
 from tests.unit.streaming.codec.wire import i16, i32, i64, string
+from tests.unit.streaming.tracking.factories import admin_topics
 
 pytestmark = pytest.mark.unit
 
@@ -65,19 +66,7 @@ def _answers(ts: int, groups: list[str], *, generation: int) -> AdminAnswers:
         cluster={"cluster_id": "c1", "controller_id": 1, "brokers": []},
         groups=[{"group_id": g, "group_state": "Stable", "group_type": "classic"} for g in groups],
         descriptions={g: described(i, g) for i, g in enumerate(groups)},
-        topics=[
-            {
-                "name": t,
-                "error_code": 0,
-                "is_internal": False,
-                "topic_id": None,
-                "partitions": [
-                    {"partition_index": p, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}
-                    for p in range(n)
-                ],
-            }
-            for t, n in TOPICS.items()
-        ],
+        topics=admin_topics(TOPICS),
         end_offsets={(t, p): ts // 100 for t, n in TOPICS.items() for p in range(n)},
         end_offsets_ts_ms=ts,
     )

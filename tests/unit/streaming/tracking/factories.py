@@ -335,6 +335,24 @@ def group_snapshot(
     )
 
 
+def admin_topics(topics: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The collector's metadata answer for ``topics`` (topic -> partition count), every
+    partition led by broker 1 (the shape :class:`~streaming.collector.AdminAnswers` holds)."""
+    return [
+        {
+            "name": t,
+            "error_code": 0,
+            "is_internal": False,
+            "topic_id": None,
+            "partitions": [
+                {"partition_index": p, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}
+                for p in range(n)
+            ],
+        }
+        for t, n in topics.items()
+    ]
+
+
 def topics_snapshot(
     ts: int,
     topics: Mapping[str, Sequence[int]],

@@ -24,6 +24,7 @@ from tests.unit.streaming.tracking.factories import (
     GROUP,
     Log,
     Tracker,
+    admin_topics,
     assign,
     member,
 )
@@ -70,19 +71,7 @@ def answers(
             for m, parts in sorted(owned.items())
         ],
     }
-    metas = [
-        {
-            "name": t,
-            "error_code": 0,
-            "is_internal": False,
-            "topic_id": None,
-            "partitions": [
-                {"partition_index": p, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}
-                for p in range(n)
-            ],
-        }
-        for t, n in TOPICS.items()
-    ]
+    metas = admin_topics(TOPICS)
     offsets = {(t, p): ts // 100 for t, n in TOPICS.items() for p in range(n)}
     return AdminAnswers(
         snapshot_ts_ms=ts,
