@@ -19,11 +19,12 @@ Every ``--sample-every-s`` (default 60 s) one sample, a JSON line in ``samples.j
 (every folder under the job's Delta path, so new tables are sampled as they appear) its
 bytes, data files and ``_delta_log`` files; the streaming checkpoint's bytes (and its state
 stores' part) and files; each process's memory as PSS (job driver Python, JVM, Python
-workers, collector, broker, and the bench's producer); the micro-batch durations of the
-minute (p50 / p95 of the job's ``[events] batch N: ... in X s`` lines, and of its Delta
-part); the job's input rate against the produce rate; the detection latency trials seen in
-the minute; the job's lines matching ``--maintenance-pattern`` (maintenance cycles, once the
-job runs them).
+workers, collector, broker, and the bench's producer); the cores each of the job's processes
+and the collector kept busy over the minute (``cpu.*``, CPU seconds a second); the
+micro-batch durations of the minute (p50 / p95 of the job's ``[events] batch N: ... in X s``
+lines, and of its Delta part); the job's input rate against the produce rate; the detection
+latency trials seen in the minute; the job's lines matching ``--maintenance-pattern``
+(maintenance cycles, once the job runs them).
 
 At the end (``report.md``, ``summary.json``, ``samples.csv``): each quantity's growth per hour
 (a least-squares line over the run and over the last ``--flat-window-min`` minutes, from the
@@ -161,7 +162,7 @@ class Quantity:
     """How one sampled series is judged: its unit, how it projects, whether it must be flat."""
 
     key: str
-    unit: Literal["bytes", "files", "s", "ms", "records/s", "records"]
+    unit: Literal["bytes", "files", "s", "ms", "records/s", "records", "cores"]
     scaling: Scaling
     flat_target: bool
 
@@ -228,6 +229,8 @@ def quantities(samples: Sequence[Mapping[str, Any]]) -> list[Quantity]:
             out.append(Quantity(k, "bytes", "groups", False))
         elif k == "checkpoint.files":
             out.append(Quantity(k, "files", "time", False))
+        elif k.startswith("cpu."):
+            out.append(Quantity(k, "cores", "none", False))
         elif k.startswith("jvm."):
             out.append(Quantity(k, "bytes", "none", False))
         elif k.startswith("pss."):
@@ -296,6 +299,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value:.2f} s"
     if unit == "ms":
         return f"{value:,.0f} ms"
+    if unit == "cores":
+        return f"{value:.3f} cores"
     return f"{value:,.0f}"
 
 
@@ -780,6 +785,13 @@ class Sampler:
         self._last_read = live.job_total(job)
         self._last_acked = self._acked()
         self._last_events = collector.events
+        self._last_cpu = self._cpu()
+
+    def _cpu(self) -> dict[str, float]:
+        """CPU seconds so far of the job's processes by kind, and of the collector."""
+        out = stream.cpu_seconds(self.job.proc.pid)
+        out["collector"] = stream.cpu_seconds(self.collector.proc.pid)["driver"]
+        return out
 
     def _acked(self) -> int:
         progress = self.producer.stats.progress
@@ -811,6 +823,8 @@ class Sampler:
             and self._last_at <= self._perf_of(t.seen_ms) < now
         ]
         procs = processes(self.job.proc.pid)
+        cpu = self._cpu()
+        busy = {k: (cpu[k] - self._last_cpu.get(k, 0.0)) / minute for k in cpu}
         broker = _broker_pid(self.broker_folder)
         s: dict[str, Any] = {
             "t_s": round(t_s, 1),
@@ -835,6 +849,9 @@ class Sampler:
             "pss.broker": pss([broker]) if broker is not None else math.nan,
             "pss.producer": pss([self.producer.proc.pid]),
             "workers": len(procs["workers"]),
+            # cores busy on average over the minute (CPU seconds a second)
+            **{f"cpu.{k}": round(v, 4) for k, v in busy.items()},
+            "cpu.job": round(sum(v for k, v in busy.items() if k != "collector"), 4),
             "load": live._loadavg(),
         }
         if self.native_memory:
@@ -852,6 +869,7 @@ class Sampler:
         s["checkpoint.state_bytes"] = sum(tree_stats(d)[1] for d in states)
         self._last_at, self._last_read, self._last_acked = now, read, acked
         self._last_events = events
+        self._last_cpu = cpu
         self.samples.append(s)
         with (self.out / "samples.jsonl").open("a") as f:
             f.write(json.dumps(s) + "\n")
