@@ -40,6 +40,7 @@ a :class:`~streaming.tracking.errors.MembershipEventError` naming the field as a
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sys
@@ -515,6 +516,8 @@ def json_schema(version: int = SCHEMA_VERSION) -> dict[str, Any]:
     renamed: dict[str, Any] = {}
     for name, body in defs.items():
         body.pop("title", None)
+        if "description" in body:  # a docstring; msgspec before 0.23 kept its indentation
+            body["description"] = inspect.cleandoc(body["description"])
         properties = body.get("properties", {})
         for prop in properties.values():
             prop.pop("default", None)
