@@ -30,7 +30,28 @@ admin API; no live members, so they are ``Empty``: each is listed, described and
 a settled group is), then one watcher at a time against them, each counted on the broker
 (its request logger, ``kafka.request.logger`` at DEBUG, set through the admin API: one line
 per request with the client id and the API) over ``--request-seconds`` after
-``--request-warmup`` seconds:
+``--request-warmup`` seconds, and in 5 s buckets of that window (the peak bucket: a burst).
+Each watcher runs under each condition of the groups, so the rows compare:
+
+* **settled**: nothing changes (the collector's floor);
+* **churn** (``--churn``, on by default): real members make the groups rebalance, one
+  rebalance per group an hour (``--rebalances-per-hour``): every ``3600 / groups`` s a
+  classic-protocol member (Java kafka-clients, ``group.protocol=classic``, the client's
+  defaults) joins a random settled group on the group's topic, so the group goes Empty,
+  PreparingRebalance (the broker keeps Kafka's default 3 s
+  ``group.initial.rebalance.delay.ms``), CompletingRebalance, Stable; it stays
+  ``--churn-dwell`` seconds (12; at least 6 s Stable, so a 5 s poll sees it), then closes
+  (LeaveGroup: Empty again). The visits run from the watcher's start, through its warm-up
+  and window, the same for every watcher (``--churn-seed``);
+* **storm** (``--storm``, on by default): the same churn, and 10 % of the groups joined at
+  one moment mid-window (their consumers built 10 s before, so the joins go out together);
+  the row gives the requests of the 5 s buckets from the storm's joins to a poll after its
+  members left, beside the median of the window's other buckets.
+
+All the members run in one JVM (``bench/java/ChurnConsumers.java``, commanded on its stdin;
+its peak RSS and most members at once are reported); their client ids start with
+``footprint-churn-``, which no watcher's does, so the counts leave them out (each row notes
+how many joined). The watchers:
 
 * the collector (``Collector.run``) at its defaults (5 s polls): schema version 1; version
   2 describing every classic group every poll (``describe_interval_s`` = the interval, as
@@ -44,12 +65,20 @@ per request with the client id and the API) over ``--request-seconds`` after
   which this bench makes every ``--kminion-scrape`` seconds (15 s: Prometheus's example
   scrape interval).
 
+Five watchers under three conditions are 15 windows of ``--request-warmup`` +
+``--request-seconds`` (75 s by default: about 19 minutes); ``--no-churn --no-storm``
+measures the settled groups only.
+
 A watcher's bytes written to Kafka are the records it produces (Produce) and the offsets it
 commits (OffsetCommit): the broker counts both requests; neither peer sends any.
 
 Run it::
 
     .venv/bin/python -m bench.footprint --groups 1000 --request-groups 1000
+    .venv/bin/python -m bench.footprint --groups 1000 --request-groups 10000 --hours 0.25
+
+It prints the requests table (a row per watcher and condition) and the same as one row per
+watcher (settled, churn, storm: requests/s and the peak 5 s bucket; the storm's polls).
 """
 
 from __future__ import annotations
@@ -1109,7 +1138,7 @@ def _requests_report(results: dict[str, Any]) -> list[str]:
             f"{dwell_s:g} s; storm: {STORM_FRACTION:.0%} of the groups joined at once"
         )
     lines.append(
-        "| watcher | groups | requests/s | of which Fetch | peak 5 s | storm's polls | "
+        "| watcher | condition | requests/s | of which Fetch | peak 5 s | storm's polls | "
         "by API, per second | members (joined / visits, join ms median) | written to Kafka |"
     )
     lines.append("|---|---|---|---|---|---|---|---|---|")
@@ -1196,7 +1225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--storm",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help=f"also measure each watcher under the churn plus {STORM_FRACTION:.0%%} of the "
+        help=f"also measure each watcher under the churn plus {STORM_FRACTION * 100:g} %% of the "
         "groups joined at once",
     )
     parser.add_argument(
