@@ -221,7 +221,8 @@ public final class ChurnConsumers {
                     default -> say("error - unknown command: " + line);
                 }
             } catch (RuntimeException e) {  // a bad command, a consumer that cannot be built
-                say("error " + (w.length > 1 ? w[1] : "-") + " " + String.valueOf(e).replace('\n', ' '));
+                String group = w.length > 1 ? w[1] : "-";
+                say("error " + group + " " + String.valueOf(e).replace('\n', ' '));
             }
         }
         quit();
