@@ -35,10 +35,10 @@ Each watcher runs under each condition of the groups, so the rows compare:
 
 * **settled**: nothing changes (the collector's floor);
 * **churn** (``--churn``, on by default): real members make the groups rebalance, one
-  rebalance per group an hour (``--rebalances-per-hour``): every ``3600 / groups`` s a
-  classic-protocol member (Java kafka-clients, ``group.protocol=classic``, the client's
-  defaults) joins a random settled group on the group's topic, so the group goes Empty,
-  PreparingRebalance (the broker keeps Kafka's default 3 s
+  rebalance per group an hour (``--rebalances-per-hour`` ``r``): every
+  ``3600 / (groups r)`` s a classic-protocol member (Java kafka-clients,
+  ``group.protocol=classic``, the client's defaults) joins a random settled group on the
+  group's topic, so the group goes Empty, PreparingRebalance (the broker keeps Kafka's default 3 s
   ``group.initial.rebalance.delay.ms``), CompletingRebalance, Stable; it stays
   ``--churn-dwell`` seconds (12; at least 6 s Stable, so a 5 s poll sees it), then closes
   (LeaveGroup: Empty again). The visits run from the watcher's start, through its warm-up
@@ -88,7 +88,6 @@ import collections
 import datetime
 import heapq
 import json
-import math
 import random
 import re
 import statistics
@@ -355,14 +354,17 @@ def parse_request(line: str) -> tuple[float, str, str] | None:
 def bucket_counts(
     times: Sequence[float], since_s: float, until_s: float, bucket_s: float
 ) -> list[int]:
-    """How many of ``times`` fall in each ``bucket_s`` bucket of ``[since_s, until_s)``, the
-    first bucket starting at ``since_s`` (the last one may be shorter)."""
-    if bucket_s <= 0 or until_s <= since_s:
-        raise ValueError(f"no buckets of {bucket_s} s in [{since_s}, {until_s})")
-    out = [0] * math.ceil((until_s - since_s) / bucket_s)
+    """How many of ``times`` fall in each whole ``bucket_s`` bucket of ``[since_s, until_s)``,
+    the first starting at ``since_s``; a shorter bucket left at the end is not counted (its
+    count would not compare with the others')."""
+    n = int((until_s - since_s) // bucket_s) if bucket_s > 0 else 0
+    if n <= 0:
+        raise ValueError(f"no whole bucket of {bucket_s} s in [{since_s}, {until_s})")
+    out = [0] * n
     for t in times:
-        if since_s <= t < until_s:
-            out[int((t - since_s) // bucket_s)] += 1
+        i = int((t - since_s) // bucket_s)
+        if since_s <= t and i < n:
+            out[i] += 1
     return out
 
 

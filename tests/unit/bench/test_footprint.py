@@ -159,9 +159,10 @@ def test_a_request_log_line_gives_its_time_client_and_api() -> None:
 def test_requests_fall_in_buckets_from_the_window_start() -> None:
     times = [100.0, 104.9, 105.0, 112.0, 99.9, 113.0]
 
-    assert bucket_counts(times, 100.0, 113.0, 5.0) == [2, 1, 1]  # the last one 3 s long
-    with pytest.raises(ValueError, match="no buckets"):
-        bucket_counts(times, 100.0, 100.0, 5.0)
+    assert bucket_counts(times, 100.0, 113.0, 5.0) == [2, 1]  # not the 3 s left at the end
+    assert bucket_counts(times, 100.0, 115.0, 5.0) == [2, 1, 2]
+    with pytest.raises(ValueError, match="no whole bucket"):
+        bucket_counts(times, 100.0, 104.0, 5.0)
 
 
 def test_the_storm_s_share_is_its_buckets_through_a_poll_after_its_members_left() -> None:
