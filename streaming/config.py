@@ -147,6 +147,9 @@ _MAX_MAINTENANCE_S = 7 * 86_400.0
 _MAX_RETENTION_DAYS = 36_500
 #: The collector's intervals and ``--duration``: ten years at most (not inf).
 MAX_COLLECT_S = 10 * 365 * 86_400.0
+#: the largest membership event the collector sends, before compression (the producer's
+#: max_request_size)
+MAX_EVENT_BYTES = 64 * 1024 * 1024
 
 
 def _is_number(value: Any) -> bool:
@@ -665,6 +668,11 @@ class CollectorConfig:
                 "max_block_ms": self.request_timeout_ms,
                 # the membership topic's compression.type (streaming.collector.topic)
                 "compression_type": "zstd",
+                # a snapshot's topics event lists every partition the groups consume (about
+                # 100 bytes of JSON each): past ~10,000 partitions it is more than the
+                # client's default 1 MiB, which it checks before compressing; the broker
+                # checks the compressed batch against the topic's max.message.bytes
+                "max_request_size": MAX_EVENT_BYTES,
             }
         )
         configs.update(self.kafka.kafka_python())

@@ -682,3 +682,40 @@ def test_a_rebalance_between_full_describe_passes_is_described_when_list_groups_
         newest_published = published[published.index(ts) - 1]
         assert newest_published <= change["previous_poll_ts_ms"] < ts
         assert change["previous_digest"] == changes[changes.index(change) - 1]["digest"]
+
+
+def test_a_topics_event_past_a_mebibyte_is_published(kafka_broker: BrokerInfo) -> None:
+    """A cluster whose groups consume 1,000 topics of 20 partitions: the snapshot's topics
+    event is about 2 MiB of JSON, past the client's default request size; it is published
+    (zstd: the broker gets a fraction of it) and read back whole."""
+    from streaming.collector import AdminAnswers, Collector, CollectorConfig
+    from streaming.collector.changes import Changes
+    from tests.unit.streaming.tracking.factories import admin_topics
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = f"{unique('big')}.membership"
+    topics = {f"{unique('t')}-{i:04d}": 20 for i in range(1000)}
+    ts = int(time.time() * 1000)
+    groups = sorted(f"{unique('g')}-{i}" for i in range(3))
+    answers = AdminAnswers(
+        snapshot_ts_ms=ts,
+        cluster={"cluster_id": "c1", "controller_id": 1, "brokers": []},
+        groups=[{"group_id": g, "group_state": "Empty", "group_type": "classic"} for g in groups],
+        descriptions={},
+        topics=admin_topics(topics),
+        end_offsets={},
+        end_offsets_ts_ms=ts,
+    )
+    changes = Changes(cluster="big", heartbeat_interval_ms=60_000, full_interval_ms=600_000)
+    events = changes.events(answers, snapshot_id="s1")
+    sizes = {e.value["event_type"]: len(e.encode()[1]) for e in events if e.value}
+    assert sizes["topics"] > 2**20
+    collector = Collector(CollectorConfig(bootstrap_servers=bootstrap, topic=topic))
+    try:
+        collector._ensure_topic(collector._admin_client())
+        assert collector.publish(events) == len(events)
+    finally:
+        collector.close()
+    [read] = [v for _, _, v in _read_all(bootstrap, topic) if v and v["event_type"] == "topics"]
+    assert len(read["topics"]) == 1000
+    assert sum(len(t["partitions"]) for t in read["topics"]) == 20_000
