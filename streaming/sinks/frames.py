@@ -29,7 +29,7 @@ from streaming.tables import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["bad_records_frame", "commit_frame", "table_frame"]
 
@@ -101,6 +101,14 @@ def _run_commits(events: DataFrame) -> DataFrame:
     )
 
 
+def kept() -> Column:
+    """True for a row of the stateful step its table keeps: all but the ``partition_lag``
+    measurements inside their interval (``stored`` false; the exporter takes every one)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col(f"{PARTITION_LAG}.stored"), F.lit(True))
+
+
 def table_frame(events: DataFrame, table: str) -> DataFrame:
     """The rows of ``table`` (one of :data:`TRACKER_TABLES`) from the stateful step's rows:
     the table's struct column (:func:`body_schema`) of the rows of its kinds, ``event_time``
@@ -111,8 +119,8 @@ def table_frame(events: DataFrame, table: str) -> DataFrame:
         raise UnknownTableError(table)
     kinds = [kind for kind, name in KIND_TO_TABLE.items() if name == table]
     rows = events.where(F.col("kind").isin(kinds))
-    if table == PARTITION_LAG:  # the measurements the table keeps (the exporter takes all)
-        rows = rows.where(F.coalesce(F.col(f"{table}.stored"), F.lit(True)))
+    if table == PARTITION_LAG:
+        rows = rows.where(kept())
     rows = rows.select(f"{table}.*").withColumn("event_time", F.timestamp_millis("event_ts_ms"))
     return rows.withColumn(PARTITION_COLUMN, F.to_date("event_time")).select(
         *schema(table).fieldNames()

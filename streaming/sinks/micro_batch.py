@@ -268,6 +268,7 @@ class Sinks:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
+        from streaming.sinks.frames import kept
         from streaming.tables import COMMIT_KIND, COMMIT_STRUCT_COLUMN
 
         started = time.monotonic()
@@ -287,16 +288,15 @@ class Sinks:
             # all outside partition_lag's interval appends nothing (an empty append is a
             # Delta commit, a log file, and a commit's round trips on the batch's path)
             kind_col = F.col("kind")
-            kept_col = F.coalesce(F.col(f"{PARTITION_LAG}.stored"), F.lit(True))
             counted = df.groupBy("kind").agg(
-                F.count(F.lit(1)).alias("count"), F.count(F.when(kept_col, 1)).alias("kept")
+                F.count(F.lit(1)).alias("count"), F.count(F.when(kept(), 1)).alias("kept")
             )
             kinds: dict[str, int] = {}
-            kept: set[str] = set()
+            kept_kinds: set[str] = set()
             for r in counted.collect():
                 kinds[str(r["kind"])] = int(r["count"])
                 if r["kept"]:
-                    kept.add(str(r["kind"]))
+                    kept_kinds.add(str(r["kind"]))
             computed = time.monotonic()
             commit = F.col(COMMIT_STRUCT_COLUMN)
             is_tombstone = (kind_col == COMMIT_KIND) & commit["deleted"]
@@ -321,7 +321,7 @@ class Sinks:
                 self.prometheus.record_sources(self.cluster, stats)
             exported = time.monotonic()
             frames = table_frames(
-                df, kept, batch_id, offset_commits_history=self.offset_commits_history
+                df, kept_kinds, batch_id, offset_commits_history=self.offset_commits_history
             )
             self.delta.write_batch(batch_id, frames)
         finally:
