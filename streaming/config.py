@@ -302,8 +302,12 @@ class JobConfig:
       is a ``jump`` (it must also be 10 times the partition's largest recent step); 1,000.
     * ``partition_lag_interval_s``: ``partition_lag`` keeps a partition's first lag
       measurement in each window of this length (record time); 0: every measurement (one
-      per commit and per collector snapshot). 600 s by default. The exporter's gauges take
-      every measurement whatever this is.
+      per commit and per collector snapshot). 600 s by default; a multiple of
+      ``lag_export_interval_s``.
+    * ``lag_export_interval_s``: the exporter's lag gauges take a partition's first
+      measurement in each window of this length (record time), and at once each one that
+      changes its status; 0: every measurement (a row each through the job: what a batch
+      costs grows with it). 30 s by default.
     * ``group_lag_interval_s``: ``group_lag`` keeps a row per group per window of this
       length (record time); 0: none. 60 s by default.
     * ``metrics_web_config_file``: the exporter's TLS and basic auth, a file in Prometheus'
@@ -361,6 +365,7 @@ class JobConfig:
     offset_commits_interval_s: float = 3600.0
     offset_commits_jump_records: int = 1_000
     partition_lag_interval_s: float = 600.0
+    lag_export_interval_s: float = 30.0
     group_lag_interval_s: float = 60.0
     consumer_session_timeout_ms: int = 45_000
     metrics_web_config_file: str | None = None
@@ -431,6 +436,7 @@ class JobConfig:
             )
         for name, zero in (
             ("partition_lag_interval_s", "every measurement"),
+            ("lag_export_interval_s", "every measurement"),
             ("group_lag_interval_s", "none"),
             ("lag_status_hold_s", "every change"),
         ):
@@ -439,6 +445,13 @@ class JobConfig:
                 raise JobConfigError(
                     f"{name}: expected seconds in [0, 2592000] (0: {zero}), got {value!r}"
                 )
+        stored = round(self.partition_lag_interval_s * 1000)
+        exported = round(self.lag_export_interval_s * 1000)
+        if exported and stored % exported:
+            raise JobConfigError(
+                f"partition_lag_interval_s: expected a multiple of lag_export_interval_s "
+                f"({self.lag_export_interval_s:g}) or 0, got {self.partition_lag_interval_s:g}"
+            )
         retention = self.group_retention_s
         if not _is_number(retention) or not 0 <= retention <= _MAX_RETENTION_S:
             raise JobConfigError(

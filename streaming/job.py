@@ -216,6 +216,7 @@ def start(
         commit_sample_ms=max(1, round(config.offset_commits_interval_s * 1000)),
         commit_jump_records=config.offset_commits_jump_records,
         lag_interval_ms=round(config.partition_lag_interval_s * 1000),
+        lag_export_interval_ms=round(config.lag_export_interval_s * 1000),
         group_lag_interval_ms=round(config.group_lag_interval_s * 1000),
     )
     keys = checkpoint_keys(spark, _join(config.checkpoint_dir, EVENTS_QUERY))
@@ -688,6 +689,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "(default 600; 0: every measurement)",
     )
     p.add_argument(
+        "--lag-export-interval",
+        dest="lag_export_interval_s",
+        type=float,
+        metavar="SECONDS",
+        help="the exporter's lag gauges take a partition's first measurement per this long, "
+        "record time, and each change of status at once (default 30; 0: every measurement)",
+    )
+    p.add_argument(
         "--group-lag-interval",
         dest="group_lag_interval_s",
         type=float,
@@ -788,6 +797,7 @@ def config_from_args(
             "offset_commits_interval_s",
             "offset_commits_jump_records",
             "partition_lag_interval_s",
+            "lag_export_interval_s",
             "group_lag_interval_s",
             "consumer_session_timeout_ms",
             "broker_check_timeout_s",

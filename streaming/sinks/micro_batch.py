@@ -158,7 +158,10 @@ class Sinks:
                 if config.metrics_web_config_file is None
                 else load_web_config(config.metrics_web_config_file)
             )
-            prometheus = PrometheusSink(end_offsets_max_age_s=config.end_offsets_max_age_s)
+            prometheus = PrometheusSink(
+                end_offsets_max_age_s=config.end_offsets_max_age_s,
+                lag_export_interval_s=config.lag_export_interval_s,
+            )
             prometheus.expect_cluster(config.cluster, time.time())
             delta.on_rows_written = prometheus.record_rows_written
             port = prometheus.start(config.metrics_host, config.metrics_port, web_config=web)

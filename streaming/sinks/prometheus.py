@@ -46,8 +46,9 @@ Series removal:
   without a lag status (``status`` null) its ``partition_status`` series; a ``GroupStatus``
   without ``lag_status`` removes the group's ``kafka_consumergroup_status``.
 * Lag series (records, seconds, partition status) measured against end offsets more than
-  ``end_offsets_max_age_s`` older than the newest record the job has read
-  (:meth:`PrometheusSink.record_sources`) are removed, with their group's
+  ``end_offsets_max_age_s`` plus ``lag_export_interval_s`` (a series' row may be that much
+  older than the partition's newest measurement) older than the newest record the job has
+  read (:meth:`PrometheusSink.record_sources`) are removed, with their group's
   ``kafka_consumergroup_status``: a group that stopped committing after the collector
   stopped gets no new row to say its lag is unknown.
 * A strategy that failed for a rebalance (``GroupMetricsRow.error``) loses its
@@ -437,12 +438,15 @@ class PrometheusSink:
         *,
         max_remembered_events: int = 200_000,
         end_offsets_max_age_s: float = 60.0,
+        lag_export_interval_s: float = 30.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if max_remembered_events < 1:
             raise ValueError("max_remembered_events must be at least 1")
         if not end_offsets_max_age_s > 0:
             raise ValueError("end_offsets_max_age_s must be positive")
+        if not lag_export_interval_s >= 0:
+            raise ValueError("lag_export_interval_s must not be negative")
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
         self._store = _Store(self._lock)
@@ -467,7 +471,7 @@ class PrometheusSink:
         self._last_batch_id: int | None = None
         self._last_batch_ts_s: float | None = None
         self._clock = clock
-        self._max_age_ms = round(end_offsets_max_age_s * 1000)
+        self._max_age_ms = round((end_offsets_max_age_s + lag_export_interval_s) * 1000)
         # freshness (Unix ms): cluster -> newest snapshot / end offsets read (or the start);
         # source partition -> newest record read
         self._snapshot_ms: dict[str, float] = {}
@@ -603,9 +607,9 @@ class PrometheusSink:
         """A micro-batch's source stats (:func:`streaming.spark.decode.source_stats`, one or
         more per source partition): the newest record time per source partition, the
         newest group snapshot and end-offset times of ``cluster``. Then lag series whose end
-        offsets are older than ``end_offsets_max_age_s`` before the newest record read are
-        dropped (the tracker makes new rows unknown; a group that stopped committing gets
-        none)."""
+        offsets are older than ``end_offsets_max_age_s`` plus ``lag_export_interval_s``
+        before the newest record read are dropped (the tracker makes new rows unknown; a
+        group that stopped committing gets none)."""
         newest: int | None = None
         with self._lock:
             for s in stats:

@@ -67,8 +67,15 @@ class TrackerConfig:
       also needs a move 10 times the partition's largest recent step). 1,000 by default.
     * ``lag_interval_ms``: a ``PartitionLagRow`` is ``stored`` (kept by ``partition_lag``)
       when it is the partition's first measurement in its window of this length (record
-      time, aligned to the epoch); 0: every measurement stored. Every row still reaches the
-      exporter. 10 minutes by default.
+      time, aligned to the epoch); 0: every measurement stored. The rows not stored reach only
+      the exporter, as ``lag_export_interval_ms`` lets them. 10 minutes by default.
+    * ``lag_export_interval_ms``: a partition's lag row reaches the exporter (is emitted at
+      all) when it is stored, when it changes the partition's recorded or pending status,
+      or when it is the partition's first measurement in its window of this length (record
+      time, aligned to the epoch); the tracker emits no row for the others. 0: every
+      measurement. ``lag_interval_ms`` must be a multiple of it (a stored row is then the
+      first exported one of its window). 30 s by default: the gauge's resolution, beside
+      Prometheus' usual scrape interval.
     * ``group_lag_interval_ms``: a :class:`~streaming.tracking.events.GroupLagRow` per group
       at its first measurement in each window of this length (record time); 0: none. A minute
       by default.
@@ -98,6 +105,7 @@ class TrackerConfig:
     commit_sample_ms: int = 3_600_000
     commit_jump_records: int = 1_000
     lag_interval_ms: int = 600_000
+    lag_export_interval_ms: int = 30_000
     group_lag_interval_ms: int = 60_000
 
     def __post_init__(self) -> None:
@@ -136,10 +144,21 @@ class TrackerConfig:
             raise TrackerConfigError(
                 f"lag_status_allowed_records: expected a non-negative integer, got {allowed_lag!r}"
             )
-        for name in ("lag_interval_ms", "group_lag_interval_ms", "lag_status_hold_ms"):
+        for name in (
+            "lag_interval_ms",
+            "lag_export_interval_ms",
+            "group_lag_interval_ms",
+            "lag_status_hold_ms",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise TrackerConfigError(f"{name}: expected a non-negative integer, got {value!r}")
+        stored, exported = self.lag_interval_ms, self.lag_export_interval_ms
+        if exported and stored % exported:
+            raise TrackerConfigError(
+                f"lag_interval_ms: expected a multiple of lag_export_interval_ms ({exported}) "
+                f"or 0, got {stored}"
+            )
         idle = self.group_idle_ms
         if isinstance(idle, bool) or not isinstance(idle, int) or idle < 0:
             raise TrackerConfigError(

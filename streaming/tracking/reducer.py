@@ -291,17 +291,20 @@ def _stale(config: TrackerConfig, history: tuple[tuple[int, int], ...], now_ms: 
 def _measure(
     ctx: Context, tp: TopicPartition, committed: int, measured_ts_ms: int, trigger: str
 ) -> list[TrackerEvent]:
-    """The partition's lag row at ``measured_ts_ms`` (``stored`` when it is the first of its
-    ``lag_interval_ms`` window), and a ``LagTransitionRow`` before it when the row's status
-    is recorded (:func:`_held`); the partition's entry notes both. With a hold only the
-    collector's snapshots are judged (H3): which commits are measured depends on how the
+    """The partition's lag row at ``measured_ts_ms`` when it is exported (the first of its
+    ``lag_export_interval_ms`` window, or a change of the recorded or pending status;
+    ``stored`` when it is the first of its ``lag_interval_ms`` window), and a
+    ``LagTransitionRow`` before it when the row's status is recorded (:func:`_held`); the
+    partition's entry notes both (``lag_ts_ms``: the last exported measurement, which is
+    also the last stored one's window since every stored row is exported). With a hold only
+    the collector's snapshots are judged (H3): which commits are measured depends on how the
     log's commits were grouped into runs (:class:`~streaming.tracking.model.CommitRun`)."""
     state, config = ctx.state, ctx.config
     row = _lag_row(ctx, tp, committed, measured_ts_ms, trigger)
     entry = state.commits.get(tp)
     if entry is None:
         return [row]
-    interval = config.lag_interval_ms
+    interval, every = config.lag_interval_ms, config.lag_export_interval_ms
     last = entry.lag_ts_ms
     stored = interval == 0 or last is None or measured_ts_ms // interval > last // interval
     out: list[TrackerEvent] = []
@@ -330,15 +333,23 @@ def _measure(
                 lag_seconds=row.lag_seconds,
             )
         )
-    if stored or held[:3] != (entry.status, entry.pending_status, entry.pending_since_ts_ms):
+    exported = (
+        last is None
+        or stored
+        or every == 0
+        or measured_ts_ms // every > last // every
+        or held[:3] != (entry.status, entry.pending_status, entry.pending_since_ts_ms)
+    )
+    if exported:
         state.commits[tp] = replace(
             entry,
-            lag_ts_ms=measured_ts_ms if stored else last,
+            lag_ts_ms=measured_ts_ms if last is None else max(last, measured_ts_ms),
             status=held.status,
             pending_status=held.pending_status,
             pending_since_ts_ms=held.pending_since_ts_ms,
         )
-    out.append(row if stored else replace(row, stored=False))
+    if exported:
+        out.append(row if stored else replace(row, stored=False))
     return out
 
 

@@ -73,7 +73,8 @@ class CommitEntry:
 
     What the tables keep of it: ``kept_ts_ms``, the record time of its last commit
     ``offset_commits`` kept (:mod:`~streaming.tracking.keep`); ``lag_ts_ms``, the
-    measurement time of its last row ``partition_lag`` kept; ``status``, its recorded lag
+    measurement time of its last lag row the tracker emitted (the exporter takes each;
+    ``partition_lag`` keeps the first of each of its windows); ``status``, its recorded lag
     status (None: no verdict), what a ``lag_transitions`` row changes. A measured status
     other than it waits in ``pending_status`` since ``pending_since_ts_ms`` (None: nothing
     waits) until it has lasted ``lag_status_hold_ms``."""

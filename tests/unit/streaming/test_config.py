@@ -37,6 +37,7 @@ def test_defaults() -> None:
     assert c.offset_commits_history == "kept"
     assert (c.offset_commits_interval_s, c.offset_commits_jump_records) == (3600.0, 1_000)
     assert (c.partition_lag_interval_s, c.group_lag_interval_s) == (600.0, 60.0)
+    assert c.lag_export_interval_s == 30.0
     assert (c.lag_status_window_s, c.lag_status_hold_s) == (600.0, 300.0)
     assert c.consumer_session_timeout_ms == 45_000
 
@@ -141,6 +142,8 @@ INVALID: list[tuple[dict[str, object], str]] = [
     ({"offset_commits_interval_s": 0}, "offset_commits_interval_s"),
     ({"offset_commits_jump_records": 0}, "offset_commits_jump_records"),
     ({"partition_lag_interval_s": -1}, "partition_lag_interval_s"),
+    ({"partition_lag_interval_s": 45}, "partition_lag_interval_s"),  # not a multiple of 30
+    ({"lag_export_interval_s": -1}, "lag_export_interval_s"),
     ({"group_lag_interval_s": "1m"}, "group_lag_interval_s"),
     ({"lag_status_window_s": 0}, "lag_status_window_s"),
     ({"lag_status_window_s": "10m"}, "lag_status_window_s"),

@@ -1164,7 +1164,8 @@ class Clock:
 @pytest.fixture
 def clocked() -> Iterator[tuple[PrometheusSink, Clock]]:
     clock = Clock(T0 / 1000)
-    s = PrometheusSink(end_offsets_max_age_s=60, clock=clock)
+    # the lag series' bound: 60 s, the end offsets' max age plus the export interval
+    s = PrometheusSink(end_offsets_max_age_s=50, lag_export_interval_s=10, clock=clock)
     s.start(port=0)
     try:
         yield s, clock

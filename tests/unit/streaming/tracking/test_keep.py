@@ -10,6 +10,7 @@ import pytest
 
 from assign_core.model import TopicPartition
 from streaming.tracking.config import TrackerConfig
+from streaming.tracking.errors import TrackerConfigError
 from streaming.tracking.events import (
     GroupLagRow,
     GroupStatus,
@@ -176,17 +177,39 @@ def test_without_commit_rows_the_tracker_keeps_no_commit() -> None:
 # -- lag ---------------------------------------------------------------------------------------
 
 
-def test_lag_rows_are_stored_once_per_interval_and_all_reach_the_exporter() -> None:
-    log, t = Log(), Tracker(config=TrackerConfig(lag_interval_ms=MIN, emit_lag_on_commit=False))
+def _snapshots_for_3_minutes(config: TrackerConfig) -> list[PartitionLagRow]:
+    """A partition committed once, then a snapshot every 5 s for 3 minutes (its status
+    stays STOP): the tracker's lag rows."""
+    log, t = Log(), Tracker(config=config)
     log.rec(commit("Order", 0, 10, ts=1 * S), 1 * S)
     t.feed(log.take())
     for ts in range(5 * S, 3 * MIN, 5 * S):
         log.snap(topics_snapshot(ts, {"Order": [10 + ts // S]}))
         t.feed(log.take())
-    rows = t.of(PartitionLagRow)
-    assert len(rows) == 35  # every snapshot's measurement: the exporter's gauges
+    return t.of(PartitionLagRow)
+
+
+def test_lag_rows_are_stored_once_per_interval_and_exported_once_per_export_interval() -> None:
+    rows = _snapshots_for_3_minutes(TrackerConfig(lag_interval_ms=MIN, emit_lag_on_commit=False))
+    # the first measurement of each 30 s window (lag_export_interval_ms): the gauges' values
+    assert [r.measured_ts_ms // S for r in rows] == [5, 30, 60, 90, 120, 150]
+    assert [r.lag_records for r in rows] == [5, 30, 60, 90, 120, 150]
     stored = [r.measured_ts_ms for r in rows if r.stored]
     assert stored == [5 * S, 1 * MIN, 2 * MIN]
+
+
+def test_an_export_interval_of_zero_emits_every_measurement() -> None:
+    config = TrackerConfig(lag_interval_ms=MIN, lag_export_interval_ms=0, emit_lag_on_commit=False)
+    rows = _snapshots_for_3_minutes(config)
+    assert len(rows) == 35  # every snapshot's measurement
+    stored = [r.measured_ts_ms for r in rows if r.stored]
+    assert stored == [5 * S, 1 * MIN, 2 * MIN]
+
+
+def test_the_lag_interval_must_be_a_multiple_of_the_export_interval() -> None:
+    with pytest.raises(TrackerConfigError, match="lag_interval_ms: expected a multiple"):
+        TrackerConfig(lag_interval_ms=45_000, lag_export_interval_ms=30_000)
+    assert TrackerConfig(lag_interval_ms=0, lag_export_interval_ms=30_000).lag_interval_ms == 0
 
 
 def test_lag_interval_zero_stores_every_measurement() -> None:
@@ -249,7 +272,9 @@ def test_lag_status_transitions_of_the_partition_and_the_group() -> None:
         log.snap(topics_snapshot((10 + 10 * i) * S, {"Order": [1000 + 100 * i]}))
         t.feed(log.take())
     lag = t.of(PartitionLagRow)
-    assert [r.status for r in lag] == ["OK", "OK", "STOP", "STOP"]
+    # exported: the first of the 30 s window, then the change of status at once (the others
+    # of the window are not)
+    assert [(r.measured_ts_ms // S, r.status) for r in lag] == [(10, "OK"), (30, "STOP")]
     moves = [
         (e.scope, e.event_ts_ms, e.status_before, e.status_after, e.rule, e.lag_records)
         for e in t.of(LagTransitionRow)

@@ -185,15 +185,19 @@ def test_codes_are_burrows() -> None:
 # -- in the tracker: the lag rows and the group status carry the verdicts -------------------
 
 
-def _tracker_run(stop_at_s: int, *, backfill: bool = False) -> tuple[list[Any], list[Any]]:
+def _tracker_run(
+    stop_at_s: int, *, backfill: bool = False, export_ms: int = 0
+) -> tuple[list[Any], list[Any]]:
     """Partition t-0 keeps up (commits the end offset), t-1 commits until ``stop_at_s``;
     the producer writes 10 records/s to each; a snapshot and commits every 5 s for 60 s,
-    applied in one batch per 5 s (live) or all in one batch (``backfill``)."""
+    applied in one batch per 5 s (live) or all in one batch (``backfill``); the lag rows of
+    the export interval ``export_ms`` (0: every measurement)."""
     from streaming.tracking.config import TrackerConfig
     from streaming.tracking.events import GroupStatus, PartitionLagRow
     from tests.unit.streaming.tracking.factories import Log, Tracker, commit, topics_snapshot
 
-    tracker = Tracker(config=TrackerConfig(lag_status_window_ms=30_000))
+    config = TrackerConfig(lag_status_window_ms=30_000, lag_export_interval_ms=export_ms)
+    tracker = Tracker(config=config)
     log = Log()
     for s in range(5, 65, 5):
         ts = s * 1000
@@ -235,3 +239,14 @@ def test_a_backfill_gives_the_statuses_the_live_job_gave() -> None:
     ]
     assert {r.status for r in backfill} == {"OK", "WARN", "STOP"}
     assert statuses[-1].lag_status == "ERR"
+
+
+def test_the_exported_lag_rows_do_not_depend_on_the_batches() -> None:
+    # the export interval is record time too: the rows a backlog's one batch exports are the
+    # live batches' (the first of each 30 s window, and each change of status)
+    live, _ = _tracker_run(stop_at_s=30, export_ms=30_000)
+    backfill, _ = _tracker_run(stop_at_s=30, backfill=True, export_ms=30_000)
+    assert [(r.event_id, r.status) for r in backfill] == [(r.event_id, r.status) for r in live]
+    every, _ = _tracker_run(stop_at_s=30)
+    assert 0 < len(live) < len(every)
+    assert {r.status for r in live} == {"OK", "WARN", "STOP"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assign_core.model import TopicPartition
-from streaming.tracking.config import DEFAULT_CONFIG
+from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.events import GroupStatus, OffsetCommitRow, PartitionLagRow
 from streaming.tracking.model import CommitRun, GroupSnapshot, Observation, SnapshotOffset
 from tests.unit.streaming.tracking.factories import (
@@ -22,10 +22,12 @@ pytestmark = pytest.mark.unit
 
 S = 1000
 P0 = TopicPartition("Order", 0)
+#: Every lag measurement emitted (no export interval): the tests of what one measures.
+EVERY_MEASUREMENT = TrackerConfig(lag_export_interval_ms=0)
 
 
 def test_committed_offsets_and_lag_in_records_and_seconds() -> None:
-    log, t = Log(), Tracker()
+    log, t = Log(), Tracker(config=EVERY_MEASUREMENT)
     log.rec(commit("Order", 0, 1000, ts=1 * S), 1 * S)
     # the end offset grows by 100 every 10 s: 1000 at 10 s ... 1300 at 40 s
     for i in range(4):
@@ -134,7 +136,7 @@ def test_a_commit_run_equals_its_commits_one_by_one(before: int) -> None:
     state after it (offset, history, times, the status' lag) equals the state after the
     commits one by one; the lag row is the run's last commit's."""
     commits = [(100 + 10 * i, (5 + i) * S) for i in range(12)]
-    one_by_one, as_run = Tracker(), Tracker()
+    one_by_one, as_run = Tracker(config=EVERY_MEASUREMENT), Tracker(config=EVERY_MEASUREMENT)
     log = Log()
     for i in range(before):
         log.rec(commit("Order", 0, i, ts=(i + 1) * S // 10), (i + 1) * S // 10)
