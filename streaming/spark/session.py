@@ -107,9 +107,17 @@ DEFAULT_CONF: dict[str, str] = {
 #: far as the live objects need (10-20 % free after a full collection, shrunk back to that)
 #: and the young generation is a sixteenth of ``spark.driver.memory``
 #: (:func:`local_jvm_conf`): a smaller resident JVM, for more collections in a backlog
-#: (docs/operations.md, Tuning). A user's own ``spark.driver.extraJavaOptions`` replaces all
-#: of it.
-LOCAL_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=20")
+#: (docs/operations.md, Tuning). Class metadata and compiled code are capped: Spark loads
+#: generated classes for as long as it runs, and without a cap the metaspace has no bound
+#: (a full collection unloads the classes of evicted plans as it nears the cap). A user's
+#: own ``spark.driver.extraJavaOptions`` replaces all of it.
+LOCAL_JVM_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "-XX:MinHeapFreeRatio=10",
+    "-XX:MaxHeapFreeRatio=20",
+    "-XX:MaxMetaspaceSize=512m",
+    "-XX:ReservedCodeCacheSize=240m",
+)
 YOUNG_GENERATION_SHARE = 16
 
 _MEMORY = re.compile(r"(\d+)([kmgtp]?)b?", re.IGNORECASE)

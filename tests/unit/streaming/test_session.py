@@ -35,7 +35,8 @@ def test_local_masters_get_the_nio_file_systems(jars_dir: Path, master: str) -> 
     assert conf == {
         **LOCAL_FS_CONF,
         "spark.driver.extraJavaOptions": (
-            "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20 -Xmn64m"
+            "-XX:+UseSerialGC -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20"
+            " -XX:MaxMetaspaceSize=512m -XX:ReservedCodeCacheSize=240m -Xmn64m"
         ),
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
