@@ -535,8 +535,8 @@ TRACKER_TABLES: tuple[str, ...] = (
     LAG_TRANSITIONS,
 )
 #: Fields the stateful step carries of a table's rows that the table does not keep: a
-#: ``partition_lag`` row's ``stored`` (the exporter takes every lag row, the table only the
-#: stored ones, :func:`streaming.sinks.frames.table_frame`).
+#: ``partition_lag`` row's ``stored`` (the exporter takes every lag row the tracker emits,
+#: the table only the stored ones, :func:`streaming.sinks.frames.table_frame`).
 STEP_COLUMNS: dict[str, tuple[StructField, ...]] = {
     PARTITION_LAG: (_f("stored", BooleanType(), "kept by the table (first of its interval)"),),
 }
