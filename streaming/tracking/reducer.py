@@ -27,7 +27,8 @@ GroupHeartbeat, GroupsPolled        version 2: polls that found the group unchan
 TopicsSnapshot (collector)          partition counts, racks, topic ids and (version 1) end
                                     offsets of the topics the group touches; PartitionLagRow
                                     per committed partition
-EndOffsetsSnapshot (collector)      version 2: end offsets (those not repeated kept theirs);
+EndOffsetsSnapshot (collector)      version 2: end offsets (those not repeated, of the topics
+                                    the event or chunk covers, kept theirs);
                                     PartitionLagRow per committed partition
 share / streams records, Unknown    skipped, counted
 ==================================  ========================================================
@@ -731,7 +732,8 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
 def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
     """Version 2's end offsets: a point per partition of the topics the group touches, the
     partitions not repeated (unless ``full``) at the end offset they had, except on topics
-    whose end offsets could not be read; a lag row per committed partition."""
+    whose end offsets could not be read and, for a chunk of the event, on topics it does
+    not cover (another chunk's); a lag row per committed partition."""
     state, config, interest = ctx.state, ctx.config, ctx.interest
     measured = ev.end_offsets_ts_ms
     for tp in [tp for tp in state.end_offsets if tp.topic not in interest]:
@@ -739,8 +741,14 @@ def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
     given = {TopicPartition(t, p): o for t, p, o in ev.offsets if t in interest}
     if not ev.full:
         failed = {i.topic for i in ev.errors if i.topic is not None}
+        covered = ev.covered_topics
         for tp, history in state.end_offsets.items():
-            if tp not in given and tp.topic not in failed and history:
+            if (
+                tp not in given
+                and tp.topic not in failed
+                and (covered is None or tp.topic in covered)
+                and history
+            ):
                 given[tp] = history[-1][1]
     rows: list[TrackerEvent] = []
     for tp, offset in sorted(given.items()):
