@@ -180,6 +180,7 @@ def apply(
     ctx = Context(
         state=work, config=config, now_ms=now_ms, interest=interest_of(work, batch), upcoming=batch
     )
+    transition = False
     for i, obs in enumerate(batch):
         ctx.index = i
         key = f"{obs.source}:{obs.partition}"
@@ -193,15 +194,37 @@ def apply(
         _dispatch(ctx, obs)
         if any(forgets(e) for e in ctx.events[emitted:]):
             work = ctx.state = _after_tombstone(work)
-        if partitions != len(work.commits) or any(
-            isinstance(e, LagTransitionRow) for e in ctx.events[emitted:]
-        ):
+        transition = transition or (
+            partitions != len(work.commits)
+            or any(isinstance(e, LagTransitionRow) for e in ctx.events[emitted:])
+        )
+        if _chunk_follows(batch, i):
+            continue  # the group's status and rollup once the poll's chunks are all applied
+        if transition:
             _group_transition(ctx, obs.logical_ts_ms)
+            transition = False
         _rollup(ctx, obs.logical_ts_ms)
+    if transition:
+        _group_transition(ctx, batch[-1].logical_ts_ms)
     flush_timeout(ctx)
     if ctx.changed:
         ctx.emit(_status(work, now_ms, config))
     return work, ctx.events
+
+
+def _chunk_follows(batch: list[Observation], i: int) -> bool:
+    """Whether ``batch[i]`` is a chunk of a collector event (``topics``, ``end_offsets``) and
+    the next observation another chunk of the same poll's event: the event split in records
+    (:mod:`streaming.collector.chunks`) is judged, as one record would be, after its last."""
+    if i + 1 >= len(batch):
+        return False
+    this, after = batch[i].payload, batch[i + 1].payload
+    return (
+        isinstance(this, TopicsSnapshot | EndOffsetsSnapshot)
+        and type(after) is type(this)
+        and after.snapshot_id == this.snapshot_id
+        and after.cluster == this.cluster
+    )
 
 
 def _after_tombstone(state: GroupState) -> GroupState:
