@@ -155,8 +155,8 @@ MAX_EVENT_BYTES = 64 * 1024 * 1024
 #: record of half a MiB stays under the broker's default ``max.message.bytes`` (1 MiB, checked
 #: on the compressed batch) whatever its content, without compressing it to find out.
 DEFAULT_CHUNK_BYTES = 512 * 1024
-#: ``chunk_bytes`` at least: room for a chunk's envelope, brokers and some topics.
-MIN_CHUNK_BYTES = 4 * 1024
+#: ``chunk_bytes`` at least: room for a chunk's envelope, a few brokers and a topic.
+MIN_CHUNK_BYTES = 1024
 
 
 def _is_number(value: Any) -> bool:

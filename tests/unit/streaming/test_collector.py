@@ -603,7 +603,7 @@ INVALID_CONFIGS = [
     ({"topic_partitions": 0}, "topic_partitions"),
     ({"topic_replication_factor": 0}, "topic_replication_factor"),
     ({"request_timeout_ms": 0}, "request_timeout_ms"),
-    ({"chunk_bytes": 100}, "chunk_bytes"),
+    ({"chunk_bytes": 1000}, "chunk_bytes"),
     ({"chunk_bytes": 2**27}, "chunk_bytes"),
     ({"chunk_bytes": 4096.5}, "chunk_bytes"),
     ({"backoff_initial_s": 0}, "backoff_initial_s"),

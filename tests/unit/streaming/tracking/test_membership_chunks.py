@@ -13,7 +13,6 @@ import pytest
 
 from streaming.collector import AdminAnswers
 from streaming.collector.changes import Changes
-from streaming.config import MIN_CHUNK_BYTES
 from streaming.tracking import GroupState, Observation
 from streaming.tracking.events import PartitionLagRow
 from streaming.tracking.membership import parse_membership_json
@@ -27,6 +26,7 @@ T0 = 1_795_238_700_000
 TOPICS = [f"topic-{i:03d}" for i in range(100)]
 PARTITIONS = 8
 WIDE, IDLE = "g-wide", "g-idle"
+CHUNK_BYTES = 4096  # a few topics a chunk
 BROKERS = [
     {"broker_id": b, "host": f"b{b}", "port": 9092, "rack": f"r{b}", "is_fenced": False}
     for b in (1, 2, 3)
@@ -144,7 +144,7 @@ def _state(t: Tracker) -> GroupState:
 
 def test_chunked_events_give_every_group_what_one_record_gives() -> None:
     whole, whole_counts = run(64 << 20)
-    split, split_counts = run(MIN_CHUNK_BYTES)
+    split, split_counts = run(CHUNK_BYTES)
     # one record each at every publishing, against several chunks
     assert whole_counts["topics"] == 2 and whole_counts["end_offsets"] == 6
     assert split_counts["topics"] > 2 * 4 and split_counts["end_offsets"] > 6 * 2
@@ -169,7 +169,7 @@ def test_a_chunk_carries_forward_only_the_partitions_of_its_covered_topics() -> 
         cluster=CLUSTER,
         heartbeat_interval_ms=60 * S,
         full_interval_ms=600 * S,
-        chunk_bytes=MIN_CHUNK_BYTES,
+        chunk_bytes=CHUNK_BYTES,
     )
     changes.events(poll(0), snapshot_id="0")
     chunks = [
