@@ -590,8 +590,8 @@ class CollectorConfig:
 
     ``chunk_bytes`` (version 2): a ``topics`` or ``end_offsets`` event whose JSON would be
     longer is split by topic into records of at most this many bytes before compression
-    (one topic whose entry alone is longer gets a record of its own); keep it under the
-    membership topic's ``max.message.bytes``.
+    (one topic whose entry alone is longer gets a record of its own); keep it well under
+    the membership topic's ``max.message.bytes``.
     """
 
     bootstrap_servers: tuple[str, ...] | str = (DEFAULT_BOOTSTRAP_SERVERS,)
