@@ -150,6 +150,13 @@ MAX_COLLECT_S = 10 * 365 * 86_400.0
 #: the largest membership event the collector sends, before compression (the producer's
 #: max_request_size)
 MAX_EVENT_BYTES = 64 * 1024 * 1024
+#: ``CollectorConfig.chunk_bytes`` by default: a ``topics`` or ``end_offsets`` record's JSON
+#: at most, before compression. zstd never makes a record much bigger than its input, so a
+#: record of half a MiB stays under the broker's default ``max.message.bytes`` (1 MiB, checked
+#: on the compressed batch) whatever its content, without compressing it to find out.
+DEFAULT_CHUNK_BYTES = 512 * 1024
+#: ``chunk_bytes`` at least: room for a chunk's envelope, a few brokers and a topic.
+MIN_CHUNK_BYTES = 1024
 
 
 def _is_number(value: Any) -> bool:
@@ -580,6 +587,11 @@ class CollectorConfig:
     ``describe_interval_s`` (version 2): DescribeGroups asks for every classic group this
     often; in between, only for a group that is new, whose ListGroups state moved since its
     last description, or that is not settled (any state but ``Stable`` and ``Empty``).
+
+    ``chunk_bytes`` (version 2): a ``topics`` or ``end_offsets`` event whose JSON would be
+    longer is split by topic into records of at most this many bytes before compression
+    (one topic whose entry alone is longer gets a record of its own); keep it well under
+    the membership topic's ``max.message.bytes``.
     """
 
     bootstrap_servers: tuple[str, ...] | str = (DEFAULT_BOOTSTRAP_SERVERS,)
@@ -590,6 +602,7 @@ class CollectorConfig:
     full_end_offsets_interval_s: float = 600.0
     describe_interval_s: float = 30.0
     poll_event_interval_s: float = 20.0
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
     topic: str = DEFAULT_MEMBERSHIP_TOPIC
     cluster: str = DEFAULT_CLUSTER
     group_filter: str = ".*"
@@ -631,6 +644,13 @@ class CollectorConfig:
                 raise CollectorConfigError(
                     f"{name}: must be positive (at most {MAX_COLLECT_S:g} s), got {value}"
                 )
+        if not (
+            _is_int(self.chunk_bytes) and MIN_CHUNK_BYTES <= self.chunk_bytes <= MAX_EVENT_BYTES
+        ):
+            raise CollectorConfigError(
+                f"chunk_bytes: must be an integer from {MIN_CHUNK_BYTES} to {MAX_EVENT_BYTES}, "
+                f"got {self.chunk_bytes!r}"
+            )
         if not is_topic_name(self.topic):
             raise CollectorConfigError(
                 f"topic: {self.topic!r} is not a valid Kafka topic name "
@@ -681,10 +701,10 @@ class CollectorConfig:
                 "max_block_ms": self.request_timeout_ms,
                 # the membership topic's compression.type (streaming.collector.topic)
                 "compression_type": "zstd",
-                # a snapshot's topics event lists every partition the groups consume (about
-                # 100 bytes of JSON each): past ~10,000 partitions it is more than the
-                # client's default 1 MiB, which it checks before compressing; the broker
-                # checks the compressed batch against the topic's max.message.bytes
+                # the client checks a record before compressing it, the broker the
+                # compressed batch against the topic's max.message.bytes: chunk_bytes bounds
+                # the topics and end_offsets records, but a topic whose entry alone is longer
+                # (thousands of partitions) is one record past it, which zstd shrinks
                 "max_request_size": MAX_EVENT_BYTES,
             }
         )

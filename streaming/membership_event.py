@@ -8,8 +8,10 @@ Version 2 (what the collector writes, :data:`SCHEMA_VERSION`) publishes changes:
     └── errors: Issue[]
     HeartbeatEvent    a group unchanged since its last event (key: group id + NUL + "heartbeat")
     PollEvent         the groups a poll found unchanged (key: the cluster + NUL + "poll")
-    TopicsEventV2     the topics the groups touch and the brokers, on change (key: the cluster)
-    EndOffsetsEvent   end offsets that moved, per topic (key: the cluster + NUL + "end_offsets")
+    TopicsEventV2     the topics the groups touch and the brokers, on change (key: the cluster;
+                      split by topic into chunks of bounded size, keyed by their index)
+    EndOffsetsEvent   end offsets that moved, per topic (key: the cluster + NUL + "end_offsets";
+                      chunks as the topics event's, each covering its ``covered_topics``)
 
 Version 1 (read for one release; ``rebalance-monitor collect --schema-version 1`` writes it)
 is a full copy per snapshot::
@@ -350,11 +352,35 @@ class TopicV2(_Model, frozen=True, kw_only=True):
     partitions: list[PartitionV2] = []
 
 
+ChunkIndex = Annotated[
+    int,
+    msgspec.Meta(
+        ge=0,
+        description="This record's place among the records the event is split into (0 for "
+        "the first or only one); it is part of the record key past 0. Added within version "
+        "2: readers take a missing field as 0.",
+    ),
+]
+ChunkCount = Annotated[
+    int,
+    msgspec.Meta(
+        ge=1,
+        description="How many records the event is split into at this poll, each under its "
+        "own key (the collector's chunk_bytes bounds a record's JSON). Added within version "
+        "2: readers take a missing field as 1.",
+    ),
+]
+
+
 class TopicsEventV2(_EnvelopeV2, frozen=True, kw_only=True):
     """The topics the groups touch and the brokers, published when any of it or the set of
-    groups changed (record key: the cluster label)."""
+    groups changed (record key: the cluster label; past the first chunk, the cluster label,
+    NUL, ``topics``, NUL and the chunk). Each topic is in one chunk; a chunk names the groups
+    touching its topics (the first chunk also those touching none)."""
 
     event_type: Literal["topics"]
+    chunk: ChunkIndex = 0
+    chunks: ChunkCount = 1
     group_ids: list[str] = []
     controller_id: int | None = None
     brokers: list[Broker] = []
@@ -373,13 +399,26 @@ class TopicEndOffsets(_Model, frozen=True, kw_only=True):
 
 class EndOffsetsEvent(_EnvelopeV2, frozen=True, kw_only=True):
     """The end offsets of the partitions the groups consume (record key: the cluster label, a
-    NUL character and ``end_offsets``). ``full``: every such partition; else only those whose
-    end offset moved since the previous event, the others unchanged."""
+    NUL character and ``end_offsets``; past the first chunk, followed by a NUL and the
+    chunk). ``full``: every such partition; else only those whose end offset moved since the
+    previous event, the others unchanged. Split into chunks, each record is about its
+    ``covered_topics`` only and names the groups consuming them."""
 
     event_type: Literal["end_offsets"]
+    chunk: ChunkIndex = 0
+    chunks: ChunkCount = 1
     group_ids: list[str] = []
     end_offsets_ts_ms: TsMs
     full: bool
+    covered_topics: Annotated[
+        list[TopicName] | None,
+        msgspec.Meta(
+            description="The topics this record is about: null when it is the poll's only "
+            "end_offsets record (every consumed topic); else what ``full`` says holds for "
+            "these topics only, and a partition of another topic is another chunk's. Added "
+            "within version 2: readers take a missing field as null."
+        ),
+    ] = None
     topics: list[TopicEndOffsets] = []
     errors: list[Issue] = []
 

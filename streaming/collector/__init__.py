@@ -1,7 +1,8 @@
 """The membership collector: admin-API snapshots of every consumer group -> a Kafka topic.
 
 A package along the pipeline's seams: ``events`` (pure: answers -> version 1's events),
-``changes`` (pure: answers -> version 2's events, what changed), ``admin`` (I/O: the admin
+``changes`` (pure: answers -> version 2's events, what changed), ``chunks`` (pure: a
+cluster-wide event split into records of bounded size), ``admin`` (I/O: the admin
 calls), ``topic`` (the topic's settings), ``loop`` (I/O: :class:`Collector`), ``cli``
 (``rebalance-monitor collect``); the settings are :class:`streaming.config.CollectorConfig`,
 and the events :mod:`streaming.membership_event`.
@@ -32,7 +33,8 @@ absent (``topic``)::
         │                              heartbeat_interval_s, a ``poll`` event naming the other
         │                              unchanged groups every poll_event_interval_s (a group
         │                              event names the poll before it), tombstones, a
-        │                              ``topics`` event on change, an ``end_offsets`` event
+        │                              ``topics`` event on change, an ``end_offsets`` event,
+        │                              both in chunks of at most chunk_bytes of JSON
         │                              (``build_events``: version 1's full copy)
         ▼
     Collector.publish(events)          I/O: KafkaProducer, acks=all, zstd, flushed per poll

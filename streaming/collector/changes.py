@@ -25,6 +25,13 @@ topics and of the end offsets, and turns one poll's :class:`AdminAnswers` into:
   group consumes (has committed, or is assigned) whose end offset moved since the previous
   one, or all of them every ``full_interval_ms`` and the first time.
 
+Both are split by topic into chunks of at most ``chunk_bytes`` of JSON (:mod:`.chunks`), each
+a record under a key of its own (:func:`topics_key`, :func:`end_offsets_key`: the first
+chunk's is the unsplit event's) naming the groups its topics reach; a ``topics`` chunk is
+published when its content changed, every ``end_offsets`` chunk each time, and the keys past
+the last chunk (fewer chunks than before) get tombstones, so the compacted topic keeps the
+current chunks only.
+
 The group content is that of version 1's ``group`` event (:mod:`streaming.collector.events`),
 without the committed offsets: the job reads those from ``__consumer_offsets``.
 """
@@ -32,13 +39,14 @@ without the committed offsets: the job reads those from ``__consumer_offsets``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from streaming import membership_event as wire
+from streaming.collector.chunks import Piece, json_length, pack
 from streaming.collector.events import (
     AdminAnswers,
     MembershipEvent,
@@ -48,11 +56,13 @@ from streaming.collector.events import (
     split_issues,
     topics_event_v1,
 )
+from streaming.config import DEFAULT_CHUNK_BYTES
 from streaming.membership_event import Issue
 
 #: The second part of a heartbeat's and of the end offsets' record key (after a NUL).
 HEARTBEAT_KEY = "heartbeat"
 END_OFFSETS_KEY = "end_offsets"
+TOPICS_KEY = "topics"
 POLL_KEY = "poll"
 
 Json = dict[str, Any]
@@ -62,8 +72,16 @@ def heartbeat_key(group_id: str) -> str:
     return f"{group_id}\x00{HEARTBEAT_KEY}"
 
 
-def end_offsets_key(cluster: str) -> str:
-    return f"{cluster}\x00{END_OFFSETS_KEY}"
+def end_offsets_key(cluster: str, chunk: int = 0) -> str:
+    """The key of the ``end_offsets`` event's chunk ``chunk`` (the first: no index)."""
+    key = f"{cluster}\x00{END_OFFSETS_KEY}"
+    return key if chunk == 0 else f"{key}\x00{chunk}"
+
+
+def topics_key(cluster: str, chunk: int = 0) -> str:
+    """The key of the ``topics`` event's chunk ``chunk``: the cluster label for the first
+    (the key of the unsplit event), else the label, NUL, ``topics``, NUL and the index."""
+    return cluster if chunk == 0 else f"{cluster}\x00{TOPICS_KEY}\x00{chunk}"
 
 
 def poll_key(cluster: str) -> str:
@@ -97,9 +115,15 @@ class Changes:
     poll_event_interval_ms: int = 0
     groups: dict[str, _Group] = field(default_factory=dict)
     poll_event_ts_ms: int | None = None
-    topics_digest: str | None = None
     end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     full_ts_ms: int | None = None
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    topics_digests: dict[int, str] = field(default_factory=dict)
+    """The digest of the ``topics`` chunk last published under each chunk key."""
+    topics_keys: int = 0
+    """How many ``topics`` chunk keys hold a record (tombstones for those past the current
+    chunks); carried over to the memory that replaces this one after a failed poll."""
+    end_offsets_keys: int = 0
 
     def events(self, answers: AdminAnswers, *, snapshot_id: str) -> list[MembershipEvent]:
         """The events of one poll, in publishing order (groups sorted by id, then the
@@ -214,6 +238,9 @@ class Changes:
         issues: list[Issue],
         touched_by: Mapping[str, list[str]],
     ) -> list[MembershipEvent]:
+        """The ``topics`` event in chunks of at most ``chunk_bytes`` (:mod:`.chunks`): those
+        whose content changed since they were published under their key, and the tombstones
+        of the keys past the last chunk."""
         v1 = topics_event_v1(
             {**envelope, "schema_version": 1},
             answers,
@@ -242,28 +269,70 @@ class Changes:
             )
             for t in v1.topics
         ]
-        content: Json = {
-            "group_ids": v1.group_ids,
-            "controller_id": v1.controller_id,
-            "brokers": v1.brokers,
-            "topics": topics,
-            "errors": v1.errors,
-        }
-        # the topics each group touches count too: a group that starts consuming a topic
-        # another group already touches needs the topic's metadata (its id, its racks)
-        digest = digest_of([content, sorted(touched_by.items())])
-        if digest == self.topics_digest:
-            return []
-        self.topics_digest = digest
-        event = wire.TopicsEventV2(**envelope, event_type="topics", **content)
-        return [MembershipEvent.of(self.cluster, event)]
+        by_name = {t.topic: t for t in topics}
+        reach = _reach(touched_by)
+        topic_issues, other_issues = _issues_by_topic(v1.errors, by_name)
+        idle = frozenset(g for g, ts in touched_by.items() if not ts)
+        fixed = wire.TopicsEventV2(
+            **envelope,
+            event_type="topics",
+            chunk=_WIDEST,
+            chunks=_WIDEST,
+            controller_id=v1.controller_id,
+            brokers=v1.brokers,
+            errors=other_issues,
+        )
+        pieces = [Piece(None, 0, idle)] + [
+            Piece(
+                t.topic,
+                json_length(t) + 1 + sum(json_length(i) + 1 for i in topic_issues.get(t.topic, ())),
+                reach.get(t.topic, frozenset()),
+            )
+            for t in topics
+        ]
+        chunks = pack(pieces, fixed=json_length(fixed), bound=self.chunk_bytes)
+        out: list[MembershipEvent] = []
+        for index, chunk in enumerate(chunks):
+            content: Json = {
+                "chunk": index,
+                "chunks": len(chunks),
+                "group_ids": sorted(chunk.groups),
+                "controller_id": v1.controller_id,
+                "brokers": v1.brokers,
+                "topics": [by_name[t] for t in chunk.topics],
+                "errors": [i for t in chunk.topics for i in topic_issues.get(t, ())]
+                + (other_issues if index == 0 else []),
+            }
+            # the groups touching each topic count too: a group that starts consuming a topic
+            # another group already touches needs the topic's metadata (its id, its racks)
+            digest = digest_of([content, [(t, sorted(reach.get(t, ()))) for t in chunk.topics]])
+            if self.topics_digests.get(index) == digest:
+                continue
+            self.topics_digests[index] = digest
+            event = wire.TopicsEventV2(**envelope, event_type="topics", **content)
+            out.append(
+                MembershipEvent.of(
+                    topics_key(self.cluster, index), event, partition_key=self.cluster
+                )
+            )
+        for index in range(len(chunks), max(self.topics_keys, len(chunks))):
+            self.topics_digests.pop(index, None)
+            out.append(
+                MembershipEvent.tombstone(
+                    topics_key(self.cluster, index), partition_key=self.cluster
+                )
+            )
+        self.topics_keys = len(chunks)
+        return out
 
     def _end_offsets(
         self, envelope: Json, answers: AdminAnswers, issues: list[Issue]
     ) -> list[MembershipEvent]:
+        """The ``end_offsets`` event in chunks of at most ``chunk_bytes``, every chunk at
+        every call; each covers its topics (``covered_topics``, null when there is one) and
+        names the groups consuming them."""
         assert answers.end_offsets_ts_ms is not None
         by_group = consumed_partitions(answers.descriptions, answers.committed)
-        consumers = set(by_group)
         consumed = set().union(*by_group.values())
         ts = answers.snapshot_ts_ms
         full = self.full_ts_ms is None or ts - self.full_ts_ms >= self.full_interval_ms
@@ -280,22 +349,95 @@ class Changes:
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for (topic, partition), offset in sorted(moved.items()):
             by_topic.setdefault(topic, []).append((partition, offset))
-        event = wire.EndOffsetsEvent(
+        entries = {
+            t: wire.TopicEndOffsets(
+                topic=t, partitions=[p for p, _ in parts], end_offsets=[o for _, o in parts]
+            )
+            for t, parts in by_topic.items()
+        }
+        reach = _reach({g: sorted({t for t, _ in tps}) for g, tps in by_group.items()})
+        failed = [i for i in issues if i.stage == "list_partition_offsets"]
+        topic_issues, other_issues = _issues_by_topic(failed, reach)
+        fixed = wire.EndOffsetsEvent(
             **envelope,
             event_type="end_offsets",
-            group_ids=sorted(consumers),
+            chunk=_WIDEST,
+            chunks=_WIDEST,
             end_offsets_ts_ms=answers.end_offsets_ts_ms,
             full=full,
-            topics=[
-                wire.TopicEndOffsets(
-                    topic=t,
-                    partitions=[p for p, _ in parts],
-                    end_offsets=[o for _, o in parts],
-                )
-                for t, parts in by_topic.items()
-            ],
-            errors=[i for i in issues if i.stage == "list_partition_offsets"],
+            covered_topics=[],
+            errors=other_issues,
         )
-        return [
-            MembershipEvent.of(end_offsets_key(self.cluster), event, partition_key=self.cluster)
+        pieces = [
+            Piece(
+                t,
+                json_length(t)
+                + 1
+                + (json_length(entries[t]) + 1 if t in entries else 0)
+                + sum(json_length(i) + 1 for i in topic_issues.get(t, ())),
+                reach[t],
+            )
+            for t in sorted(reach)
         ]
+        chunks = pack(pieces, fixed=json_length(fixed), bound=self.chunk_bytes)
+        out: list[MembershipEvent] = []
+        for index, chunk in enumerate(chunks):
+            event = wire.EndOffsetsEvent(
+                **envelope,
+                event_type="end_offsets",
+                chunk=index,
+                chunks=len(chunks),
+                group_ids=sorted(chunk.groups),
+                end_offsets_ts_ms=answers.end_offsets_ts_ms,
+                full=full,
+                covered_topics=None if len(chunks) == 1 else list(chunk.topics),
+                topics=[entries[t] for t in chunk.topics if t in entries],
+                errors=[i for t in chunk.topics for i in topic_issues.get(t, ())]
+                + (other_issues if index == 0 else []),
+            )
+            out.append(
+                MembershipEvent.of(
+                    end_offsets_key(self.cluster, index), event, partition_key=self.cluster
+                )
+            )
+        for index in range(len(chunks), max(self.end_offsets_keys, len(chunks))):
+            out.append(
+                MembershipEvent.tombstone(
+                    end_offsets_key(self.cluster, index), partition_key=self.cluster
+                )
+            )
+        self.end_offsets_keys = len(chunks)
+        return out
+
+    def chunk_keys(self) -> tuple[int, int]:
+        """How many ``topics`` and ``end_offsets`` chunk keys hold a record (those published
+        since this memory started and not tombstoned since)."""
+        return self.topics_keys, self.end_offsets_keys
+
+
+#: A chunk index as wide as any: the fixed part of a chunk is measured with it.
+_WIDEST = 999_999
+
+
+def _reach(topics_by_group: Mapping[str, Sequence[str]]) -> dict[str, frozenset[str]]:
+    """Topic -> the groups touching it."""
+    out: dict[str, set[str]] = {}
+    for group_id, topics in topics_by_group.items():
+        for t in topics:
+            out.setdefault(t, set()).add(group_id)
+    return {t: frozenset(gs) for t, gs in out.items()}
+
+
+def _issues_by_topic(
+    issues: Sequence[Issue], topics: Container[str]
+) -> tuple[dict[str, list[Issue]], list[Issue]]:
+    """The issues about one of ``topics``, by topic (they go to its chunk), and the others
+    (they go to the first chunk)."""
+    by_topic: dict[str, list[Issue]] = {}
+    others: list[Issue] = []
+    for issue in issues:
+        if issue.topic is not None and issue.topic in topics:
+            by_topic.setdefault(issue.topic, []).append(issue)
+        else:
+            others.append(issue)
+    return by_topic, others

@@ -50,6 +50,7 @@ FLAGS: dict[str, str] = {
     "end_offsets_interval_s": "--end-offsets-interval",
     "describe_interval_s": "--describe-interval",
     "poll_event_interval_s": "--poll-event-interval",
+    "chunk_bytes": "--chunk-bytes",
 }
 
 
@@ -109,6 +110,15 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="a poll event naming the unchanged groups every this long (default "
         f"{CollectorConfig.poll_event_interval_s:g}; schema version 2)",
+    )
+    parser.add_argument(
+        "--chunk-bytes",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="split a topics or end_offsets event into records of at most this much JSON "
+        f"before compression (default {CollectorConfig.chunk_bytes}: under the broker's "
+        "default 1 MiB max.message.bytes whatever zstd makes of it; schema version 2)",
     )
     parser.add_argument(
         "--schema-version",
@@ -181,6 +191,7 @@ def config_from_args(
         "end_offsets_interval_s": args.end_offsets_interval,
         "describe_interval_s": args.describe_interval,
         "poll_event_interval_s": args.poll_event_interval,
+        "chunk_bytes": args.chunk_bytes,
     }
     if args.kafka_option:
         overrides["kafka_options"] = dict(parse_kafka_option(t) for t in args.kafka_option)

@@ -122,6 +122,7 @@ class Collector:
         self._topic_ready = False
         self._configs_checked = False
         self._changes: Changes | None = None
+        self._chunk_keys = (0, 0)
         self._end_offsets_ts_ms: int | None = None
         self._described_ts_ms: int | None = None
         self._descriptions: dict[str, Mapping[str, Any]] = {}
@@ -167,10 +168,13 @@ class Collector:
                 }
             snapshot_id = uuid.uuid4().hex
             if v2:
-                events = self._changes_memory().events(answers, snapshot_id=snapshot_id)
+                changes = self._changes_memory()
+                events = changes.events(answers, snapshot_id=snapshot_id)
             else:
                 events = build_events(answers, cluster=self.config.cluster, snapshot_id=snapshot_id)
             published = self.publish(events)
+            if v2:
+                self._chunk_keys = changes.chunk_keys()
             if due:
                 self._end_offsets_ts_ms = answers.snapshot_ts_ms
             if v2:
@@ -178,10 +182,10 @@ class Collector:
                 if full_describe:
                     self._described_ts_ms = answers.snapshot_ts_ms
         except SnapshotError:
-            self._changes = None
+            self._forget_changes()
             raise
         except Exception as exc:
-            self._changes = None
+            self._forget_changes()
             raise SnapshotError(describe_error(exc)) from exc
         problems = [i for i in answers.issues]
         for event in events:
@@ -203,6 +207,18 @@ class Collector:
             elapsed_s=time.monotonic() - t0,
         )
 
+    def _forget_changes(self) -> None:
+        """After a failed poll: the next one publishes everything again; the chunk keys that
+        may hold a record (before or after this poll's events) are remembered, so the next
+        publish tombstones those past its chunks."""
+        if self._changes is not None:
+            after = self._changes.chunk_keys()
+            self._chunk_keys = (
+                max(self._chunk_keys[0], after[0]),
+                max(self._chunk_keys[1], after[1]),
+            )
+        self._changes = None
+
     def _changes_memory(self) -> Changes:
         if self._changes is None:
             interval_ms = self.config.interval_s * 1000
@@ -219,6 +235,9 @@ class Collector:
                 poll_event_interval_ms=int(
                     self.config.poll_event_interval_s * 1000 - interval_ms / 2
                 ),
+                chunk_bytes=self.config.chunk_bytes,
+                topics_keys=self._chunk_keys[0],
+                end_offsets_keys=self._chunk_keys[1],
             )
             self._end_offsets_ts_ms = None
             self._described_ts_ms = None

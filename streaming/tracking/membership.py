@@ -188,6 +188,7 @@ def _end_offsets(e: wire.EndOffsetsEvent) -> EndOffsetsSnapshot:
         end_offsets_ts_ms=e.end_offsets_ts_ms,
         full=e.full,
         offsets=tuple(offsets),
+        covered_topics=None if e.covered_topics is None else frozenset(e.covered_topics),
     )
 
 

@@ -197,7 +197,9 @@ class GroupSeen:
 class EndOffsetsSnapshot:
     """An ``end_offsets`` event (schema version 2): ``offsets`` ``(topic, partition, end
     offset)`` read at ``end_offsets_ts_ms``; unless ``full``, every other partition the
-    tracker knows kept its end offset, except on the topics named by ``errors``."""
+    tracker knows kept its end offset, except on the topics named by ``errors``. A chunk of
+    the event (``covered_topics`` not None) is about its covered topics only: the other
+    partitions are another chunk's."""
 
     cluster: str
     kafka_cluster_id: str | None
@@ -209,6 +211,7 @@ class EndOffsetsSnapshot:
     full: bool
     offsets: tuple[tuple[str, int, int], ...]
     schema_version: int = 2
+    covered_topics: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,8 @@ GroupHeartbeat, GroupsPolled        version 2: polls that found the group unchan
 TopicsSnapshot (collector)          partition counts, racks, topic ids and (version 1) end
                                     offsets of the topics the group touches; PartitionLagRow
                                     per committed partition
-EndOffsetsSnapshot (collector)      version 2: end offsets (those not repeated kept theirs);
+EndOffsetsSnapshot (collector)      version 2: end offsets (those not repeated, of the topics
+                                    the event or chunk covers, kept theirs);
                                     PartitionLagRow per committed partition
 share / streams records, Unknown    skipped, counted
 ==================================  ========================================================
@@ -179,6 +180,7 @@ def apply(
     ctx = Context(
         state=work, config=config, now_ms=now_ms, interest=interest_of(work, batch), upcoming=batch
     )
+    transition = False
     for i, obs in enumerate(batch):
         ctx.index = i
         key = f"{obs.source}:{obs.partition}"
@@ -192,15 +194,37 @@ def apply(
         _dispatch(ctx, obs)
         if any(forgets(e) for e in ctx.events[emitted:]):
             work = ctx.state = _after_tombstone(work)
-        if partitions != len(work.commits) or any(
-            isinstance(e, LagTransitionRow) for e in ctx.events[emitted:]
-        ):
+        transition = transition or (
+            partitions != len(work.commits)
+            or any(isinstance(e, LagTransitionRow) for e in ctx.events[emitted:])
+        )
+        if _chunk_follows(batch, i):
+            continue  # the group's status and rollup once the poll's chunks are all applied
+        if transition:
             _group_transition(ctx, obs.logical_ts_ms)
+            transition = False
         _rollup(ctx, obs.logical_ts_ms)
+    if transition:
+        _group_transition(ctx, batch[-1].logical_ts_ms)
     flush_timeout(ctx)
     if ctx.changed:
         ctx.emit(_status(work, now_ms, config))
     return work, ctx.events
+
+
+def _chunk_follows(batch: list[Observation], i: int) -> bool:
+    """Whether ``batch[i]`` is a chunk of a collector event (``topics``, ``end_offsets``) and
+    the next observation another chunk of the same poll's event: the event split in records
+    (:mod:`streaming.collector.chunks`) is judged, as one record would be, after its last."""
+    if i + 1 >= len(batch):
+        return False
+    this, after = batch[i].payload, batch[i + 1].payload
+    return (
+        isinstance(this, TopicsSnapshot | EndOffsetsSnapshot)
+        and type(after) is type(this)
+        and after.snapshot_id == this.snapshot_id
+        and after.cluster == this.cluster
+    )
 
 
 def _after_tombstone(state: GroupState) -> GroupState:
@@ -731,7 +755,8 @@ def _topics_snapshot(ctx: Context, ev: TopicsSnapshot) -> None:
 def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
     """Version 2's end offsets: a point per partition of the topics the group touches, the
     partitions not repeated (unless ``full``) at the end offset they had, except on topics
-    whose end offsets could not be read; a lag row per committed partition."""
+    whose end offsets could not be read and, for a chunk of the event, on topics it does
+    not cover (another chunk's); a lag row per committed partition."""
     state, config, interest = ctx.state, ctx.config, ctx.interest
     measured = ev.end_offsets_ts_ms
     for tp in [tp for tp in state.end_offsets if tp.topic not in interest]:
@@ -739,8 +764,14 @@ def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
     given = {TopicPartition(t, p): o for t, p, o in ev.offsets if t in interest}
     if not ev.full:
         failed = {i.topic for i in ev.errors if i.topic is not None}
+        covered = ev.covered_topics
         for tp, history in state.end_offsets.items():
-            if tp not in given and tp.topic not in failed and history:
+            if (
+                tp not in given
+                and tp.topic not in failed
+                and (covered is None or tp.topic in covered)
+                and history
+            ):
                 given[tp] = history[-1][1]
     rows: list[TrackerEvent] = []
     for tp, offset in sorted(given.items()):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+import kafka.errors as kafka_errors
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -684,38 +685,149 @@ def test_a_rebalance_between_full_describe_passes_is_described_when_list_groups_
         assert change["previous_digest"] == changes[changes.index(change) - 1]["digest"]
 
 
-def test_a_topics_event_past_a_mebibyte_is_published(kafka_broker: BrokerInfo) -> None:
-    """A cluster whose groups consume 1,000 topics of 20 partitions: the snapshot's topics
-    event is about 2 MiB of JSON, past the client's default request size; it is published
-    (zstd: the broker gets a fraction of it) and read back whole."""
-    from streaming.collector import AdminAnswers, Collector, CollectorConfig
-    from streaming.collector.changes import Changes
-    from tests.unit.streaming.tracking.factories import admin_topics
+def _big_cluster(ts: int, topics: list[str], groups: list[str]) -> Any:
+    """Admin answers of a cluster whose ``groups`` each consume a share of ``topics`` (20
+    partitions each, replicas spread over 6 brokers in 3 racks, random 10-digit end offsets:
+    JSON that compresses as a real cluster's does, not a hundredfold)."""
+    import random
+
+    from streaming.collector import AdminAnswers
+
+    rng = random.Random(len(topics))
+    brokers = [
+        {"broker_id": b, "host": f"broker-{b}", "port": 9092, "rack": f"r{b % 3}"}
+        for b in range(1, 7)
+    ]
+    metas = []
+    for t in topics:
+        partitions = []
+        for q in range(20):
+            replicas = rng.sample(range(1, 7), 3)
+            partitions.append(
+                {
+                    "partition_index": q,
+                    "leader_id": replicas[0],
+                    "replica_nodes": replicas,
+                    "isr_nodes": replicas,
+                }
+            )
+        topic_id = uuid.UUID(int=rng.getrandbits(128))
+        metas.append({"name": t, "error_code": 0, "topic_id": topic_id, "partitions": partitions})
+    share = -(-len(topics) // len(groups))
+    committed = {
+        g: {(t, q): (q, "", 0) for t in topics[i * share : (i + 1) * share] for q in range(20)}
+        for i, g in enumerate(groups)
+    }
+    return AdminAnswers(
+        snapshot_ts_ms=ts,
+        cluster={"cluster_id": "c1", "controller_id": 1, "brokers": brokers},
+        groups=[{"group_id": g, "group_state": "Empty", "group_type": "classic"} for g in groups],
+        committed=committed,
+        topics=metas,
+        end_offsets={(t, q): rng.randrange(10**9, 10**10) for t in topics for q in range(20)},
+        end_offsets_ts_ms=ts,
+    )
+
+
+def test_events_past_the_brokers_limit_are_published_in_chunks_and_read_back_whole(
+    kafka_broker: BrokerInfo,
+) -> None:
+    """A cluster whose groups consume 1,000 topics of 20 partitions, on a membership topic
+    whose ``max.message.bytes`` is 64 KiB: the ``topics`` event (about 2.4 MB of JSON) and
+    the ``end_offsets`` event (about 0.4 MB) are refused by the broker as one record each,
+    even compressed; in chunks of at most 32 KiB of JSON they are accepted and read back
+    whole, each chunk naming the groups of its topics. With fewer topics, fewer chunks: the
+    keys past the last one get tombstones, on the same partition."""
+    from streaming.collector import Collector, CollectorConfig
+    from streaming.collector.changes import Changes, end_offsets_key, topics_key
+    from streaming.collector.topic import TOPIC_CONFIGS
 
     bootstrap = kafka_broker.bootstrap_servers
     topic = f"{unique('big')}.membership"
-    topics = {f"{unique('t')}-{i:04d}": 20 for i in range(1000)}
+    names = sorted(f"{unique('t')}-{i:04d}" for i in range(1000))
+    groups = sorted(f"{unique('g')}-{i}" for i in range(10))
     ts = int(time.time() * 1000)
-    groups = sorted(f"{unique('g')}-{i}" for i in range(3))
-    answers = AdminAnswers(
-        snapshot_ts_ms=ts,
-        cluster={"cluster_id": "c1", "controller_id": 1, "brokers": []},
-        groups=[{"group_id": g, "group_state": "Empty", "group_type": "classic"} for g in groups],
-        descriptions={},
-        topics=admin_topics(topics),
-        end_offsets={},
-        end_offsets_ts_ms=ts,
-    )
-    changes = Changes(cluster="big", heartbeat_interval_ms=60_000, full_interval_ms=600_000)
-    events = changes.events(answers, snapshot_id="s1")
-    sizes = {e.value["event_type"]: len(e.encode()[1]) for e in events if e.value}
-    assert sizes["topics"] > 2**20
-    collector = Collector(CollectorConfig(bootstrap_servers=bootstrap, topic=topic))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        from kafka.admin import NewTopic
+
+        configs = {**TOPIC_CONFIGS, "max.message.bytes": str(64 * 1024)}
+        admin.create_topics([NewTopic(topic, 3, 1, topic_configs=configs)])
+    finally:
+        admin.close()
+    config = CollectorConfig(bootstrap_servers=bootstrap, topic=topic, chunk_bytes=32 * 1024)
+
+    def changes(chunk_bytes: int) -> Changes:
+        return Changes(
+            cluster="big",
+            heartbeat_interval_ms=60_000,
+            full_interval_ms=600_000,
+            chunk_bytes=chunk_bytes,
+        )
+
+    answers = _big_cluster(ts, names, groups)
+    whole = changes(64 << 20).events(answers, snapshot_id="s0")
+    split = changes(config.chunk_bytes)
+    events = split.events(answers, snapshot_id="s1")
+    collector = Collector(config)
     try:
         collector._ensure_topic(collector._admin_client())
+        for kind in ("topics", "end_offsets"):
+            [one] = [e for e in whole if e.value is not None and e.value["event_type"] == kind]
+            with pytest.raises(kafka_errors.MessageSizeTooLargeError):
+                collector.publish([one])
+            collector.close()  # a fresh producer after the refusal
         assert collector.publish(events) == len(events)
+        fewer = _big_cluster(ts + 30_000, names[:300], groups[:3])
+        shrunk = split.events(fewer, snapshot_id="s2")
+        assert collector.publish(shrunk) == len(shrunk)
     finally:
         collector.close()
-    [read] = [v for _, _, v in _read_all(bootstrap, topic) if v and v["event_type"] == "topics"]
-    assert len(read["topics"]) == 1000
-    assert sum(len(t["partitions"]) for t in read["topics"]) == 20_000
+
+    records = _read_all(bootstrap, topic)
+    first = [(k, part, v) for k, part, v in records if v is not None and v["snapshot_id"] == "s1"]
+    topics_chunks = [v for _, _, v in first if v["event_type"] == "topics"]
+    ends_chunks = [v for _, _, v in first if v["event_type"] == "end_offsets"]
+    assert len(topics_chunks) > 10 and len(ends_chunks) > 5
+    assert [k for k, _, v in first if v["event_type"] == "topics"] == [
+        topics_key("big", i) for i in range(len(topics_chunks))
+    ]
+    assert len({part for _, part, v in first if v["event_type"] != "group"}) == 1
+    read = [t for chunk in topics_chunks for t in chunk["topics"]]
+    assert [t["topic"] for t in read] == names
+    assert sum(len(t["partitions"]) for t in read) == 20_000
+    offsets = {
+        (t["topic"], q): o
+        for chunk in ends_chunks
+        for t in chunk["topics"]
+        for q, o in zip(t["partitions"], t["end_offsets"], strict=True)
+    }
+    assert offsets == answers.end_offsets
+    assert [t for chunk in ends_chunks for t in chunk["covered_topics"]] == names
+    for chunk in topics_chunks[1:] + ends_chunks:  # chunk 0 of topics: no idle group here
+        listed = (
+            chunk["covered_topics"]
+            if chunk["event_type"] == "end_offsets"
+            else [t["topic"] for t in chunk["topics"]]
+        )
+        touching = {
+            g for g, tps in answers.committed.items() if {tp[0] for tp in tps} & set(listed)
+        }
+        assert set(chunk["group_ids"]) == touching
+    # fewer chunks: tombstones for the keys past them, where the chunks are
+    partition = {part for k, part, _ in records if k == "big"}
+    latest: dict[str, Any] = {}
+    for key, part, value in records:
+        if key == "big" or key.startswith("big\x00"):
+            assert {part} == partition
+            latest[key] = value
+    live = {k for k, v in latest.items() if v is not None and v["event_type"] != "poll"}
+    now_topics = [v for k, v in latest.items() if v is not None and v["snapshot_id"] == "s2"]
+    n_topics = {v["chunks"] for v in now_topics if v["event_type"] == "topics"}
+    n_ends = {v["chunks"] for v in now_topics if v["event_type"] == "end_offsets"}
+    assert len(n_topics) == len(n_ends) == 1
+    assert live == {topics_key("big", i) for i in range(n_topics.pop())} | {
+        end_offsets_key("big", i) for i in range(n_ends.pop())
+    }
+    gone = [k for k, v in latest.items() if v is None]
+    assert len(gone) > 0 and len(live) + len(gone) == len(topics_chunks) + len(ends_chunks)

@@ -603,6 +603,9 @@ INVALID_CONFIGS = [
     ({"topic_partitions": 0}, "topic_partitions"),
     ({"topic_replication_factor": 0}, "topic_replication_factor"),
     ({"request_timeout_ms": 0}, "request_timeout_ms"),
+    ({"chunk_bytes": 1000}, "chunk_bytes"),
+    ({"chunk_bytes": 2**27}, "chunk_bytes"),
+    ({"chunk_bytes": 4096.5}, "chunk_bytes"),
     ({"backoff_initial_s": 0}, "backoff_initial_s"),
     ({"backoff_initial_s": 10, "backoff_max_s": 1}, "backoff_initial_s"),
     ({"kafka_options": {"acks": "0"}}, "'acks' is not a passthrough option"),
@@ -1485,3 +1488,242 @@ def test_changes_name_unchanged_groups_every_poll_event_interval_and_the_poll_be
     assert event.value["previous_poll_ts_ms"] == t0 + 30_000  # named by no poll event
     assert event.value["previous_digest"] == first_digest
     assert _v2(rest) == [("c\x00poll", "poll")]  # 15 s since the last one: due
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+def wide_answers(
+    ts: int,
+    topics: int = 40,
+    *,
+    partitions: int = 8,
+    moved: Mapping[str, int] | None = None,
+    leaders: Mapping[str, int] | None = None,
+) -> AdminAnswers:
+    """A group per topic (``g-007`` consumes ``topic-007``), ``g-wide`` consuming partition 0
+    of every topic, ``g-idle`` touching none; end offsets of 10 digits, ``moved[t]`` added
+    to topic ``t``'s; ``leaders[t]``: topic ``t``'s partitions led by that broker."""
+    moved, leaders = moved or {}, leaders or {}
+    names = [f"topic-{i:03d}" for i in range(topics)]
+    committed: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {
+        f"g-{i:03d}": {TopicPartition(t, p): OffsetAndMetadata(p, "", 0) for p in range(partitions)}
+        for i, t in enumerate(names)
+    }
+    committed["g-wide"] = {TopicPartition(t, 0): OffsetAndMetadata(1, "", 0) for t in names}
+    metas = []
+    for t in names:
+        meta = topic_meta(t, partitions)
+        if t in leaders:
+            for p in meta["partitions"]:
+                p["leader_id"] = leaders[t]
+        metas.append(meta)
+    return AdminAnswers(
+        snapshot_ts_ms=ts,
+        cluster=CLUSTER,
+        groups=[listed(g) for g in committed] + [listed("g-idle", state="Empty")],
+        committed=committed,
+        topics=metas,
+        end_offsets={
+            (t, p): 1_000_000_000 + 1_000 * i + p + moved.get(t, 0)
+            for i, t in enumerate(names)
+            for p in range(partitions)
+        },
+        end_offsets_ts_ms=ts + 20,
+    )
+
+
+def _records(events: Sequence[MembershipEvent], event_type: str) -> list[MembershipEvent]:
+    return [e for e in events if e.value is not None and e.value["event_type"] == event_type]
+
+
+def _touching(a: AdminAnswers, topics: set[str]) -> set[str]:
+    return {g for g, offsets in a.committed.items() if {tp[0] for tp in offsets} & topics}
+
+
+def test_pack_fills_chunks_in_order_within_the_bound() -> None:
+    from streaming.collector.chunks import Piece, json_length, pack
+
+    def size(chunk: Any, pieces: Sequence[Piece]) -> int:
+        own = [p for p in pieces if p.topic in chunk.topics]
+        return sum(p.size for p in own) + sum(json_length(g) + 1 for g in chunk.groups)
+
+    pieces = [Piece(None, 0, frozenset({"idle"}))] + [
+        Piece(f"t{i}", 300, frozenset({f"g{i}", "wide"})) for i in range(10)
+    ]
+    chunks = pack(pieces, fixed=100, bound=1_000)
+    assert [t for c in chunks for t in c.topics] == [f"t{i}" for i in range(10)]
+    assert all(100 + size(c, pieces) <= 1_000 for c in chunks)
+    assert len(chunks) == 5  # two topics and their groups fit, a third does not
+    assert "idle" in chunks[0].groups and all("wide" in c.groups for c in chunks)
+    # a topic longer than the bound alone: a chunk of its own, between the others
+    big = [pieces[1], Piece("huge", 5_000, frozenset({"h"})), pieces[2]]
+    assert [c.topics for c in pack(big, fixed=100, bound=1_000)] == [("t0",), ("huge",), ("t1",)]
+    # a topic reaching more groups than fit beside it: repeated, its groups shared out
+    crowd = frozenset(f"group-{i:04d}" for i in range(200))
+    shared = pack([Piece("t", 100, crowd)], fixed=100, bound=1_000)
+    assert len(shared) > 1 and all(c.topics == ("t",) for c in shared)
+    assert frozenset().union(*(c.groups for c in shared)) == crowd
+    assert sum(len(c.groups) for c in shared) == len(crowd)  # each group in one chunk
+    assert all(100 + 100 + sum(json_length(g) + 1 for g in c.groups) <= 1_000 for c in shared)
+    assert pack([], fixed=100, bound=1_000) == [chunks_of_nothing := pack([], fixed=1, bound=2)[0]]
+    assert chunks_of_nothing.topics == () and chunks_of_nothing.groups == frozenset()
+
+
+def test_changes_split_topics_and_end_offsets_into_self_contained_chunks() -> None:
+    from streaming.collector.changes import Changes, end_offsets_key, topics_key
+
+    a = wide_answers(1_795_238_759_399)
+    whole = Changes(cluster="c", heartbeat_interval_ms=60_000, full_interval_ms=600_000)
+    split = Changes(
+        cluster="c", heartbeat_interval_ms=60_000, full_interval_ms=600_000, chunk_bytes=4096
+    )
+    unsplit = whole.events(a, snapshot_id="s")
+    [one_topics], [one_ends] = _records(unsplit, "topics"), _records(unsplit, "end_offsets")
+    events = split.events(a, snapshot_id="s")
+    topics, ends = _records(events, "topics"), _records(events, "end_offsets")
+    assert one_topics.value is not None and one_ends.value is not None
+    assert len(one_topics.encode()[1] or b"") > 4096 and len(topics) > 3 and len(ends) > 1
+    validator = jsonschema.Draft202012Validator(load_schema(2))
+    for records, key in ((topics, topics_key), (ends, end_offsets_key)):
+        assert [r.key for r in records] == [key("c", i) for i in range(len(records))]
+        assert all(r.partition_key == "c" for r in records)
+        for i, r in enumerate(records):
+            assert r.value is not None
+            assert (r.value["chunk"], r.value["chunks"]) == (i, len(records))
+            assert len(r.encode()[1] or b"") <= 4096
+            assert_valid(validator, r.value)
+    assert topics[0].key == "c" and ends[0].key == "c\x00end_offsets"  # the unsplit keys
+    # topics: each in one chunk, as the whole event has them; the chunk's groups touch them
+    listed_topics = [t for r in topics for t in r.value["topics"]]  # type: ignore[index]
+    assert listed_topics == one_topics.value["topics"]
+    for i, r in enumerate(topics):
+        assert r.value is not None
+        names = {t["topic"] for t in r.value["topics"]}
+        assert set(r.value["group_ids"]) == _touching(a, names) | ({"g-idle"} if i == 0 else set())
+        assert r.value["brokers"] == one_topics.value["brokers"]
+    # end offsets: the covered topics split the consumed ones; every partition in its chunk
+    covered = [t for r in ends for t in r.value["covered_topics"]]  # type: ignore[index]
+    assert (
+        covered == sorted({tp[0] for tp in a.end_offsets})
+        and one_ends.value["covered_topics"] is None
+    )
+    assert [t for r in ends for t in r.value["topics"]] == one_ends.value["topics"]  # type: ignore[index]
+    for r in ends:
+        assert r.value is not None and r.value["full"] is True
+        assert {t["topic"] for t in r.value["topics"]} == set(r.value["covered_topics"])
+        assert set(r.value["group_ids"]) == _touching(a, set(r.value["covered_topics"]))
+    # moved: a chunk per share of the moved partitions, covering all the same topics
+    later = wide_answers(a.snapshot_ts_ms + 30_000, moved={f"topic-{i:03d}": 5 for i in range(40)})
+    again = _records(split.events(later, snapshot_id="s2"), "end_offsets")
+    assert len(again) > 1 and all(r.value and r.value["full"] is False for r in again)
+    assert [t for r in again for t in r.value["covered_topics"]] == covered  # type: ignore[index]
+    # nothing moved: one record, about every topic
+    still = dataclasses.replace(later, snapshot_ts_ms=later.snapshot_ts_ms + 30_000)
+    [last] = _records(split.events(still, snapshot_id="s3"), "end_offsets")
+    assert last.value is not None and last.value["topics"] == []
+    assert (
+        last.value["covered_topics"] is None
+        and last.value["group_ids"] == one_ends.value["group_ids"]
+    )
+
+
+def _compacted(published: Sequence[MembershipEvent]) -> dict[str, Any]:
+    """What a compacted topic keeps of the records: the latest value of each key, keys whose
+    latest record is a tombstone gone."""
+    latest: dict[str, Any] = {}
+    for e in published:
+        latest[e.key] = e.value
+    return {k: v for k, v in latest.items() if v is not None}
+
+
+def _content(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k not in ("snapshot_id", "snapshot_ts_ms")}
+
+
+def test_chunk_keys_stay_put_and_dropped_chunks_get_tombstones() -> None:
+    from streaming.collector.changes import Changes
+
+    def changes() -> Changes:
+        return Changes(
+            cluster="c", heartbeat_interval_ms=60_000, full_interval_ms=600_000, chunk_bytes=4096
+        )
+
+    split = changes()
+    ts = 1_795_238_759_399
+    published = split.events(wide_answers(ts), snapshot_id="1")
+    before = {r.key: r.value for r in _records(published, "topics")}
+    full_ends = [r.key for r in _records(published, "end_offsets")]
+    assert len(full_ends) == 2
+    # one topic's leader moved: its chunk only, under the same key
+    leaders = {"topic-013": 3}
+    moved = split.events(wide_answers(ts + 30_000, leaders=leaders), snapshot_id="2")
+    published += moved
+    [changed] = _records(moved, "topics")
+    assert changed.key in before and changed.value is not None
+    assert "topic-013" in {t["topic"] for t in changed.value["topics"]}
+    assert changed.value["chunk"] == list(before).index(changed.key)
+    # nothing moved: one end_offsets record, the full event's second key tombstoned
+    assert [(e.key, e.value is None) for e in moved if "end_offsets" in e.key] == [
+        (full_ends[0], False),
+        (full_ends[1], True),
+    ]
+    # fewer topics: fewer chunks; the keys past the last one get tombstones
+    fewer = split.events(wide_answers(ts + 60_000, 12, leaders=leaders), snapshot_id="3")
+    published += fewer
+    kept = _records(fewer, "topics")
+    assert kept[0].value is not None  # chunk 0 names the groups, which changed
+    count = kept[0].value["chunks"]
+    assert 1 < count < len(before)
+    assert [e.key for e in fewer if e.value is None and "topics" in e.key] == list(before)[count:]
+    # the compacted topic holds exactly the current chunks: the topics a fresh collector
+    # would publish now, and the last end_offsets publishing
+    fresh = changes().events(wide_answers(ts + 60_000, 12, leaders=leaders), snapshot_id="4")
+    compacted = _compacted(published)
+    assert {k: _content(v) for k, v in compacted.items() if v["event_type"] == "topics"} == {
+        e.key: _content(e.value) for e in _records(fresh, "topics") if e.value is not None
+    }
+    assert {k for k, v in compacted.items() if v["event_type"] == "end_offsets"} == {
+        e.key for e in _records(fewer, "end_offsets")
+    }
+
+
+def test_the_collector_tombstones_the_chunk_keys_of_a_poll_before_a_failed_one() -> None:
+    """A failed poll starts the collector's memory again; the chunk keys it had published
+    are remembered, so the next publishing tombstones those past its chunks."""
+
+    def cluster(n: int) -> dict[str, Any]:
+        names = [f"topic-{i:03d}" for i in range(n)]
+        return {
+            "groups": [listed(f"g-{i:03d}", "consumer") for i in range(n)],
+            "offsets": {
+                f"g-{i:03d}": {TopicPartition(t, p): OffsetAndMetadata(p, "", -1) for p in range(8)}
+                for i, t in enumerate(names)
+            },
+            "topics": {t: topic_meta(t, 8) for t in names},
+        }
+
+    admin = fake_admin(**cluster(40))
+    producers = [FakeProducer(), FakeProducer()]
+    sent = [p.sent for p in producers]
+    c = Collector(
+        CollectorConfig(topic="mon", cluster="c", chunk_bytes=4096, **FAST),
+        admin_factory=lambda _: admin,
+        producer_factory=lambda _: producers.pop(0),
+    )
+    c.snapshot_once()
+    first = [k.decode() for _, k, v in sent[0] if k.startswith(b"c") and v is not None]
+    topics_keys = [k for k in first if k == "c" or k.startswith("c\x00topics")]
+    assert len(topics_keys) > 4
+    smaller = cluster(12)
+    admin.groups, admin.offsets = smaller["groups"], smaller["offsets"]
+    admin.topics = {**smaller["topics"], "mon": admin.topics["mon"]}
+    c._producer.error = kafka_errors.KafkaTimeoutError("no ack")
+    with pytest.raises(SnapshotError):
+        c.snapshot_once()  # its tombstones may not have been written
+    c.close()
+    c.snapshot_once()
+    third = [(k.decode(), v is None) for _, k, v in sent[1] if k.startswith(b"c")]
+    kept = [k for k, gone in third if not gone and (k == "c" or k.startswith("c\x00topics"))]
+    assert 1 < len(kept) < len(topics_keys)
+    assert [k for k, gone in third if gone and "topics" in k] == topics_keys[len(kept) :]

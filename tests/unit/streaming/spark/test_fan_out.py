@@ -7,6 +7,7 @@ it, in the same order, and no other group gets any (:func:`decode_batch`,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from streaming.collector import AdminAnswers, build_events
 from streaming.collector.changes import Changes
+from streaming.config import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from streaming.spark.buckets import bucket_of
 from streaming.spark.decode import ARROW_ENVELOPE, FAN_OUT_TYPES, decode_batch, observation_of
 from streaming.spark.stateful import _kept
@@ -72,19 +74,24 @@ def _answers(ts: int, groups: list[str], *, generation: int) -> AdminAnswers:
     )
 
 
-def records() -> list[dict[str, Any]]:
+def records(chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[dict[str, Any]]:
     """Envelope rows of a few polls of :data:`GROUPS`: the collector's records as it
     publishes them, version 1's (a ``group`` event per group, a ``topics`` event), then
     version 2's (``group`` events when a group changed, heartbeats, ``poll``, ``topics`` and
     ``end_offsets`` events); and after each poll every group's offset commits of its
     partitions in ``__consumer_offsets`` (lag: the end offsets of the events that name many
-    groups, against each group's commits)."""
+    groups, against each group's commits); ``chunk_bytes``: the collector's bound on a
+    ``topics`` or ``end_offsets`` record (small: the events in chunks)."""
     membership = [
         (S, *e.encode())
         for e in build_events(_answers(S, GROUPS, generation=0), cluster="c", snapshot_id="v1")
     ]
     changes = Changes(
-        cluster="c", heartbeat_interval_ms=3 * S, full_interval_ms=0, poll_event_interval_ms=0
+        cluster="c",
+        heartbeat_interval_ms=3 * S,
+        full_interval_ms=0,
+        poll_event_interval_ms=0,
+        chunk_bytes=chunk_bytes,
     )
     offsets = []
     for i in range(6):
@@ -182,8 +189,15 @@ def test_an_event_naming_many_groups_is_a_row_per_bucket_of_its_groups() -> None
     assert len(decoded) < len(table) * BUCKETS
 
 
-def test_each_group_gets_what_a_row_per_group_gave_it_once_in_order() -> None:
-    table = _envelope(records())
+@pytest.mark.parametrize("chunk_bytes", [DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES])
+def test_each_group_gets_what_a_row_per_group_gave_it_once_in_order(chunk_bytes: int) -> None:
+    table = _envelope(records(chunk_bytes))
+    chunks = {
+        json.loads(r["value"]).get("chunk", 0)
+        for r in table.to_pylist()
+        if r["source"] == "membership" and r["value"] is not None
+    }
+    assert (max(chunks) > 1) == (chunk_bytes == MIN_CHUNK_BYTES)  # split into chunks or not
     expected = _one_by_one(table)
     got = _stepped(decode_batch(table, buckets=BUCKETS))
     assert set(got) == set(GROUPS) == set(expected)
