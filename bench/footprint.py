@@ -434,6 +434,10 @@ def request_topic(g: int) -> str:
     return f"req-topic-{g // 20:03d}"
 
 
+#: Records (a topic, each of its partitions) one CreateTopics request creates at most here.
+CREATE_RECORDS_PER_REQUEST = 5_000
+
+
 def make_groups(bootstrap: str, n: int, partitions: int) -> None:
     """``n`` groups with committed offsets (Empty), each on its topic's partitions."""
     from kafka import KafkaAdminClient, KafkaProducer, OffsetAndMetadata, TopicPartition
@@ -442,10 +446,17 @@ def make_groups(bootstrap: str, n: int, partitions: int) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         topics = sorted({request_topic(g) for g in range(n)})
-        admin.create_topics(
-            {t: {"num_partitions": partitions, "replication_factor": 1} for t in topics},
-            wait_for_metadata=True,
-        )
+        # the controller refuses a request that creates more than ~10,000 records at once
+        # ("excessively large batch operation"): a topic and each of its partitions are one
+        per_request = max(1, CREATE_RECORDS_PER_REQUEST // (partitions + 1))
+        for i in range(0, len(topics), per_request):
+            admin.create_topics(
+                {
+                    t: {"num_partitions": partitions, "replication_factor": 1}
+                    for t in topics[i : i + per_request]
+                },
+                wait_for_metadata=True,
+            )
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50)
         for t in topics:
             for p in range(partitions):
