@@ -454,9 +454,13 @@ def make_groups(bootstrap: str, n: int, partitions: int) -> None:
                 {
                     t: {"num_partitions": partitions, "replication_factor": 1}
                     for t in topics[i : i + per_request]
-                },
-                wait_for_metadata=True,
+                }
             )
+        deadline = time.monotonic() + 300
+        while missing := set(topics) - set(admin.list_topics()):  # thousands take a while
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(missing)} of {len(topics)} topics not created in 300 s")
+            time.sleep(1)
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50)
         for t in topics:
             for p in range(partitions):
