@@ -39,7 +39,7 @@ without the committed offsets: the job reads those from ``__consumer_offsets``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -315,13 +315,9 @@ class Changes:
                     topics_key(self.cluster, index), event, partition_key=self.cluster
                 )
             )
-        for index in range(len(chunks), max(self.topics_keys, len(chunks))):
+        for index in range(len(chunks), self.topics_keys):
             self.topics_digests.pop(index, None)
-            out.append(
-                MembershipEvent.tombstone(
-                    topics_key(self.cluster, index), partition_key=self.cluster
-                )
-            )
+        out += _tombstones(self.cluster, topics_key, len(chunks), self.topics_keys)
         self.topics_keys = len(chunks)
         return out
 
@@ -400,12 +396,7 @@ class Changes:
                     end_offsets_key(self.cluster, index), event, partition_key=self.cluster
                 )
             )
-        for index in range(len(chunks), max(self.end_offsets_keys, len(chunks))):
-            out.append(
-                MembershipEvent.tombstone(
-                    end_offsets_key(self.cluster, index), partition_key=self.cluster
-                )
-            )
+        out += _tombstones(self.cluster, end_offsets_key, len(chunks), self.end_offsets_keys)
         self.end_offsets_keys = len(chunks)
         return out
 
@@ -441,3 +432,14 @@ def _issues_by_topic(
         else:
             others.append(issue)
     return by_topic, others
+
+
+def _tombstones(
+    cluster: str, key: Callable[[str, int], str], chunks: int, published: int
+) -> list[MembershipEvent]:
+    """The tombstones of the chunk keys from ``chunks`` up to ``published`` (the keys that
+    held a record and are past the event's last chunk now)."""
+    return [
+        MembershipEvent.tombstone(key(cluster, index), partition_key=cluster)
+        for index in range(chunks, published)
+    ]
