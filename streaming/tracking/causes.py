@@ -36,7 +36,10 @@ Cause rules, first match wins:
  7. join                  a member joined
  8. subscription_change   a remaining member subscribes other topics (or another regex)
  9. partition_count_change  a subscribed topic's partition count changed
-10. static_rejoin         only static members came back under new member ids
+10. static_rejoin         only static members came back under new member ids, one of them
+                          the classic group's leader (a follower's return starts no
+                          rebalance: the coordinator writes it in the same generation, or
+                          takes it into a round already under way)
 11. cooperative_followup  the previous cooperative round held partitions back (revoked,
                           not yet reassigned): the revoking members rejoined
 12. metadata_update       the previous rebalance was a partition-count or subscription
@@ -144,6 +147,10 @@ class CauseFacts:
     joined: tuple[str, ...] = ()
     departures: tuple[Departure, ...] = ()
     static_rejoins: tuple[StaticRejoin, ...] = ()
+    static_rejoin_can_start: bool = True
+    """Whether a static return can have started the rebalance (rule 10). Classic: only when
+    the member led the group; a follower's return is a factor."""
+
     subscription_changed: tuple[str, ...] = ()
     partition_counts_changed: tuple[str, ...] = ()
     followup: bool = False
@@ -222,8 +229,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         10,
         "static_rejoin",
-        "only static members came back under new member ids",
-        lambda f: bool(f.static_rejoins),
+        "only static members came back under new member ids, the leader among them",
+        lambda f: bool(f.static_rejoins) and f.static_rejoin_can_start,
     ),
     Rule(
         11,

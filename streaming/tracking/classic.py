@@ -283,6 +283,8 @@ def _new_generation(
         )
     elif prev is None:
         joined = tuple(a_ids) if not first else ()
+    rejoins = _static_rejoins(before, after)
+    prev_leader = prev.leader if prev is not None else None
     facts = CauseFacts(
         first_observation=first,
         joined=joined,
@@ -290,7 +292,10 @@ def _new_generation(
         and not first
         and state.last_cause in ("partition_count_change", "subscription_change"),
         departures=departures,
-        static_rejoins=_static_rejoins(before, after),
+        static_rejoins=rejoins,
+        static_rejoin_can_start=any(
+            r.old_member_id == prev_leader or r.new_member_id == rec.leader for r in rejoins
+        ),
         subscription_changed=sub_changed,
         partition_counts_changed=counts_changed,
         followup=prev.awaiting_followup if prev is not None else False,

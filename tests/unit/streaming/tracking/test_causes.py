@@ -155,6 +155,13 @@ CAUSE_TABLE = [
     (9, CauseFacts(partition_counts_changed=("t",), followup=True), "partition_count_change"),
     # 10 a static member came back (in a new generation), nothing else
     (10, CauseFacts(static_rejoins=(R,)), "static_rejoin"),
+    # 10 needs the leader among them: a follower's return falls through (here to 13)
+    (13, CauseFacts(static_rejoins=(R,), static_rejoin_can_start=False), "unknown"),
+    (
+        12,
+        CauseFacts(static_rejoins=(R,), static_rejoin_can_start=False, after_metadata_change=True),
+        "metadata_update",
+    ),
     # 11 cooperative follow-up round
     (11, CauseFacts(followup=True), "cooperative_followup"),
     # 12 nothing changed since the previous rebalance, a partition-count change: a member

@@ -328,19 +328,36 @@ def test_static_member_restart_without_rebalance() -> None:
     assert {m.member_id for m in t.state.classic.members} == {"s1-aaa", "s2-ccc"}
 
 
-def test_static_member_rejoin_in_a_new_generation() -> None:
+def _static_return(leader_before: str, leader_after: str) -> RebalanceEvent:
+    """s2 comes back as s2-ccc in a new generation, nothing else changes."""
     log, t = Log(), Tracker()
     inst = {"s1-aaa": "s1", "s2-bbb": "s2", "s2-ccc": "s2"}
     actual = assign("range", [("s1-aaa", ["t"]), ("s2-bbb", ["t"])], {"t": 4}, instances=inst)
-    log.gm(3, [member(m, ["t"], p, instance=inst[m]) for m, p in actual.items()], ts=10 * S)
+    members = [member(m, ["t"], p, instance=inst[m]) for m, p in actual.items()]
+    log.gm(3, members, ts=10 * S, leader=leader_before)
     actual2 = assign("range", [("s1-aaa", ["t"]), ("s2-ccc", ["t"])], {"t": 4}, instances=inst)
-    log.gm(4, [member(m, ["t"], p, instance=inst[m]) for m, p in actual2.items()], ts=20 * S)
+    members2 = [member(m, ["t"], p, instance=inst[m]) for m, p in actual2.items()]
+    log.gm(4, members2, ts=20 * S, leader=leader_after)
     t.feed(log.take())
-    event = rebalances(t)[-1]
+    return rebalances(t)[-1]
+
+
+def test_static_leader_rejoin_in_a_new_generation() -> None:
+    event = _static_return("s2-bbb", "s2-ccc")
     assert event.is_rebalance is True
     assert (event.cause, event.cause_rule) == ("static_rejoin", 10)
     assert event.departures == () and event.joined == ()
     assert event.churn.moved_partitions == 0
+
+
+def test_a_static_followers_return_does_not_start_a_rebalance() -> None:
+    """The coordinator takes a follower's return into a round something else started (here
+    nothing the records show): a factor, not the cause."""
+    event = _static_return("s1-aaa", "s1-aaa")
+    assert event.is_rebalance is True
+    assert (event.cause, event.cause_rule) == ("unknown", 13)
+    assert event.cause_factors == ("static_rejoin",)
+    assert [r.new_member_id for r in event.static_rejoins] == ["s2-ccc"]
 
 
 # -- cooperative-sticky: two rounds, only moved partitions paused --------------------------------
