@@ -311,11 +311,16 @@ class Sinks:
             )
             needed = sum(n for k, n in kinds.items() if k in DRIVER_KINDS or k == SOURCE_STATS)
             stats: list[dict[str, Any]] = []
+            driver_rows = driver_rows.select(
+                "kind",
+                "group_id",
+                *typed,
+                F.when(is_tombstone, commit).alias(_TOMBSTONE),
+                SOURCE_STATS,
+            )
             for piece in _pieces(driver_rows, needed):
                 # Arrow buffers, not a row object each
-                small = piece.select(
-                    "kind", *typed, F.when(is_tombstone, commit).alias(_TOMBSTONE), SOURCE_STATS
-                ).toArrow()
+                small = piece.drop("group_id").toArrow()
                 is_stats = pc.equal(small["kind"], SOURCE_STATS)
                 stats += small.filter(is_stats)[SOURCE_STATS].to_pylist()
                 self._drive(small, columns)
@@ -349,18 +354,24 @@ def _pieces(rows: DataFrame, needed: int) -> Iterator[DataFrame]:
     :data:`DRIVER_PIECE_ROWS` rows collected one after the other, so that the driver's heap
     never holds more than one piece's task results: a big batch (a backfill without a cap)
     collected at once can run the driver out of heap. A group's rows are in one piece, in
-    their order (the batch is cached: each piece is a scan of it)."""
+    their order. The driver's rows are cached on their own first, so that each piece is a
+    scan of them rather than of the whole batch (a batch's commit rows outnumber them)."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     pieces = -(-needed // DRIVER_PIECE_ROWS)
     if pieces <= 1:
         yield rows
         return
-    # by group, which keeps each group's rows in their order (one map task holds a
-    # group's rows); the rows without a group (the stats) hash alike, to one piece
-    piece = F.pmod(F.xxhash64("group_id"), F.lit(pieces))
-    for i in range(pieces):
-        yield rows.where(piece == F.lit(i))
+    rows = rows.persist(StorageLevel.DISK_ONLY)
+    try:
+        # by group, which keeps each group's rows in their order (one map task holds a
+        # group's rows); the rows without a group (the stats) hash alike, to one piece
+        piece = F.pmod(F.xxhash64("group_id"), F.lit(pieces))
+        for i in range(pieces):
+            yield rows.where(piece == F.lit(i))
+    finally:
+        rows.unpersist()
 
 
 def driver_row(row: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -72,8 +72,9 @@ class TrackerConfig:
     * ``lag_export_interval_ms``: a partition's lag row reaches the exporter (is emitted at
       all) when it is stored, when it changes the partition's recorded or pending status,
       or when it is the partition's first measurement in its window of this length (record
-      time, aligned to the epoch); the tracker emits no row for the others. 0: every
-      measurement. ``lag_interval_ms`` must be a multiple of it (a stored row is then the
+      time, aligned to the epoch); the tracker emits no row for the others, and of one
+      batch's rows not stored only the partition's newest (the gauges show no other). 0:
+      every measurement. ``lag_interval_ms`` must be a multiple of it (a stored row is then the
       first exported one of its window). 30 s by default: the gauge's resolution, beside
       Prometheus' usual scrape interval.
     * ``group_lag_interval_ms``: a :class:`~streaming.tracking.events.GroupLagRow` per group

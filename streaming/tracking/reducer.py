@@ -209,7 +209,27 @@ def apply(
     flush_timeout(ctx)
     if ctx.changed:
         ctx.emit(_status(work, now_ms, config))
+    if config.lag_export_interval_ms:
+        return work, _newest_lag(ctx.events)
     return work, ctx.events
+
+
+def _newest_lag(events: list[TrackerEvent]) -> list[TrackerEvent]:
+    """``events`` without the lag rows only the exporter takes that a newer row of the same
+    partition follows in the batch: the gauges show the newest, so a batch that spans many
+    export windows (a backlog, a slow batch) hands on one row per partition, not one per
+    window. Stored rows stay (``partition_lag`` keeps them)."""
+    last: dict[tuple[str, int], int] = {}
+    for i, e in enumerate(events):
+        if type(e) is PartitionLagRow:
+            last[(e.topic, e.partition)] = i
+    if len(last) == sum(type(e) is PartitionLagRow for e in events):
+        return events
+    return [
+        e
+        for i, e in enumerate(events)
+        if type(e) is not PartitionLagRow or e.stored or last[(e.topic, e.partition)] == i
+    ]
 
 
 def _chunk_follows(batch: list[Observation], i: int) -> bool:

@@ -307,8 +307,10 @@ def test_lag_status_transitions_of_the_partition_and_the_group() -> None:
 
 def test_each_transition_is_a_change_of_the_lag_rows_status() -> None:
     """Without a hold (0), the partition transitions are exactly the changes between
-    consecutive lag rows."""
-    config = TrackerConfig(lag_status_window_ms=30 * S, lag_status_hold_ms=0)
+    consecutive lag rows (every measurement exported: a batch's older rows stay too)."""
+    config = TrackerConfig(
+        lag_status_window_ms=30 * S, lag_status_hold_ms=0, lag_export_interval_ms=0
+    )
     log, t = Log(), Tracker(config=config)
     end = 0
     offset = 0

@@ -3,6 +3,7 @@ correctness table: one row per edge of each rule (just inside, just outside)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -241,12 +242,23 @@ def test_a_backfill_gives_the_statuses_the_live_job_gave() -> None:
     assert statuses[-1].lag_status == "ERR"
 
 
-def test_the_exported_lag_rows_do_not_depend_on_the_batches() -> None:
-    # the export interval is record time too: the rows a backlog's one batch exports are the
-    # live batches' (the first of each 30 s window, and each change of status)
+def test_a_batch_hands_on_each_partitions_newest_lag_and_the_stored_rows() -> None:
+    # the export interval is record time: what the gauges end on and what partition_lag keeps
+    # do not depend on how the records were cut into batches; a backlog's one batch hands on
+    # one row per partition (and the stored ones), not one per export window
     live, _ = _tracker_run(stop_at_s=30, export_ms=30_000)
     backfill, _ = _tracker_run(stop_at_s=30, backfill=True, export_ms=30_000)
-    assert [(r.event_id, r.status) for r in backfill] == [(r.event_id, r.status) for r in live]
+
+    def newest(rows: list[Any]) -> dict[int, tuple[str, str | None]]:
+        return {r.partition: (r.event_id, r.status) for r in rows}
+
+    def stored(rows: list[Any]) -> list[str]:
+        return [r.event_id for r in rows if r.stored]
+
+    assert newest(backfill) == newest(live)
+    assert stored(backfill) == stored(live) != []
+    assert {(r.event_id, r.status) for r in backfill} <= {(r.event_id, r.status) for r in live}
+    assert Counter(r.partition for r in backfill if not r.stored) == {0: 1, 1: 1}
     every, _ = _tracker_run(stop_at_s=30)
-    assert 0 < len(live) < len(every)
+    assert 0 < len(backfill) < len(live) < len(every)
     assert {r.status for r in live} == {"OK", "WARN", "STOP"}
