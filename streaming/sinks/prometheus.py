@@ -11,7 +11,8 @@ figures. Names, help texts, labels and buckets come from :mod:`streaming.sinks.m
 Idempotency per micro-batch: a micro-batch that Spark replays after a restart yields the
 same events with the same ``event_id`` (``GroupStatus``: the same id and ``as_of_ts_ms``).
 The sink remembers the last ``max_remembered_events`` applied ids and skips repeats, so
-counters and the duration histogram never count an event twice. Gauges never go back in
+counters and the duration histogram never count an event twice (lag rows, which count
+nothing, are not remembered: a repeat sets the same values). Gauges never go back in
 time: a group's gauges take a ``GroupStatus`` only if it is not older than the last one
 (``as_of_ts_ms``), rebalance and metrics rows only for a generation not older than the
 last, lag rows only if not measured earlier than the last.
@@ -93,6 +94,7 @@ from streaming.tracking.events import (
     RebalanceSummary,
     TrackedGroups,
     from_row,
+    to_row,
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
 from streaming.tracking.lag import add_point, lag_seconds
@@ -699,8 +701,15 @@ class PrometheusSink:
         applied = 0
         with self._lock:
             for raw in events:
+                if type(raw) is dict and raw.get("kind") == PartitionLagRow.kind:
+                    # the bulk of the driver's rows: read as they are, not rebuilt as a row
+                    applied += self._lag_row(raw)
+                    continue
                 event = self._as_event(raw)
                 if event is None:
+                    continue
+                if isinstance(event, PartitionLagRow):
+                    applied += self._lag_row(to_row(event))
                     continue
                 if isinstance(event, TrackedGroups):
                     self._tracked_groups(event)
@@ -747,8 +756,6 @@ class PrometheusSink:
             self._group_metrics(event, group)
         elif isinstance(event, GroupStatus):
             self._status(event, group)
-        elif isinstance(event, PartitionLagRow):
-            self._lag(event, group)
         elif isinstance(event, OffsetCommitRow):
             if event.deleted:
                 labels = (*group, event.topic, str(event.partition))
@@ -854,30 +861,66 @@ class PrometheusSink:
             info = (*group, own, st.rebalance_protocol, st.group_protocol)
             self._set_assignor(group, info, from_rebalance=False)
 
-    def _lag(self, row: PartitionLagRow, group: _GroupKey) -> None:
-        lag_key = (*group, row.topic, row.partition)
-        if row.measured_ts_ms < self._lag_ts_ms.get(lag_key, row.measured_ts_ms):
-            return
-        self._lag_ts_ms[lag_key] = row.measured_ts_ms
-        labels = (*group, row.topic, str(row.partition))
-        if row.lag_records is not None and row.end_offset_ts_ms is not None:
-            self._lag_end_ms[lag_key] = row.end_offset_ts_ms
-            if self._oldest_lag_end_ms is None or row.end_offset_ts_ms < self._oldest_lag_end_ms:
-                self._oldest_lag_end_ms = row.end_offset_ts_ms
+    def _lag_row(self, row: dict[str, Any]) -> int:
+        """A ``partition_lag`` row (its ``to_row`` dict); 1 when applied. Not remembered
+        among the applied ids: a repeat sets what its first time set (a gauge takes no row
+        measured before its last), and a large group count's lag rows would push the ids
+        that counters need out of that memory."""
+        group = (row["cluster"], row["group_id"])
+        deleted_at = self._deleted_ts_ms.get(group)
+        if deleted_at is not None and row["event_ts_ms"] < deleted_at:
+            return 0
+        self._dormant.discard(group)  # activity after the tombstone
+        return self._lag(
+            group,
+            row["topic"],
+            row["partition"],
+            row["measured_ts_ms"],
+            row["lag_records"],
+            row["lag_seconds"],
+            row["end_offset_ts_ms"],
+            row["status"],
+        )
+
+    def _lag(
+        self,
+        group: _GroupKey,
+        topic: str,
+        partition: int,
+        measured_ts_ms: int,
+        lag_records: int | None,
+        lag_seconds: float | None,
+        end_offset_ts_ms: int | None,
+        status: str | None,
+    ) -> int:
+        """1 when the row is the partition's newest yet (one measured at the same time as
+        the last sets its values too, a repeat the same ones, but counts 0)."""
+        lag_key = (*group, topic, partition)
+        last = self._lag_ts_ms.get(lag_key)
+        if last is not None and measured_ts_ms < last:
+            return 0
+        self._lag_ts_ms[lag_key] = measured_ts_ms
+        labels = (*group, topic, str(partition))
+        if lag_records is not None and end_offset_ts_ms is not None:
+            self._lag_end_ms[lag_key] = end_offset_ts_ms
+            if self._oldest_lag_end_ms is None or end_offset_ts_ms < self._oldest_lag_end_ms:
+                self._oldest_lag_end_ms = end_offset_ts_ms
         else:
             self._lag_end_ms.pop(lag_key, None)
-        if row.lag_records is None:
-            self._remove(mn.LAG, labels)
+        store = self._store
+        if lag_records is None:
+            store.remove(mn.LAG, labels)
         else:
-            self._set(mn.LAG, labels, row.lag_records)
-        if row.lag_seconds is None or not math.isfinite(row.lag_seconds):
-            self._remove(mn.LAG_SECONDS, labels)
+            store.set(mn.LAG, labels, lag_records)
+        if lag_seconds is None or not math.isfinite(lag_seconds):
+            store.remove(mn.LAG_SECONDS, labels)
         else:
-            self._set(mn.LAG_SECONDS, labels, row.lag_seconds)
-        if row.status in STATUS_CODES:
-            self._set(mn.PARTITION_LAG_STATUS, labels, STATUS_CODES[row.status])
+            store.set(mn.LAG_SECONDS, labels, lag_seconds)
+        if status in STATUS_CODES:
+            store.set(mn.PARTITION_LAG_STATUS, labels, STATUS_CODES[status])
         else:
-            self._remove(mn.PARTITION_LAG_STATUS, labels)
+            store.remove(mn.PARTITION_LAG_STATUS, labels)
+        return 0 if last == measured_ts_ms else 1
 
     def _tracked_groups(self, ev: TrackedGroups) -> None:
         """A bucket's count of tracked groups (the newest per bucket); the gauge is their sum

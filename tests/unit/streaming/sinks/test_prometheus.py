@@ -997,6 +997,23 @@ def test_applying_the_same_batch_twice_counts_once(sink: PrometheusSink) -> None
     assert value(s, "kafka_consumergroup_rebalance_duration_seconds_count", **G) == 2
 
 
+def test_lag_rows_do_not_push_the_counted_ids_out() -> None:
+    """Lag rows are not among the remembered ids (a repeat sets the same values): a group
+    count's worth of them between a batch and its replay still finds the rebalance a repeat."""
+    sink = PrometheusSink(max_remembered_events=2)
+    sink.start(port=0)
+    try:
+        first = rebalance(1, [member("m-a", 0, 1)], moved=2, revoked=0)
+        lags = [to_row(lag(p, p, 0.5, at_ms=T0 + 1000)) for p in range(10)]
+        assert sink.update([first, *lags]) == 11
+        assert sink.update([first, *lags]) == 0
+        s = scrape(sink)
+    finally:
+        sink.stop()
+    assert value(s, "kafka_consumergroup_rebalances_total", **G, cause="join") == 1
+    assert value(s, "kafka_consumergroup_lag", **G, topic="t", partition="9") == 9
+
+
 def test_update_accepts_to_row_dicts() -> None:
     sink = PrometheusSink()
     row = to_row(rebalance(1, [member("m-a", 0)]))
