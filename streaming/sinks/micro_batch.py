@@ -42,10 +42,10 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
-#: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` (``to_row`` dicts; a
-#: rebalance as its :class:`~streaming.tracking.events.RebalanceSummary`, kind
-#: ``rebalance_summary``), in order and in chunks of :data:`DRIVER_CHUNK`, before they are
-#: written to Delta.
+#: Receives each micro-batch's tracker rows of :data:`DRIVER_KINDS` but ``partition_lag``
+#: (``to_row`` dicts; a rebalance as its :class:`~streaming.tracking.events.RebalanceSummary`,
+#: kind ``rebalance_summary``), in order and in chunks of :data:`DRIVER_CHUNK`, before they
+#: are written to Delta.
 EventsListener = Callable[[list[dict[str, Any]]], None]
 #: The tracker row kinds the driver needs (the exporter and the demo's summary); the bulk
 #: (commits, per-member assignments) goes from the executors to Delta only.
@@ -305,11 +305,11 @@ class Sinks:
             is_tombstone = (kind_col == COMMIT_KIND) & commit["deleted"]
             typed = [F.col(column) for column in DRIVER_STRUCT_KINDS.values()]
             columns = [*DRIVER_STRUCT_KINDS.values(), _TOMBSTONE]
+            others = [k for k in DRIVER_KINDS if k != PARTITION_LAG]
             driver_rows = df.where(
-                kind_col.isin([*DRIVER_KINDS, SOURCE_STATS])
-                | F.coalesce(is_tombstone, F.lit(False))
+                kind_col.isin([*others, SOURCE_STATS]) | F.coalesce(is_tombstone, F.lit(False))
             )
-            needed = sum(n for k, n in kinds.items() if k in DRIVER_KINDS or k == SOURCE_STATS)
+            needed = sum(n for k, n in kinds.items() if k in others or k == SOURCE_STATS)
             stats: list[dict[str, Any]] = []
             driver_rows = driver_rows.select(
                 "kind",
@@ -325,6 +325,23 @@ class Sinks:
                 stats += small.filter(is_stats)[SOURCE_STATS].to_pylist()
                 self._drive(small, columns)
                 del small
+            # then the lag rows, flat: after the batch's deletions and offset tombstones,
+            # which a newer lag row of the same partition follows (the exporter takes no lag
+            # row measured before a tombstone or older than the group's deletion)
+            from streaming.sinks.prometheus import LAG_COLUMNS
+
+            lag = F.col(PARTITION_LAG)
+            lag_rows = df.where(kind_col == PARTITION_LAG).select(
+                *[lag[c].alias(c) for c in LAG_COLUMNS]
+            )
+            lag_count = kinds.get(PARTITION_LAG, 0)
+            for piece in _pieces(lag_rows, lag_count) if lag_count else ():
+                flat = piece.toArrow()
+                if self.prometheus is not None:
+                    for start in range(0, flat.num_rows, DRIVER_CHUNK):
+                        chunk = flat.slice(start, DRIVER_CHUNK)
+                        self.prometheus.update_lag({c: chunk[c].to_pylist() for c in LAG_COLUMNS})
+                del flat
             if self.prometheus is not None:  # the inputs' freshness, with the batch's rows
                 self.prometheus.record_sources(self.cluster, stats)
             exported = time.monotonic()

@@ -101,7 +101,7 @@ from streaming.tracking.lag import add_point, lag_seconds
 from streaming.tracking.lag_status import STATUS_CODES
 from streaming.version import build_info
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PrometheusSink"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "LAG_COLUMNS", "PrometheusSink"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9108
@@ -861,25 +861,51 @@ class PrometheusSink:
             info = (*group, own, st.rebalance_protocol, st.group_protocol)
             self._set_assignor(group, info, from_rebalance=False)
 
-    def _lag_row(self, row: dict[str, Any]) -> int:
-        """A ``partition_lag`` row (its ``to_row`` dict); 1 when applied. Not remembered
-        among the applied ids: a repeat sets what its first time set (a gauge takes no row
-        measured before its last), and a large group count's lag rows would push the ids
-        that counters need out of that memory."""
-        group = (row["cluster"], row["group_id"])
+    def update_lag(self, columns: Mapping[str, Sequence[Any]]) -> int:
+        """Apply ``partition_lag`` rows given as columns (those of
+        :data:`LAG_COLUMNS`, of equal lengths), in order; returns how
+        many were applied. As :meth:`update` would take them as rows, without a row object
+        each (they are the bulk of a micro-batch's rows)."""
+        applied = 0
+        with self._lock:
+            for row in zip(*(columns[c] for c in LAG_COLUMNS), strict=True):
+                applied += self._lag_at(*row)
+        return applied
+
+    def _lag_row(self, row: Mapping[str, Any]) -> int:
+        """A ``partition_lag`` row (its ``to_row`` dict); 1 when applied."""
+        return self._lag_at(*(row[c] for c in LAG_COLUMNS))
+
+    def _lag_at(
+        self,
+        cluster: str,
+        group_id: str,
+        event_ts_ms: int,
+        topic: str,
+        partition: int,
+        measured_ts_ms: int,
+        lag_records: int | None,
+        lag_seconds: float | None,
+        end_offset_ts_ms: int | None,
+        status: str | None,
+    ) -> int:
+        """One lag row; 1 when applied. Not remembered among the applied ids: a repeat sets
+        what its first time set (a gauge takes no row measured before its last), and a large
+        group count's lag rows would push the ids that counters need out of that memory."""
+        group = (cluster, group_id)
         deleted_at = self._deleted_ts_ms.get(group)
-        if deleted_at is not None and row["event_ts_ms"] < deleted_at:
+        if deleted_at is not None and event_ts_ms < deleted_at:
             return 0
         self._dormant.discard(group)  # activity after the tombstone
         return self._lag(
             group,
-            row["topic"],
-            row["partition"],
-            row["measured_ts_ms"],
-            row["lag_records"],
-            row["lag_seconds"],
-            row["end_offset_ts_ms"],
-            row["status"],
+            topic,
+            partition,
+            measured_ts_ms,
+            lag_records,
+            lag_seconds,
+            end_offset_ts_ms,
+            status,
         )
 
     def _lag(
@@ -976,6 +1002,22 @@ class PrometheusSink:
 
     def _remove(self, spec: MetricSpec, labels: _Labels) -> None:
         self._store.remove(spec, labels)
+
+
+#: What the exporter reads of a ``partition_lag`` row, in :meth:`PrometheusSink._lag_at`'s
+#: order: the columns :meth:`PrometheusSink.update_lag` takes.
+LAG_COLUMNS = (
+    "cluster",
+    "group_id",
+    "event_ts_ms",
+    "topic",
+    "partition",
+    "measured_ts_ms",
+    "lag_records",
+    "lag_seconds",
+    "end_offset_ts_ms",
+    "status",
+)
 
 
 def _strategy_label(strategy: str | None, group_protocol: str | None) -> str | None:

@@ -1,6 +1,6 @@
 """The sink's driver path against real Spark: a micro-batch of the stateful step's rows
 gives the exporter the same series as the tracker's full rows (rebalances as their summary,
-group metrics and lag from their typed structs, the rest as JSON)."""
+group metrics from their typed structs, lag as flat columns of its own)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_the_driver_gets_what_the_full_rows_give(
     from streaming.sinks.micro_batch import Sinks
     from streaming.sinks.prometheus import PrometheusSink
     from streaming.spark.step_rows import EVENTS_SCHEMA, events_to_rows
-    from streaming.tracking.events import to_row
+    from streaming.tracking.events import PartitionLagRow, to_row
     from tests.unit.streaming.sinks.test_prometheus import _registry_samples
     from tests.unit.streaming.tracking.test_golden import FIXTURES
     from tests.unit.streaming.tracking.test_golden import run as track_golden
@@ -61,11 +61,13 @@ def test_the_driver_gets_what_the_full_rows_give(
     monkeypatch.setattr(type(batch), "toArrow", counted)
     sinks.events_batch(batch, 0)
     if piece_rows < len(events):
-        assert len(collected) > 1 and max(collected) < sum(collected)
+        assert len(collected) > 2 and max(collected) < sum(collected)
     else:
-        assert len(collected) == 1
+        assert len(collected) == 2  # the lag rows apart, as flat columns
     kinds = {r["kind"] for r in listened}
-    assert {"rebalance_summary", "group_metrics", "partition_lag", "group_status"} <= kinds
+    assert {"rebalance_summary", "group_metrics", "group_status"} <= kinds
+    assert "partition_lag" not in kinds  # the exporter's alone
+    assert any(isinstance(e, PartitionLagRow) for e in events)
     assert sinks.prometheus is not None
 
     def groups(sink: PrometheusSink) -> dict[Any, float]:  # without the batch's own series

@@ -1014,6 +1014,24 @@ def test_lag_rows_do_not_push_the_counted_ids_out() -> None:
     assert value(s, "kafka_consumergroup_lag", **G, topic="t", partition="9") == 9
 
 
+def test_lag_columns_give_what_the_rows_give() -> None:
+    from streaming.sinks.prometheus import LAG_COLUMNS
+
+    rows = [
+        lag(0, 5, 1.0, at_ms=T0 + 1000, status="OK"),
+        lag(1, None, None, at_ms=T0 + 1000),
+        lag(0, 9, 2.0, at_ms=T0 + 2000, status="WARN"),
+        lag(0, 7, 1.5, at_ms=T0 + 1500, status="OK"),  # older than the last: not taken
+    ]
+    by_rows, by_columns = PrometheusSink(), PrometheusSink()
+    assert by_rows.update(rows) == 3
+    dicts = [to_row(r) for r in rows]
+    assert by_columns.update_lag({c: [d[c] for d in dicts] for c in LAG_COLUMNS}) == 3
+    assert _registry_samples(by_columns) == _registry_samples(by_rows)
+    samples = _registry_samples(by_columns)
+    assert any("partition_status" in k[0] for k in samples)
+
+
 def test_update_accepts_to_row_dicts() -> None:
     sink = PrometheusSink()
     row = to_row(rebalance(1, [member("m-a", 0)]))
