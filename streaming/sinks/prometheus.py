@@ -889,38 +889,15 @@ class PrometheusSink:
         end_offset_ts_ms: int | None,
         status: str | None,
     ) -> int:
-        """One lag row; 1 when applied. Not remembered among the applied ids: a repeat sets
-        what its first time set (a gauge takes no row measured before its last), and a large
-        group count's lag rows would push the ids that counters need out of that memory."""
+        """One lag row; 1 when applied: the partition's newest yet (one measured at the same
+        time as the last sets its values too, a repeat the same ones, but counts 0). Not
+        remembered among the applied ids: a large group count's lag rows would push the ids
+        that counters need out of that memory."""
         group = (cluster, group_id)
         deleted_at = self._deleted_ts_ms.get(group)
         if deleted_at is not None and event_ts_ms < deleted_at:
             return 0
         self._dormant.discard(group)  # activity after the tombstone
-        return self._lag(
-            group,
-            topic,
-            partition,
-            measured_ts_ms,
-            lag_records,
-            lag_seconds,
-            end_offset_ts_ms,
-            status,
-        )
-
-    def _lag(
-        self,
-        group: _GroupKey,
-        topic: str,
-        partition: int,
-        measured_ts_ms: int,
-        lag_records: int | None,
-        lag_seconds: float | None,
-        end_offset_ts_ms: int | None,
-        status: str | None,
-    ) -> int:
-        """1 when the row is the partition's newest yet (one measured at the same time as
-        the last sets its values too, a repeat the same ones, but counts 0)."""
         lag_key = (*group, topic, partition)
         last = self._lag_ts_ms.get(lag_key)
         if last is not None and measured_ts_ms < last:
