@@ -334,14 +334,14 @@ class Sinks:
             lag_rows = df.where(kind_col == PARTITION_LAG).select(
                 *[lag[c].alias(c) for c in LAG_COLUMNS]
             )
-            lag_count = kinds.get(PARTITION_LAG, 0)
-            for piece in _pieces(lag_rows, lag_count) if lag_count else ():
-                flat = piece.toArrow()
-                if self.prometheus is not None:
+            exporter, lag_count = self.prometheus, kinds.get(PARTITION_LAG, 0)
+            if exporter is not None and lag_count:
+                for piece in _pieces(lag_rows, lag_count):
+                    flat = piece.toArrow()
                     for start in range(0, flat.num_rows, DRIVER_CHUNK):
                         chunk = flat.slice(start, DRIVER_CHUNK)
-                        self.prometheus.update_lag({c: chunk[c].to_pylist() for c in LAG_COLUMNS})
-                del flat
+                        exporter.update_lag({c: chunk[c].to_pylist() for c in LAG_COLUMNS})
+                    del flat
             if self.prometheus is not None:  # the inputs' freshness, with the batch's rows
                 self.prometheus.record_sources(self.cluster, stats)
             exported = time.monotonic()
