@@ -308,16 +308,15 @@ class Sinks:
             others = [k for k in DRIVER_KINDS if k != PARTITION_LAG]
             driver_rows = df.where(
                 kind_col.isin([*others, SOURCE_STATS]) | F.coalesce(is_tombstone, F.lit(False))
-            )
-            needed = sum(n for k, n in kinds.items() if k in others or k == SOURCE_STATS)
-            stats: list[dict[str, Any]] = []
-            driver_rows = driver_rows.select(
+            ).select(
                 "kind",
                 "group_id",
                 *typed,
                 F.when(is_tombstone, commit).alias(_TOMBSTONE),
                 SOURCE_STATS,
             )
+            needed = sum(n for k, n in kinds.items() if k in others or k == SOURCE_STATS)
+            stats: list[dict[str, Any]] = []
             for piece in _pieces(driver_rows, needed):
                 # Arrow buffers, not a row object each
                 small = piece.drop("group_id").toArrow()
@@ -328,14 +327,14 @@ class Sinks:
             # then the lag rows, flat: after the batch's deletions and offset tombstones,
             # which a newer lag row of the same partition follows (the exporter takes no lag
             # row measured before a tombstone or older than the group's deletion)
-            from streaming.sinks.prometheus import LAG_COLUMNS
-
-            lag = F.col(PARTITION_LAG)
-            lag_rows = df.where(kind_col == PARTITION_LAG).select(
-                *[lag[c].alias(c) for c in LAG_COLUMNS]
-            )
             exporter, lag_count = self.prometheus, kinds.get(PARTITION_LAG, 0)
             if exporter is not None and lag_count:
+                from streaming.sinks.prometheus import LAG_COLUMNS
+
+                lag = F.col(PARTITION_LAG)
+                lag_rows = df.where(kind_col == PARTITION_LAG).select(
+                    *[lag[c].alias(c) for c in LAG_COLUMNS]
+                )
                 for piece in _pieces(lag_rows, lag_count):
                     flat = piece.toArrow()
                     for start in range(0, flat.num_rows, DRIVER_CHUNK):

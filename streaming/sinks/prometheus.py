@@ -94,7 +94,6 @@ from streaming.tracking.events import (
     RebalanceSummary,
     TrackedGroups,
     from_row,
-    to_row,
 )
 from streaming.tracking.expected import KIP848_ASSIGNORS
 from streaming.tracking.lag import add_point, lag_seconds
@@ -701,15 +700,11 @@ class PrometheusSink:
         applied = 0
         with self._lock:
             for raw in events:
-                if type(raw) is dict and raw.get("kind") == PartitionLagRow.kind:
-                    # the bulk of the driver's rows: read as they are, not rebuilt as a row
-                    applied += self._lag_row(raw)
-                    continue
                 event = self._as_event(raw)
                 if event is None:
                     continue
                 if isinstance(event, PartitionLagRow):
-                    applied += self._lag_row(to_row(event))
+                    applied += self._lag_at(*(getattr(event, c) for c in LAG_COLUMNS))
                     continue
                 if isinstance(event, TrackedGroups):
                     self._tracked_groups(event)
@@ -871,10 +866,6 @@ class PrometheusSink:
             for row in zip(*(columns[c] for c in LAG_COLUMNS), strict=True):
                 applied += self._lag_at(*row)
         return applied
-
-    def _lag_row(self, row: Mapping[str, Any]) -> int:
-        """A ``partition_lag`` row (its ``to_row`` dict); 1 when applied."""
-        return self._lag_at(*(row[c] for c in LAG_COLUMNS))
 
     def _lag_at(
         self,

@@ -220,10 +220,12 @@ def _newest_lag(events: list[TrackerEvent]) -> list[TrackerEvent]:
     export windows (a backlog, a slow batch) hands on one row per partition, not one per
     window. Stored rows stay (``partition_lag`` keeps them)."""
     last: dict[tuple[str, int], int] = {}
+    rows = 0
     for i, e in enumerate(events):
         if type(e) is PartitionLagRow:
             last[(e.topic, e.partition)] = i
-    if len(last) == sum(type(e) is PartitionLagRow for e in events):
+            rows += 1
+    if len(last) == rows:
         return events
     return [
         e
