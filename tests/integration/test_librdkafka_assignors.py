@@ -60,7 +60,8 @@ from streaming.tracking.expected import (
 confluent_kafka = pytest.importorskip("confluent_kafka")
 admin_module = pytest.importorskip("confluent_kafka.admin")
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
+# the thread method: a consumer call blocked in librdkafka holds off the signal method
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240, method="thread")]
 
 #: Topic -> partitions; distinct counts (see the module docstring).
 TOPICS = {"rk-Order": 7, "rk-Stock": 5, "rk-Big": 12, "rk-a": 1, "rk-Z": 3, "rk-m": 4}
@@ -488,7 +489,7 @@ def _record_key(record: GroupMetadata, order: list[str]) -> tuple[tuple[str, int
 SCENARIOS_COOPERATIVE = 10
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1200, method="thread")
 def test_librdkafka_cooperative_sticky_matches(
     kafka_broker: BrokerInfo, topics: dict[str, int]
 ) -> None:
