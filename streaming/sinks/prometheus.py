@@ -67,6 +67,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -320,8 +321,12 @@ class _CachedExposition:
     rather than render the same values again. A rendering of the whole exposition joins each
     family's kept text (:meth:`_Family.text`), formatting only the families that changed: a
     check of the cluster changes two of the job's series, not the groups'. A restricted
-    scrape (``name[]``) goes through the library's app, which builds
-    only the families asked for."""
+    scrape (``name[]``) goes through the library's app, which builds only the families
+    asked for, and is kept until one of those families changes (:meth:`_stamp`): the ages
+    set before each scrape change the store, not the families such a scrape asks for."""
+
+    #: Responses kept at most (one per distinct request).
+    KEPT = 16
 
     def __init__(
         self,
@@ -335,7 +340,7 @@ class _CachedExposition:
         self._families = families
         self._refresh = refresh
         self._rendering = threading.Lock()
-        self._kept: dict[tuple[Any, ...], tuple[int, str, list[tuple[str, str]], bytes]] = {}
+        self._kept: dict[tuple[Any, ...], tuple[Any, str, list[tuple[str, str]], bytes]] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
         if self._refresh is not None:
@@ -345,27 +350,41 @@ class _CachedExposition:
             for k in ("REQUEST_METHOD", "PATH_INFO", "QUERY_STRING", "HTTP_ACCEPT",
                       "HTTP_ACCEPT_ENCODING")
         )  # fmt: skip
+        names = _asked_names(environ.get("QUERY_STRING") or "")
         kept = self._kept.get(key)
-        if kept is None or kept[0] != self._store.version:
+        if kept is None or kept[0] != self._stamp(names):
             # one rendering at a time: scrapes that arrive while one runs wait for it and
             # take its response (a rendering of 10,000 groups outlasts a 50 ms scrape loop)
             with self._rendering:
                 # before rendering, read once an update in progress is over: a change
                 # during the rendering re-renders at the next scrape
                 with self._store.lock:
-                    version = self._store.version
+                    stamp = self._stamp(names)
                 kept = self._kept.get(key)
-                if kept is None or kept[0] != version:
-                    kept = self._render(environ, version)
-                    if kept[1].startswith("200"):  # only the current version's responses
-                        self._kept = {k: v for k, v in self._kept.items() if v[0] == version}
+                if kept is None or kept[0] != stamp:
+                    kept = self._render(environ, stamp)
+                    if kept[1].startswith("200"):
+                        self._kept.pop(key, None)
                         self._kept[key] = kept
+                        while len(self._kept) > self.KEPT:
+                            del self._kept[next(iter(self._kept))]
         start_response(kept[1], kept[2])
         return [kept[3]]
 
+    def _stamp(self, names: tuple[str, ...] | None) -> Any:
+        """What a kept response depends on: the versions of the metrics a restricted scrape
+        names (``names``), or the store's version (the whole exposition, or a name the
+        store does not know)."""
+        if names:
+            versions = self._store.versions
+            metrics = [_metric_of(name, versions) for name in names]
+            if all(m is not None for m in metrics):
+                return tuple(versions[m] for m in metrics if m is not None)
+        return self._store.version
+
     def _render(
-        self, environ: dict[str, Any], version: int
-    ) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        self, environ: dict[str, Any], version: Any
+    ) -> tuple[Any, str, list[tuple[str, str]], bytes]:
         answer: list[Any] = []
 
         def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -393,6 +412,30 @@ class _CachedExposition:
         """A GET of the whole exposition (the library's app answers any path but the
         favicon with it)."""
         return environ.get("REQUEST_METHOD") == "GET" and environ.get("PATH_INFO") != "/favicon.ico"
+
+
+def _asked_names(query: str) -> tuple[str, ...] | None:
+    """The sample names a scrape restricts itself to (``name[]``, the library's parameter),
+    sorted; None when it names none."""
+    if "name" not in query:
+        return None
+    names = parse_qs(query).get("name[]")
+    return tuple(sorted(set(names))) if names else None
+
+
+#: What the library appends to a metric's name in its samples.
+_SAMPLE_SUFFIXES = ("_total", "_bucket", "_count", "_sum", "_created", "_info")
+
+
+def _metric_of(sample_name: str, versions: Mapping[str, int]) -> str | None:
+    """The store's metric whose samples are named ``sample_name``; None: none of them."""
+    if sample_name in versions:
+        return sample_name
+    for suffix in _SAMPLE_SUFFIXES:
+        base = sample_name.removesuffix(suffix)
+        if base != sample_name and base in versions:
+            return base
+    return None
 
 
 #: Why the job is not ready (:attr:`PrometheusSink.readiness`); empty: ready.

@@ -498,6 +498,45 @@ def test_a_scrape_restricted_by_name_builds_only_that_family(
     assert built == ["kafka_consumergroup_generation"]
 
 
+def test_a_restricted_scrape_is_rendered_again_only_when_its_families_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ages set before each scrape change the store at every scrape; a scrape of
+    ``name[]=kafka_consumergroup_generation`` is still rendered once per change of the
+    generations, and serves each change."""
+    clock = iter(range(1_700_000_000, 1_700_001_000))
+    s = PrometheusSink(max_remembered_events=1000, clock=lambda: float(next(clock)))
+    s.start(port=0)
+    render = _CachedExposition._render
+    renders: list[Any] = []
+
+    def counted(self: Any, environ: Any, stamp: Any) -> Any:
+        renders.append(stamp)
+        return render(self, environ, stamp)
+
+    monkeypatch.setattr(_CachedExposition, "_render", counted)
+    url = f"http://127.0.0.1:{s.port}/metrics?name[]=kafka_consumergroup_generation"
+
+    def generations() -> list[float]:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            text = resp.read().decode()
+        return [x.value for f in text_string_to_metric_families(text) for x in f.samples]
+
+    try:
+        s.record_sources(CLUSTER, [source_stats(0, max_ts_ms=T0)])  # an age to refresh
+        s.update([rebalance(1, [member("a", 0, 1)])])
+        assert [generations() for _ in range(3)] == [[1.0]] * 3
+        assert len(renders) == 1
+        s.update([rebalance(2, [member("a", 0, 1)])])
+        assert generations() == [2.0]
+        assert len(renders) == 2
+        assert value(scrape(s), "rebalance_monitor_exporter_series") is not None  # whole: apart
+        assert generations() == [2.0]
+        assert len(renders) == 3
+    finally:
+        s.stop()
+
+
 def test_scrapes_during_a_rendering_wait_for_it(
     sink: PrometheusSink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
