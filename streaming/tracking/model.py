@@ -361,6 +361,8 @@ class Observation:
     def logical_ts_ms(self) -> int:
         """The time the observation describes: the snapshot time of a collector event (taken
         before it was published), else the record timestamp."""
+        if self.source == "offsets":  # a codec record: its time is the record's
+            return self.timestamp_ms
         p = self.payload
         if isinstance(
             p, GroupSnapshot | TopicsSnapshot | GroupHeartbeat | GroupsPolled | EndOffsetsSnapshot

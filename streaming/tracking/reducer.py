@@ -898,7 +898,8 @@ def _rollup(ctx: Context, ts_ms: int) -> None:
     last = state.group_lag_ts_ms
     if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
         return
-    if not any(tp in state.end_offsets for tp in state.commits):
+    ends = state.end_offsets
+    if not ends or not any(tp in ends for tp in state.commits):
         return
     lag = _group_lag(state, ts_ms, config)
     state.group_lag_ts_ms = ts_ms
