@@ -62,10 +62,10 @@ def promote_young(held: int = 0) -> None:
     An assignor pauses the cyclic collector while it makes its result (hundreds of thousands
     of ``TopicPartition`` tuples and lists of them, none part of a cycle). Re-enabled, the
     collector would start with a young generation of all of them: the first collection
-    scans them (70-100 ms for a million partitions, a third of a cold ``sticky`` run), the
-    next older one scans the survivors again, and the cached tuples survive by design. With
-    the tuples already cached (a warm run) the young lists are few, but scanning their
-    million references still takes ~50 ms. Here ``gc.freeze()`` then ``gc.unfreeze()`` hand
+    scans them (a large share of a cold ``sticky`` run of many partitions), the next older
+    one scans the survivors again, and the cached tuples survive by design. With the tuples
+    already cached (a warm run) the young lists are few, but scanning their references still
+    takes time in proportion to the partitions. Here ``gc.freeze()`` then ``gc.unfreeze()`` hand
     the young objects to the oldest generation in constant time instead; the next full
     collection scans them once (untracking the tuples, as a young collection would have).
     Other young objects go with them, so a young garbage cycle waits for that full
@@ -144,8 +144,8 @@ def many_topic_partitions(wanted: Sequence[tuple[str, int]]) -> list[list[TopicP
                 have = 0 if tps is None else len(tps)
                 if len(_numbers) < count:
                     _numbers.extend(range(len(_numbers), count))
-                # starmap passes zip's (reused) argument tuple as it is: ~15% less per
-                # object than map, which packs the two arguments into a new tuple each time
+                # starmap passes zip's (reused) argument tuple as it is: cheaper per object than
+                # map, which packs the two arguments into a new tuple each time
                 pairs = zip(repeat(name, count - have), islice(_numbers, have, count), strict=True)
                 args = zip(repeat(TopicPartition, count - have), pairs, strict=True)
                 fresh = list(starmap(_tuple_new, args))

@@ -103,7 +103,7 @@ def _add_assign(sub: Any) -> None:
 
 #: ``assign``'s limits (``--max-input-bytes``, ``--max-members``, ``--max-partitions``): a
 #: scenario beyond them exits 2 before any assignor runs (10^6 members with ``--strategy
-#: all`` ran for minutes in gigabytes; ``--input /dev/zero`` would read forever).
+#: all`` would run for minutes in gigabytes; ``--input /dev/zero`` would read forever).
 DEFAULT_MAX_INPUT_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_MEMBERS = 10_000
 DEFAULT_MAX_PARTITIONS = 200_000

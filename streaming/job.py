@@ -149,8 +149,8 @@ class QueryFailedError(RebalanceMonitorError, RuntimeError):
 #:   micro-batch that appends to six small tables;
 #: * with a byte limit per Arrow batch (64 MiB by default), Spark measures the batch it
 #:   writes to a Python worker after every row (``ArrowWriter.sizeInBytes``, walking every
-#:   vector of the row's structs): ~4 % of the JVM's samples in a live 10,000-group run
-#:   (JFR). Without it (``Int.MaxValue``) a batch is bounded by its 10,000 rows alone, a few
+#:   vector of the row's structs), a steady share of the JVM's work at many groups.
+#:   Without it (``Int.MaxValue``) a batch is bounded by its 10,000 rows alone, a few
 #:   MB of ``__consumer_offsets`` records or tracker input rows.
 JOB_CONF: dict[str, str] = {
     "spark.databricks.delta.snapshotPartitions": "2",

@@ -340,8 +340,8 @@ class BrokerWatch:
     (``cause``: None), the first result included; ``on_check(up)`` after every check.
 
     One admin client is kept open between checks: a check is a DescribeCluster request on
-    its connection, not a new connection and login (with SASL, a new admin client every 5 s
-    was ~17,000 logins a day). When that request fails, the client is closed and
+    its connection, not a new connection and login (with SASL, a new admin client per check
+    would be a login every few seconds, all day). When that request fails, the client is closed and
     :func:`check_broker` names the cause; the next check opens a new one. With
     ``tcp_only`` every check is a TCP connection (no login to keep)."""
 

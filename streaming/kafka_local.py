@@ -38,15 +38,13 @@ Settings beyond the KRaft minimum are chosen for tests: ``group.min.session.time
 ``group.initial.rebalance.delay.ms=0``, topics are auto-created, and
 ``offsets.topic.num.partitions`` is configurable (Kafka's default 50).
 
-Start-up time (2-core machine, Java 17): about 1.5 s to ready with formatted storage, plus
-about 0.5 s to format a new folder. The JVM flags in ``DEFAULT_JVM_OPTIONS`` help; most of
-the gain is an AppCDS archive of the broker's classes, dumped by the first broker to stop
-cleanly and kept next to the jars (``class_data_sharing=False`` turns it off). Without the
-archive expect 2.5-3.5 s.
+Start-up: the JVM flags in ``DEFAULT_JVM_OPTIONS`` shorten it, and most of all an AppCDS
+archive of the broker's classes, dumped by the first broker to stop cleanly and kept next to
+the jars (``class_data_sharing=False`` turns it off). A new folder is formatted first.
 
-The module stays whole (~950 lines): everything in it is one broker's life cycle. The errors,
+The module stays whole: everything in it is one broker's life cycle. The errors,
 :class:`BrokerConfig` and the API (:func:`start`, :func:`stop`, :func:`status`,
-``cli_main``) take ~370 lines; the rest are the private steps those share (the folder lock,
+``cli_main``) are its public part; the rest are the private steps those share (the folder lock,
 the pid checks, the storage format, the CDS archive, the readiness probes), which no other
 module uses.
 

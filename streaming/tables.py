@@ -133,9 +133,9 @@ PARTITION_COLUMN = "date"
 DERIVED_COLUMNS: tuple[str, ...] = ("event_time", PARTITION_COLUMN)
 #: The columns Delta keeps statistics of (min, max, null count: data skipping) in the tables
 #: with a row per partition, ``delta.dataSkippingStatsColumns``: what their audit queries
-#: filter on (``docs/tables.md``). Delta's default, the first 32 columns, computed every
-#: column's statistics row by row: ~8 % of the JVM's samples in a live 10,000-group run (JFR,
-#: 200,000 ``offset_commits`` rows a micro-batch). The other tables keep the default.
+#: filter on (``docs/tables.md``). Delta's default, the first 32 columns, computes every
+#: column's statistics row by row, a large share of the JVM's work when a micro-batch writes
+#: many ``offset_commits`` rows. The other tables keep the default.
 STATS_COLUMNS: dict[str, tuple[str, ...]] = {
     OFFSET_COMMITS: ("cluster", "group_id", "topic", "partition", "event_ts_ms"),
     PARTITION_LAG: ("cluster", "group_id", "topic", "partition", "event_ts_ms"),

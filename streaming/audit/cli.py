@@ -2,7 +2,7 @@
 
 Parsing imports nothing but the standard library (``--help`` is instant). Every subcommand
 but ``sql`` reads the tables with delta-rs in this process (:mod:`streaming.audit.lake`, no
-Spark: a local session alone takes ~10 s to start); ``sql`` runs on Spark SQL
+Spark: a local session alone takes seconds to start); ``sql`` runs on Spark SQL
 (:mod:`streaming.audit.queries`), as does any subcommand with ``--engine spark``, or with
 ``--engine auto`` when delta-rs cannot read the tables (a storage it lacks, a reader feature
 it lacks). Spark starts only after every argument has been checked, and a local

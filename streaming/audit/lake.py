@@ -1,6 +1,6 @@
 """The delta-rs side of ``rebalance-monitor audit``: every subcommand but ``sql``, without Spark.
 
-A local Spark session takes ~10 s to start; these questions touch a few columns of a few
+A local Spark session takes seconds to start; these questions touch a few columns of a few
 files, so :class:`LakeAudit` reads the Delta tables with delta-rs (``deltalake``) into
 Arrow and answers in this process. The semantics are those of :mod:`streaming.audit.queries`
 (numbered there), and both engines shape their answer with :mod:`streaming.audit.results`:

@@ -176,7 +176,7 @@ class DeltaSink:
             builder = builder.property(key, value)
         builder.execute()
         # load the new table's snapshot now (Delta caches it): the first micro-batch's
-        # appends would otherwise each reconstruct it (a Spark job, ~1-3 s here)
+        # appends would otherwise each reconstruct it (a Spark job each)
         DeltaTable.forPath(self.spark, path).detail().collect()
 
     def _check(self, table: str, path: str, expected: StructType) -> None:

@@ -277,7 +277,7 @@ class Sinks:
         started = time.monotonic()
         # on disk (the OS's page cache keeps it in memory when there is room): a block Spark
         # caches in its heap is pinned while a task reads it, and a partition of a backlog's
-        # batch bigger than the heap's share left the tasks that read it (a table's append,
+        # batch bigger than the heap's share leaves the tasks that read it (a table's append,
         # its sort) no memory at all
         df = df.persist(StorageLevel.DISK_ONLY)
         try:

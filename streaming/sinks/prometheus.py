@@ -121,8 +121,8 @@ class _Store:
     """Every series' value in plain dicts, turned into metric families at scrape time.
 
     ``prometheus_client``'s labelled metrics keep an object with its own lock per series,
-    about 1 KB each, and a group has tens of series: at 10,000 groups, half a gigabyte of
-    the driver.
+    and a group has tens of series: at many groups, those objects take much of the driver's
+    memory.
     Here a series is a dict entry: metric name -> ``(cluster, group)`` (None: the job's own
     series, without labels) -> labels -> value (for a histogram, its per-bucket counts and
     sum). A deleted group's series go with one ``pop`` per metric, and a family is built from
@@ -313,8 +313,8 @@ def _family(spec: MetricSpec, values: Mapping[_Labels, Any]) -> Metric:
 class _CachedExposition:
     """``prometheus_client``'s WSGI app, with each response kept until the store changes.
 
-    At 10,000 groups the exposition is tens of megabytes of text, seconds of the driver's
-    Python to render, while the series change only once per micro-batch. A response is kept
+    At many groups the exposition is a large text, long for the driver's Python to render,
+    while the series change only once per micro-batch. A response is kept
     per request (path, query, format and encoding asked for) and served again while
     :attr:`_Store.version` is the one it was rendered at (read once an update in progress is
     over), one rendering at a time: scrapes that arrive during a rendering wait for it
@@ -354,7 +354,7 @@ class _CachedExposition:
         kept = self._kept.get(key)
         if kept is None or kept[0] != self._stamp(names):
             # one rendering at a time: scrapes that arrive while one runs wait for it and
-            # take its response (a rendering of 10,000 groups outlasts a 50 ms scrape loop)
+            # take its response (at many groups a rendering outlasts a tight scrape loop)
             with self._rendering:
                 # before rendering, read once an update in progress is over: a change
                 # during the rendering re-renders at the next scrape
@@ -394,8 +394,8 @@ class _CachedExposition:
         if environ.get("QUERY_STRING") or not self._whole(environ):
             body = b"".join(self._app(environ, capture))
             return version, answer[0], answer[1], body
-        # the whole exposition: each family's text kept until the family changes (at
-        # 10,000 groups formatting every family took ~1.8 s, and the job's own series change
+        # the whole exposition: each family's text kept until the family changes (formatting
+        # every family is the cost of a scrape at many groups, and the job's own series change
         # with every check of the cluster); the format and encoding as the library chooses
         encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT") or "")
         body = b"".join(family.text(content_type, encoder) for family in self._families)

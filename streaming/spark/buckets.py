@@ -253,7 +253,7 @@ def balanced_keys(spark: SparkSession, buckets: int, partitions: int) -> list[st
     partitions: bucket ``b`` on partition ``b % partitions``. Spark places a key by
     ``pmod(hash(key), partitions)`` (Murmur3, SQL's ``hash``), and the plain names are far
     from even: of 8 names, 6 land on one of 2 partitions (of 64, 39), so one task of the
-    stateful step did most of the work. Each key is the plain name with the smallest salt
+    stateful step would do most of the work. Each key is the plain name with the smallest salt
     (``:<n>``) that lands where wanted, found with that same function."""
     if partitions < 1:
         raise ValueError(f"partitions: expected at least 1, got {partitions}")

@@ -1,6 +1,6 @@
 """The commit lane: offset commits decoded in the JVM and appended columnar, no Python.
 
-A real ``__consumer_offsets`` is ~99 % offset commits (record types 0 and 1): every consumer
+A real ``__consumer_offsets`` is almost all offset commits (record types 0 and 1): every consumer
 commits every partition it owns every few seconds. They take this lane::
 
     envelope rows ──► with_commit: ``commit`` = rm_offset_commit(key, value)   (JVM, jvm/udf)

@@ -11,7 +11,7 @@ a task imports on first use: the state API's client and its protobuf messages, p
 
 **Spark's zips off the path.** Spark puts ``pyspark.zip`` and ``py4j-*-src.zip`` first on
 the workers' ``PYTHONPATH``. Python cannot cache bytecode inside a zip, so the daemon
-compiled pyspark's modules from source on every start, and every task's
+compiles pyspark's modules from source on every start, and every task's
 ``setup_spark_files`` (``importlib.invalidate_caches()``) re-reads both zips' directories.
 In local mode those zips are copies of the pip-installed pyspark the driver runs (the same
 ``SPARK_HOME``), so :func:`without_spark_zips` drops them when that install is on the path,

@@ -23,14 +23,14 @@ event that names many groups (``topics``, ``end_offsets``, ``poll``; key: the cl
 one row per bucket of the stateful step its groups fall in, keyed by one of that bucket's
 groups (:func:`streaming.spark.buckets.bucket_heads`): the step applies the event to each of
 the bucket's groups it names. A row per group would copy the event once per group, and
-the event itself grows with the groups: at 10,000 groups one event's copies exceed what an
+the event itself grows with the groups: at many groups one event's copies exceed what an
 Arrow binary column holds (2 GiB). Records that name no group (unknown record
 types, unsupported event versions, a ``topics`` event without groups) keep one row with
 ``group_id`` null and ``record_type`` saying what they are: the job counts and drops them
 (explicit, never silent). ``record_type`` is the decoded class name (``OffsetCommit``,
 ``GroupMetadata``, ``GroupSnapshot``...), or ``CommitRun``.
 
-**Commits as runs.** A real ``__consumer_offsets`` is ~99 % offset commits, and the tracker
+**Commits as runs.** A real ``__consumer_offsets`` is almost all offset commits, and the tracker
 needs of them only each partition's latest commit and a short history of commit times (the
 crash rule, lag). The commit lane has decoded them already (``commit``); here a group's
 consecutive commits of one partition, between two of the group's other ``__consumer_offsets``
@@ -559,7 +559,7 @@ def _pack(runs: pa.Table) -> pa.Table:
     Why a row per group and not per run: the stateful step's input is turned into pandas by
     pyspark one row at a time (``itertuples``, then a frame of the rows of each key), so
     its cost follows the rows; a micro-batch of a cluster whose groups all commit has a run
-    for each committed partition, twenty times its groups."""
+    for each committed partition, many times its groups."""
     import numpy as np
 
     runs = runs.combine_chunks()
@@ -771,9 +771,9 @@ def decode_batches(
     (:func:`_fold`), and the runs are written after the last chunk. A chunk of a big cluster
     holds few commits of each partition (10,000 groups of 20 partitions committing every 5 s
     write 200,000 commits in a round, two chunks of :data:`CHUNK_ROWS`), so runs per chunk
-    were about one per commit: the stateful step got a million rows for a micro-batch of a
-    million records. Per task, it gets one per partition committed between two of its
-    group's other records. What stays in the worker is one row per open run."""
+    would be about one per commit: the stateful step would get a row per record. Per task,
+    it gets one per partition committed between two of its group's other records. What
+    stays in the worker is one row per open run."""
     seen: dict[str, int] = {}
     pending: pa.Table | None = None
     for chunk in _chunks(batches):

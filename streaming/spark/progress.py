@@ -10,7 +10,7 @@ history of latest offsets, in seconds.
 The report crosses from the JVM as its JSON, one call (:class:`_JsonProgress`). pyspark's own
 wrapper rebuilds it field by field, a Py4J call each (every state operator's and source's
 metrics), and the JVM resolves each call's name by reflection, a class path search per miss:
-a report per micro-batch made that a steady share of the job's CPU on a live cluster.
+a report per micro-batch makes that a steady share of the job's CPU on a live cluster.
 """
 
 from __future__ import annotations

@@ -68,8 +68,8 @@ DEFAULT_CONF: dict[str, str] = {
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
     ),
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # local mode: driver and executors share this heap; a 10,000-group steady backlog and
-    # the rebalance-storm backlog each fit in one micro-batch, and a bigger heap is only
+    # local mode: driver and executors share this heap; a steady backlog of many groups and
+    # a rebalance storm's backlog each fit in one micro-batch, and a bigger heap is only
     # filled, not faster; RocksDB's memory (off-heap) is capped apart
     "spark.driver.memory": "1g",
     # the micro-batch's rows are cached (Sinks.events_batch) in column batches of this many
@@ -215,7 +215,8 @@ def build_session(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # the JVM (local mode: launched from here) with fewer glibc malloc arenas: ~80 MB less
+    # the JVM (local mode: launched from here) with fewer glibc malloc arenas: less native
+    # memory beside the heap
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     if is_local_master(master):
         # the UI's address (Spark's WebUI reads SPARK_LOCAL_IP, else 0.0.0.0); LOCAL_BIND_CONF

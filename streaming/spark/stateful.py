@@ -166,9 +166,9 @@ def _processor_class() -> type:
                 yield step_frame(out)
             else:
                 frames = list(rows)
-                # a bucket's step makes ~10 objects per commit run, none part of a cycle: the
-                # cyclic collector paused meanwhile (it scanned the worker's heap over and
-                # over: ~20 % of the step's Python at 10,000 groups)
+                # a bucket's step makes several objects per commit run, none part of a cycle:
+                # the cyclic collector paused meanwhile (it would scan the worker's heap over
+                # and over, a large share of the step's Python at many groups)
                 yield from made_in_bulk(lambda: self._track(str(key[0]), frames))
 
         def _track(self, bucket_key: str, frames: list[pd.DataFrame]) -> list[pd.DataFrame]:

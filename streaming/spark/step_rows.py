@@ -293,7 +293,7 @@ def run_commit_frame(frames: Sequence[pd.DataFrame], cluster: str) -> pd.DataFra
     ``offset_commits`` rows of them, the record ``history="latest"`` keeps of each partition
     in the micro-batch (:func:`streaming.sinks.frames.commit_frame`; a tombstone after it is
     a row of its own, with a higher source offset). No Python step per row or per run:
-    commits are ~99 % of ``__consumer_offsets``."""
+    commits are almost all of ``__consumer_offsets``."""
     import numpy as np
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 

@@ -8,7 +8,7 @@ the Python traceback, and Spark matches that text with the regular expression
 ``py4j.protocol.Py4JJavaError: An error occurred while calling((.|\\r\\n|\\r|\\n)*)(<the
 interrupt exceptions>)`` (SPARK-39218). Java's regex engine recurses once per character of
 that group, and the traceback holds the whole Java stack of the interrupted call: with the
-JVM's 1 MB thread stacks ~2,000 characters are enough for a ``StackOverflowError``, which
+JVM's 1 MB thread stacks such a traceback is long enough for a ``StackOverflowError``, which
 then escapes Spark's handler. The stream thread dies with ``Exception in
 thread "stream execution thread ..." java.lang.StackOverflowError`` in the log, and the query
 ends with no exception recorded, a stop and a failure alike.

@@ -24,7 +24,7 @@ bounded by :class:`~streaming.tracking.config.TrackerConfig`, so a state's size 
 the group's members and partitions, never on how long it has been tracked.
 
 The Spark state store keeps :meth:`GroupState.encode`: the same dict as msgpack (msgspec's
-codec), a third smaller than JSON and faster both ways; every micro-batch of a cluster whose
+codec), smaller than JSON and faster both ways; every micro-batch of a cluster whose
 groups all commit reads and writes all of it through the state server and RocksDB.
 :meth:`GroupState.decode` still reads the JSON of a checkpoint written before. Most of the
 cost is :meth:`to_dict` and :meth:`from_dict`, which a declared Spark state schema would not

@@ -94,8 +94,8 @@ def audit_tables(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) 
     for r in batch0 + batch1:
         written.setdefault(r["group_id"], []).append(r)
 
-    # Delta rebuilds a table's snapshot in 50 tasks by default: minutes per commit on a
-    # loaded 2-core machine, seconds with 2 (a performance setting only)
+    # Delta rebuilds a table's snapshot in 50 tasks by default, slow on a small loaded
+    # machine; 2 are enough for these tables (a performance setting only)
     spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")
     base = tmp_path_factory.mktemp("audit") / "delta"
     sink = DeltaSink(spark, str(base), "audit-tests")

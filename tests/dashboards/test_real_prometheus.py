@@ -18,7 +18,7 @@ Prometheus (Debian's binary, the project's ``prometheus.yml`` and rules) scrapes
 second. Then every expression must parse and return at least one series: alert conditions
 are evaluated with their comparisons made ``bool`` (``promql.unthresholded``): the alerts
 rightly do not fire on healthy groups, and the ``bool`` form proves their selectors match;
-separately every rule must be loaded and evaluated healthy. About 10 s.
+separately every rule must be loaded and evaluated healthy.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ for this module against the ``kafka_broker`` fixture; every check the unit tier 
 stored fixtures (``tests/unit/streaming/test_golden_records.py``) then runs on these live
 records. The last tests compare the live capture with the stored fixtures, so that a broker
 or client upgrade that changes what the coordinator writes fails here instead of leaving
-the fixtures silently stale. About 30 s on two cores.
+the fixtures silently stale.
 """
 
 from __future__ import annotations

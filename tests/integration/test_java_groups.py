@@ -11,8 +11,7 @@ the collector's events as the job feeds it (:mod:`tests.integration.java_groups`
 For every rebalance row: the cause the step calls for, each departure judged by how the
 member went (kill -9: crash; close: graceful; a static member that does not come back:
 crash), the own strategy's assignment equal to the actual one, and moved, revoked,
-assigned and paused counts equal to what the members themselves reported. About a minute
-and a half on two cores (the groups' steps run side by side, about 65 s).
+assigned and paused counts equal to what the members themselves reported.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Each test plays one scenario with real consumer processes (kafka-python members, Java
 members for KIP-848) on the session broker and asserts what the members reported. The
 scenario's own checks must pass too; the assertions here restate the essential outcomes so
-that a weakened check cannot hide a regression. Whole file: about a minute and a half on two
-cores (the crash scenario runs with three assignors; session timeouts are 2 s, static and
-leave scenarios use 10 s sessions but never wait for them).
+that a weakened check cannot hide a regression. The crash scenario runs with three
+assignors; session timeouts are 2 s, and the static and leave scenarios use 10 s sessions but
+never wait for them.
 """
 
 from __future__ import annotations

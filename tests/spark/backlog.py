@@ -7,7 +7,7 @@ topic) and compare what the job wrote with what the clients themselves reported
 (:class:`streaming.simulate.scenarios.ScenarioResult`): an independent account of every
 generation, member id and assignment.
 
-Plays (group ``<prefix>-<n>-<scenario>``), about two minutes on two cores:
+Plays (group ``<prefix>-<n>-<scenario>``):
 
 * ``join-one-by-one`` (range, kafka-python): three joins, one rebalance each;
 * ``crash`` with range and roundrobin (kafka-python) and sticky (Java ``KafkaConsumer``):

@@ -134,8 +134,8 @@ def test_the_decode_and_the_stateful_step_share_one_daemon(
 ) -> None:
     """Spark keeps a worker daemon (and its idle workers) per set of worker environment
     variables; the map's runner adds ``SPARK_SIMPLIFIED_TRACEBACK`` where the stateful
-    step's does not, so with simplified tracebacks on, a local job ran two daemons and four
-    workers (~0.55 GiB more at 10,000 groups, docs/operations.md). The session's default
+    step's does not, so with simplified tracebacks on, a local job runs two daemons and twice
+    the workers, each holding the job's modules (docs/operations.md). The session's default
     turns them off: one daemon, and the step's tasks reuse the decode's idle workers."""
     inbox = tmp_path / "inbox"
     spark.createDataFrame([(f"k{i}", i) for i in range(8)], "k string, v long").write.parquet(

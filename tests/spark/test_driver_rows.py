@@ -29,8 +29,8 @@ def test_the_driver_gets_what_the_full_rows_give(
 ) -> None:
     """Also when a big batch's driver rows are split by group into pieces: each group's rows
     keep their order (the gauges follow the newest generation), and each piece is collected
-    on its own, so the driver never holds more than one piece's rows at once (a 10,000-group
-    batch collected at once ran the driver out of heap)."""
+    on its own, so the driver never holds more than one piece's rows at once (a big batch
+    collected at once can run the driver out of heap)."""
     from streaming.sinks import micro_batch
     from streaming.sinks.micro_batch import Sinks
     from streaming.sinks.prometheus import PrometheusSink

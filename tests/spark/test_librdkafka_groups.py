@@ -14,8 +14,6 @@ the membership topic and writes its Delta tables, which are checked per rebalanc
   (``server.log``, :mod:`tests.broker_log`), every row, not only the scripted steps;
 * no own-strategy divergence: range, roundrobin and cooperative-sticky judged against
   librdkafka's own variants.
-
-About 50 s of play and a minute of Spark on two cores.
 """
 
 from __future__ import annotations
