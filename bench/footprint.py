@@ -95,6 +95,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,7 +189,7 @@ class Model:
                 ],
             }
             committed[group_id] = {
-                (topic, p): (self.end_offset(p, poll) - 10, "", 0) for p in parts
+                (topic, p): (self.end_offset(topic, p, poll) - 10, "", 0) for p in parts
             }
         metas = [
             {
@@ -210,7 +211,9 @@ class Model:
             for t in self.topics()
         ]
         offsets = {
-            (t, p): self.end_offset(p, poll) for t in self.topics() for p in range(self.partitions)
+            (t, p): self.end_offset(t, p, poll)
+            for t in self.topics()
+            for p in range(self.partitions)
         }
         return AdminAnswers(
             snapshot_ts_ms=ts,
@@ -225,9 +228,17 @@ class Model:
         )  # fmt: skip
 
     @staticmethod
-    def end_offset(partition: int, poll: int) -> int:
-        """A producer moving every partition: ~40 records a second each."""
-        return 5_000_000 + partition * 1_000 + poll * (200 + partition % 7)
+    def end_offset(topic: str, partition: int, poll: int) -> int:
+        """A producer moving every partition, each at its own pace: a partition's offsets
+        start anywhere below 10^10 (a topic's age) and grow by 1 to 100 records a second
+        (its share of the traffic), a little unevenly from poll to poll, as a real
+        cluster's do (offsets alike across partitions would compress better than any real
+        cluster's)."""
+        seed = zlib.crc32(f"{topic}/{partition}".encode())
+        base = seed * 2 % 10_000_000_000
+        rate = 1 + seed % 100
+        jitter = zlib.crc32(poll.to_bytes(8, "little"), seed) % rate
+        return base + poll * POLL_S * rate + jitter
 
 
 # -- bytes ----------------------------------------------------------------------------------

@@ -390,11 +390,28 @@ class TopicsEventV2(_EnvelopeV2, frozen=True, kw_only=True):
 
 class TopicEndOffsets(_Model, frozen=True, kw_only=True):
     """End offsets of some partitions of one topic: ``end_offsets[i]`` is partition
-    ``partitions[i]``'s."""
+    ``partitions[i]``'s; ``moved_by[i]`` is how far partition ``moved_partitions[i]``'s
+    moved since the previous event."""
 
     topic: TopicName
     partitions: list[PartitionId] = []
     end_offsets: list[Count] = []
+    moved_partitions: Annotated[
+        list[PartitionId],
+        msgspec.Meta(
+            description="Partitions given as a change (``moved_by``) rather than an end "
+            "offset: a partition whose end offset the previous event gave, of a topic "
+            "consumed by the same groups as then. Added within version 2."
+        ),
+    ] = []
+    moved_by: Annotated[
+        list[int],
+        msgspec.Meta(
+            description="``moved_by[i]``: partition ``moved_partitions[i]``'s end offset "
+            "less its end offset as of ``previous_end_offsets_ts_ms`` (negative: the log "
+            "was truncated). Added within version 2."
+        ),
+    ] = []
 
 
 class EndOffsetsEvent(_EnvelopeV2, frozen=True, kw_only=True):
@@ -417,6 +434,15 @@ class EndOffsetsEvent(_EnvelopeV2, frozen=True, kw_only=True):
             "end_offsets record (every consumed topic); else what ``full`` says holds for "
             "these topics only, and a partition of another topic is another chunk's. Added "
             "within version 2: readers take a missing field as null."
+        ),
+    ] = None
+    previous_end_offsets_ts_ms: Annotated[
+        TsMs | None,
+        msgspec.Meta(
+            description="Of an event that is not ``full``: the ``end_offsets_ts_ms`` of the "
+            "collector's previous ``end_offsets`` event, the one the ``moved_by`` changes are "
+            "against; null on a ``full`` event. Added within version 2: readers take a "
+            "missing field as null."
         ),
     ] = None
     topics: list[TopicEndOffsets] = []

@@ -117,6 +117,14 @@ class Changes:
     poll_event_ts_ms: int | None = None
     end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     full_ts_ms: int | None = None
+    end_offsets_ts_ms: int | None = None
+    """The ``end_offsets_ts_ms`` of the last ``end_offsets`` event."""
+    reaches: list[dict[str, frozenset[str]]] = field(default_factory=list)
+    """The groups consuming each topic as of the last :data:`STEADY_EVENTS` ``end_offsets``
+    events, newest last."""
+    failed_topics: frozenset[str] = frozenset()
+    """The topics whose end offsets the last ``end_offsets`` event could not give (readers
+    have no end offset of its time to add a change to)."""
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     topics_digests: dict[int, str] = field(default_factory=dict)
     """The digest of the ``topics`` chunk last published under each chunk key."""
@@ -326,33 +334,51 @@ class Changes:
     ) -> list[MembershipEvent]:
         """The ``end_offsets`` event in chunks of at most ``chunk_bytes``, every chunk at
         every call; each covers its topics (``covered_topics``, null when there is one) and
-        names the groups consuming them."""
+        names the groups consuming them.
+
+        Unless ``full``, a moved partition is given as its change since the last event
+        (``moved_by``) when that event gave it and its topic was consumed by the same
+        groups in the last :data:`STEADY_EVENTS` events; otherwise (a group newly on the
+        topic has no end offset to add a change to) as its end offset. A change is a
+        few digits where an end offset is many, most of what the event weighs."""
         assert answers.end_offsets_ts_ms is not None
         by_group = consumed_partitions(answers.descriptions, answers.committed)
         consumed = set().union(*by_group.values())
         ts = answers.snapshot_ts_ms
         full = self.full_ts_ms is None or ts - self.full_ts_ms >= self.full_interval_ms
         known = {tp: o for tp, o in answers.end_offsets.items() if tp in consumed}
+        reach = _reach({g: sorted({t for t, _ in tps}) for g, tps in by_group.items()})
+        base: dict[tuple[str, int], int] = {}
         if full:
             self.full_ts_ms = ts
             moved = known
             self.end_offsets = dict(known)
         else:
             moved = {tp: o for tp, o in known.items() if self.end_offsets.get(tp) != o}
+            steady = {
+                t
+                for t in {t for t, _ in moved}
+                if len(self.reaches) == STEADY_EVENTS
+                and all(r.get(t) == reach[t] for r in self.reaches)
+                and t not in self.failed_topics
+            }
+            base = {
+                tp: self.end_offsets[tp]
+                for tp in moved
+                if tp[0] in steady and tp in self.end_offsets
+            }
             self.end_offsets.update(moved)
             for tp in set(self.end_offsets) - consumed:
                 del self.end_offsets[tp]
+        previous_ts = None if full else self.end_offsets_ts_ms
+        self.end_offsets_ts_ms = answers.end_offsets_ts_ms
+        self.reaches = [*self.reaches, reach][-STEADY_EVENTS:]
+        failed = [i for i in issues if i.stage == "list_partition_offsets"]
+        self.failed_topics = frozenset(i.topic for i in failed if i.topic is not None)
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for (topic, partition), offset in sorted(moved.items()):
             by_topic.setdefault(topic, []).append((partition, offset))
-        entries = {
-            t: wire.TopicEndOffsets(
-                topic=t, partitions=[p for p, _ in parts], end_offsets=[o for _, o in parts]
-            )
-            for t, parts in by_topic.items()
-        }
-        reach = _reach({g: sorted({t for t, _ in tps}) for g, tps in by_group.items()})
-        failed = [i for i in issues if i.stage == "list_partition_offsets"]
+        entries = {t: _topic_end_offsets(t, parts, base) for t, parts in by_topic.items()}
         topic_issues, other_issues = _issues_by_topic(failed, reach)
         fixed = wire.EndOffsetsEvent(
             **envelope,
@@ -362,6 +388,7 @@ class Changes:
             end_offsets_ts_ms=answers.end_offsets_ts_ms,
             full=full,
             covered_topics=[],
+            previous_end_offsets_ts_ms=previous_ts,
             errors=other_issues,
         )
         pieces = [
@@ -387,6 +414,7 @@ class Changes:
                 end_offsets_ts_ms=answers.end_offsets_ts_ms,
                 full=full,
                 covered_topics=None if len(chunks) == 1 else list(chunk.topics),
+                previous_end_offsets_ts_ms=previous_ts,
                 topics=[entries[t] for t in chunk.topics if t in entries],
                 errors=[i for t in chunk.topics for i in topic_issues.get(t, ())]
                 + (other_issues if index == 0 else []),
@@ -408,6 +436,26 @@ class Changes:
 
 #: A chunk index as wide as any: the fixed part of a chunk is measured with it.
 _WIDEST = 999_999
+#: ``end_offsets`` events in a row a topic is consumed by the same groups before its moved
+#: partitions are given as changes: a group that joined the topic has had the end offsets
+#: by then, even if it read the event of its join before its first commit on the topic.
+STEADY_EVENTS = 2
+
+
+def _topic_end_offsets(
+    topic: str, parts: Sequence[tuple[int, int]], base: Mapping[tuple[str, int], int]
+) -> wire.TopicEndOffsets:
+    """One topic's moved partitions: changes against ``base`` where it has them, else end
+    offsets."""
+    given = [(p, o) for p, o in parts if (topic, p) not in base]
+    moves = [(p, o - base[(topic, p)]) for p, o in parts if (topic, p) in base]
+    return wire.TopicEndOffsets(
+        topic=topic,
+        partitions=[p for p, _ in given],
+        end_offsets=[o for _, o in given],
+        moved_partitions=[p for p, _ in moves],
+        moved_by=[d for _, d in moves],
+    )
 
 
 def _reach(topics_by_group: Mapping[str, Sequence[str]]) -> dict[str, frozenset[str]]:

@@ -175,13 +175,25 @@ def _heartbeat(e: wire.HeartbeatEvent) -> GroupHeartbeat:
 
 def _end_offsets(e: wire.EndOffsetsEvent) -> EndOffsetsSnapshot:
     offsets: list[tuple[str, int, int]] = []
+    moves: list[tuple[str, int, int]] = []
     for i, t in enumerate(e.topics):
         if len(t.partitions) != len(t.end_offsets):
             raise MembershipEventError(
                 f"topics[{i}].end_offsets",
                 f"{len(t.end_offsets)} end offsets for {len(t.partitions)} partitions",
             )
+        if len(t.moved_partitions) != len(t.moved_by):
+            raise MembershipEventError(
+                f"topics[{i}].moved_by",
+                f"{len(t.moved_by)} changes for {len(t.moved_partitions)} partitions",
+            )
         offsets.extend((t.topic, p, o) for p, o in zip(t.partitions, t.end_offsets, strict=True))
+        moves.extend((t.topic, p, d) for p, d in zip(t.moved_partitions, t.moved_by, strict=True))
+    if moves and (e.full or e.previous_end_offsets_ts_ms is None):
+        raise MembershipEventError(
+            "previous_end_offsets_ts_ms",
+            "changes (moved_by) need the previous event's time, and a full event has none",
+        )
     return EndOffsetsSnapshot(
         **_envelope(e),
         group_ids=tuple(e.group_ids),
@@ -189,6 +201,8 @@ def _end_offsets(e: wire.EndOffsetsEvent) -> EndOffsetsSnapshot:
         full=e.full,
         offsets=tuple(offsets),
         covered_topics=None if e.covered_topics is None else frozenset(e.covered_topics),
+        moves=tuple(moves),
+        previous_end_offsets_ts_ms=None if e.full else e.previous_end_offsets_ts_ms,
     )
 
 

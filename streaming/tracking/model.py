@@ -196,10 +196,12 @@ class GroupSeen:
 @dataclass(frozen=True, slots=True)
 class EndOffsetsSnapshot:
     """An ``end_offsets`` event (schema version 2): ``offsets`` ``(topic, partition, end
-    offset)`` read at ``end_offsets_ts_ms``; unless ``full``, every other partition the
-    tracker knows kept its end offset, except on the topics named by ``errors``. A chunk of
-    the event (``covered_topics`` not None) is about its covered topics only: the other
-    partitions are another chunk's."""
+    offset)`` read at ``end_offsets_ts_ms``, and ``moves`` ``(topic, partition, change)``:
+    the end offset less the one as of ``previous_end_offsets_ts_ms`` (the collector's
+    previous event); unless ``full``, every other partition the tracker knows kept its end
+    offset, except on the topics named by ``errors``. A chunk of the event
+    (``covered_topics`` not None) is about its covered topics only: the other partitions
+    are another chunk's."""
 
     cluster: str
     kafka_cluster_id: str | None
@@ -212,6 +214,8 @@ class EndOffsetsSnapshot:
     offsets: tuple[tuple[str, int, int], ...]
     schema_version: int = 2
     covered_topics: frozenset[str] | None = None
+    moves: tuple[tuple[str, int, int], ...] = ()
+    previous_end_offsets_ts_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -778,13 +778,24 @@ def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
     """Version 2's end offsets: a point per partition of the topics the group touches, the
     partitions not repeated (unless ``full``) at the end offset they had, except on topics
     whose end offsets could not be read and, for a chunk of the event, on topics it does
-    not cover (another chunk's); a lag row per committed partition."""
+    not cover (another chunk's); a lag row per committed partition.
+
+    A change (``moves``) applies to the end offset the group had as of the previous event
+    (``previous_end_offsets_ts_ms``). A partition whose newest point is not of that event
+    (the group missed it) is neither moved nor repeated: its end offset ages until a
+    ``full`` event gives it again, rather than being carried on from a base the collector
+    did not count from."""
     state, config, interest = ctx.state, ctx.config, ctx.interest
     measured = ev.end_offsets_ts_ms
     for tp in [tp for tp in state.end_offsets if tp.topic not in interest]:
         del state.end_offsets[tp]
     given = {TopicPartition(t, p): o for t, p, o in ev.offsets if t in interest}
     if not ev.full:
+        previous = ev.previous_end_offsets_ts_ms
+        for t, p, change in ev.moves:
+            history = state.end_offsets.get(TopicPartition(t, p))
+            if t in interest and history and history[-1][0] == previous:
+                given[TopicPartition(t, p)] = history[-1][1] + change
         failed = {i.topic for i in ev.errors if i.topic is not None}
         covered = ev.covered_topics
         for tp, history in state.end_offsets.items():
@@ -793,6 +804,7 @@ def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
                 and tp.topic not in failed
                 and (covered is None or tp.topic in covered)
                 and history
+                and (previous is None or history[-1][0] == previous)
             ):
                 given[tp] = history[-1][1]
     rows: list[TrackerEvent] = []

@@ -169,7 +169,8 @@ def test_version_2_docs_examples_parse() -> None:
     assert isinstance(poll, GroupsPolled) and routing_keys(poll) == ("orders", "payments")
     assert isinstance(beat, GroupHeartbeat) and beat.digest == group.digest
     assert isinstance(offsets, EndOffsetsSnapshot) and not offsets.full
-    assert offsets.offsets == (("orders", 0, 57), ("orders", 2, 12))
+    assert offsets.offsets == (("orders", 2, 12),) and offsets.moves == (("orders", 0, 31),)
+    assert offsets.previous_end_offsets_ts_ms == 1795238759426
     assert routing_keys(offsets) == ("orders",)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from assign_core.model import TopicPartition
 from streaming.collector import AdminAnswers
 from streaming.collector.changes import Changes
 from streaming.tracking import GroupState, Observation
@@ -93,7 +94,8 @@ def committed(tp: tuple[str, int], step: int) -> tuple[int, str, int]:
 
 def run(chunk_bytes: int) -> tuple[dict[str, Tracker], dict[str, int]]:
     """Every group's tracker after six polls (a full end offsets event at the first and the
-    last), and how many records of each kind the polls published."""
+    last), and how many records of each kind the polls published (``moves``: how many
+    partitions came as a change)."""
     changes = Changes(
         cluster=CLUSTER,
         heartbeat_interval_ms=60 * S,
@@ -123,6 +125,8 @@ def run(chunk_bytes: int) -> tuple[dict[str, Tracker], dict[str, int]]:
             payload = parse_membership_json(value)
             kind = "tombstone" if value is None else str(event.value["event_type"])  # type: ignore[index]
             counts[kind] = counts.get(kind, 0) + 1
+            if isinstance(payload, EndOffsetsSnapshot):
+                counts["moves"] = counts.get("moves", 0) + len(payload.moves)
             targets = routing_keys(payload)  # type: ignore[arg-type]
             if not targets and hasattr(payload, "group_id"):
                 targets = (payload.group_id,)
@@ -185,3 +189,60 @@ def test_a_chunk_carries_forward_only_the_partitions_of_its_covered_topics() -> 
         assert {t for t, _, _ in chunk.offsets} <= chunk.covered_topics
         covered += sorted(chunk.covered_topics)
     assert covered == TOPICS  # each topic covered once
+
+
+def test_changes_leave_every_group_what_end_offsets_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same polls with moved partitions given as changes (from the third poll on) and
+    given as end offsets: every group ends with the same state and the same rows."""
+    from streaming.collector import changes as changes_module
+
+    with_changes, counts = run(CHUNK_BYTES)
+    assert counts["moves"] > 0
+    monkeypatch.setattr(changes_module, "STEADY_EVENTS", 1_000)  # never steady: end offsets
+    without, plain_counts = run(CHUNK_BYTES)
+    assert plain_counts.get("moves", 0) == 0
+    for g in without:
+        assert _state(with_changes[g]) == _state(without[g]), g
+        assert _rows(with_changes[g]) == _rows(without[g]), g
+
+
+def _end_offsets(ts: int, offsets: Any, *, moves: Any = (), previous: int | None) -> Any:
+    return EndOffsetsSnapshot(
+        cluster=CLUSTER,
+        kafka_cluster_id="c1",
+        snapshot_id=str(ts),
+        snapshot_ts_ms=ts - 20,
+        errors=(),
+        group_ids=("g",),
+        end_offsets_ts_ms=ts,
+        full=previous is None,
+        offsets=tuple(offsets),
+        moves=tuple(moves),
+        previous_end_offsets_ts_ms=previous,
+    )
+
+
+def test_a_group_that_missed_the_previous_event_waits_for_a_full_one() -> None:
+    """A change adds to the end offset as of the previous event; a group whose newest end
+    offset is older (it missed that event) takes neither the change nor a repetition: the
+    partition's end offset ages until a full event gives it."""
+    tracker = Tracker(state=GroupState.new(CLUSTER, "g"))
+    ts = [T0 + i * 30 * S for i in range(5)]
+    n = iter(range(100))
+
+    def feed(payload: Any, at: int) -> None:
+        source = "offsets" if not isinstance(payload, EndOffsetsSnapshot) else "membership"
+        tracker.feed([Observation(source, 0, next(n), at, payload)], now_ms=at)
+
+    def newest() -> tuple[int, int]:
+        return tracker.state.end_offsets[TopicPartition("t", 0)][-1]
+
+    feed(commit("t", 0, 100, ts=ts[0] - S, group="g"), ts[0] - S)
+    feed(_end_offsets(ts[0], [("t", 0, 150)], previous=None), ts[0])
+    feed(_end_offsets(ts[1], [], moves=[("t", 0, 10)], previous=ts[0]), ts[1])
+    assert newest() == (ts[1], 160)
+    # the event at ts[2] never reached this group
+    feed(_end_offsets(ts[3], [], moves=[("t", 0, 5)], previous=ts[2]), ts[3])
+    assert newest() == (ts[1], 160)
+    feed(_end_offsets(ts[4], [("t", 0, 171)], previous=None), ts[4])
+    assert newest() == (ts[4], 171)
