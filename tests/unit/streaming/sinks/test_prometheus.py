@@ -375,19 +375,25 @@ def test_start_binds_a_free_port_and_serves_health_metrics(sink: PrometheusSink)
     assert value(scrape(sink), "rebalance_monitor_kafka_up") == 1
 
 
+@pytest.fixture
+def renders(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What each rendering of the exposition from now on was kept against, in order."""
+    render = _CachedExposition._render
+    stamps: list[Any] = []
+
+    def counted(self: Any, environ: Any, stamp: Any) -> Any:
+        stamps.append(stamp)
+        return render(self, environ, stamp)
+
+    monkeypatch.setattr(_CachedExposition, "_render", counted)
+    return stamps
+
+
 def test_a_scrape_of_an_unchanged_store_is_served_from_its_last_rendering(
-    sink: PrometheusSink, monkeypatch: pytest.MonkeyPatch
+    sink: PrometheusSink, renders: list[Any]
 ) -> None:
     """Rendering is the cost of a scrape at many groups: the store renders once per change,
     whatever the number of scrapes, and every change is served."""
-    render = _CachedExposition._render
-    renders: list[int] = []
-
-    def counted(self: Any, environ: Any, version: int) -> Any:
-        renders.append(version)
-        return render(self, environ, version)
-
-    monkeypatch.setattr(_CachedExposition, "_render", counted)
     sink.record_batch(1.0, 10, 0, 1_700_000_000.0, batch_id=0)
     first = [scrape(sink) for _ in range(3)]
     assert len(renders) == 1 and first[0] == first[1] == first[2]
@@ -499,7 +505,7 @@ def test_a_scrape_restricted_by_name_builds_only_that_family(
 
 
 def test_a_restricted_scrape_is_rendered_again_only_when_its_families_change(
-    monkeypatch: pytest.MonkeyPatch,
+    renders: list[Any],
 ) -> None:
     """The ages set before each scrape change the store at every scrape; a scrape of
     ``name[]=kafka_consumergroup_generation`` is still rendered once per change of the
@@ -507,14 +513,6 @@ def test_a_restricted_scrape_is_rendered_again_only_when_its_families_change(
     clock = iter(range(1_700_000_000, 1_700_001_000))
     s = PrometheusSink(max_remembered_events=1000, clock=lambda: float(next(clock)))
     s.start(port=0)
-    render = _CachedExposition._render
-    renders: list[Any] = []
-
-    def counted(self: Any, environ: Any, stamp: Any) -> Any:
-        renders.append(stamp)
-        return render(self, environ, stamp)
-
-    monkeypatch.setattr(_CachedExposition, "_render", counted)
     url = f"http://127.0.0.1:{s.port}/metrics?name[]=kafka_consumergroup_generation"
 
     def generations() -> list[float]:
