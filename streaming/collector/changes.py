@@ -336,11 +336,12 @@ class Changes:
         every call; each covers its topics (``covered_topics``, null when there is one) and
         names the groups consuming them.
 
-        Unless ``full``, a moved partition is given as its change since the last event
-        (``moved_by``) when that event gave it and its topic was consumed by the same
-        groups in the last :data:`STEADY_EVENTS` events; otherwise (a group newly on the
-        topic has no end offset to add a change to) as its end offset. A change is a
-        few digits where an end offset is many, most of what the event weighs."""
+        Unless ``full``, the partitions of a *steady* topic (consumed by the same groups in
+        the last :data:`STEADY_EVENTS` events, its end offsets read in the last one) that
+        moved, each as its change since the last event (``moved_by``) when that event gave
+        it; every partition of any other topic, as its end offset (a group newly on the
+        topic has no end offset to add a change to). A change is a few digits where an
+        end offset is many, most of what the event weighs."""
         assert answers.end_offsets_ts_ms is not None
         by_group = consumed_partitions(answers.descriptions, answers.committed)
         consumed = set().union(*by_group.values())
@@ -354,13 +355,19 @@ class Changes:
             moved = known
             self.end_offsets = dict(known)
         else:
-            moved = {tp: o for tp, o in known.items() if self.end_offsets.get(tp) != o}
             steady = {
                 t
-                for t in {t for t, _ in moved}
+                for t in reach
                 if len(self.reaches) == STEADY_EVENTS
                 and all(r.get(t) == reach[t] for r in self.reaches)
                 and t not in self.failed_topics
+            }
+            # a topic not steady: every partition, as its end offset (a group new on the
+            # topic, or one whose last read failed, has none as of the last event)
+            moved = {
+                tp: o
+                for tp, o in known.items()
+                if tp[0] not in steady or self.end_offsets.get(tp) != o
             }
             base = {
                 tp: self.end_offsets[tp]

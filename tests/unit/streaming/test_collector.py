@@ -1324,21 +1324,44 @@ def test_changes_publish_end_offsets_that_moved_and_all_of_them_at_the_full_cade
     )
     assert second["full"] is False
     assert second["previous_end_offsets_ts_ms"] == first["end_offsets_ts_ms"]
-    assert second["topics"] == [  # too soon after the first event for a change
+    # too soon after the first event for changes: every partition, as its end offset
+    assert [(t["topic"], t["partitions"]) for t in second["topics"]] == [
+        (t["topic"], t["partitions"]) for t in first["topics"]
+    ]
+    assert {
+        (t["topic"], p): o
+        for t in second["topics"]
+        for p, o in zip(t["partitions"], t["end_offsets"], strict=True)
+    } == {tp: o for tp, o in moved.items() if tp[0] in {t["topic"] for t in first["topics"]}}
+    third_moved = dict(moved)
+    third_moved[(topic, partition)] = value + 9
+    third = offsets(
+        dataclasses.replace(
+            one, snapshot_ts_ms=one.snapshot_ts_ms + 45_000, end_offsets=third_moved
+        ),
+        "3",
+    )
+    assert third["topics"] == [
         {
             "topic": topic,
-            "partitions": [partition],
-            "end_offsets": [value + 7],
-            "moved_partitions": [],
-            "moved_by": [],
+            "partitions": [],
+            "end_offsets": [],
+            "moved_partitions": [partition],
+            "moved_by": [2],
         }
     ]
-    third = offsets(
-        dataclasses.replace(one, snapshot_ts_ms=one.snapshot_ts_ms + 45_000, end_offsets=moved), "3"
+    still = offsets(
+        dataclasses.replace(
+            one, snapshot_ts_ms=one.snapshot_ts_ms + 50_000, end_offsets=third_moved
+        ),
+        "3b",
     )
-    assert third["topics"] == []  # nothing moved: published all the same (freshness)
+    assert still["topics"] == []  # nothing moved: published all the same (freshness)
     fourth = offsets(
-        dataclasses.replace(one, snapshot_ts_ms=one.snapshot_ts_ms + 60_000, end_offsets=moved), "4"
+        dataclasses.replace(
+            one, snapshot_ts_ms=one.snapshot_ts_ms + 60_000, end_offsets=third_moved
+        ),
+        "4",
     )
     assert fourth["full"] is True
     assert sum(len(t["partitions"]) for t in fourth["topics"]) == sum(
@@ -1348,9 +1371,9 @@ def test_changes_publish_end_offsets_that_moved_and_all_of_them_at_the_full_cade
 
 def test_changes_give_a_moved_partition_as_its_change_once_its_topic_is_steady() -> None:
     """A partition the previous event gave, on a topic the same groups consumed in the two
-    events before, moves by its change; a topic a group newly consumes gets end offsets
-    (the group has none to add a change to), and so does a topic whose end offsets could
-    not be read in the previous event."""
+    events before, moves by its change; every partition of a topic a group newly consumes
+    goes as its end offset (the group has none to add a change to), and so does every
+    partition of a topic whose end offsets could not be read in the previous event."""
     from streaming.collector.changes import Changes
 
     changes = Changes(cluster="c", heartbeat_interval_ms=60_000, full_interval_ms=600_000)
@@ -1384,7 +1407,10 @@ def test_changes_give_a_moved_partition_as_its_change_once_its_topic_is_steady()
     failed = offsets({tp: 20}, 90, failed=tp[0])
     assert tp[0] not in {t["topic"] for t in failed["topics"]}
     after = offsets({tp: 25}, 120)
-    assert [(t["partitions"], t["moved_partitions"]) for t in after["topics"]] == [([tp[1]], [])]
+    topic_partitions = sorted(p for t, p in one.end_offsets if t == tp[0])
+    assert [(t["partitions"], t["moved_partitions"]) for t in after["topics"]] == [
+        (topic_partitions, [])
+    ]
 
 
 def test_gather_asks_offset_fetch_only_for_groups_new_or_whose_state_moved() -> None:
@@ -1703,6 +1729,8 @@ def test_chunk_keys_stay_put_and_dropped_chunks_get_tombstones() -> None:
     before = {r.key: r.value for r in _records(published, "topics")}
     full_ends = [r.key for r in _records(published, "end_offsets")]
     assert len(full_ends) >= 2
+    # the next publishing gives every partition again (too soon for changes)
+    published += split.events(wide_answers(ts + 15_000), snapshot_id="1b")
     # one topic's leader moved: its chunk only, under the same key
     leaders = {"topic-013": 3}
     moved = split.events(wide_answers(ts + 30_000, leaders=leaders), snapshot_id="2")
