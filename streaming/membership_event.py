@@ -400,8 +400,9 @@ class TopicEndOffsets(_Model, frozen=True, kw_only=True):
         list[PartitionId],
         msgspec.Meta(
             description="Partitions given as a change (``moved_by``) rather than an end "
-            "offset: a partition whose end offset the previous event gave, of a topic "
-            "consumed by the same groups as then. Added within version 2."
+            "offset: partitions that moved, whose end offset the previous event gave, of a "
+            "topic consumed by the same groups in the two events before and whose end "
+            "offsets the previous one read. Added within version 2."
         ),
     ] = []
     moved_by: Annotated[

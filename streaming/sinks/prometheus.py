@@ -325,8 +325,9 @@ class _CachedExposition:
     asked for, and is kept until one of those families changes (:meth:`_stamp`): the ages
     set before each scrape change the store, not the families such a scrape asks for."""
 
-    #: Responses kept at most (one per distinct request).
-    KEPT = 16
+    #: Responses kept at most, one per distinct request (a scraper's, a dashboard's): at
+    #: many groups a whole exposition is a large text.
+    KEPT = 4
 
     def __init__(
         self,
@@ -383,7 +384,7 @@ class _CachedExposition:
         return self._store.version
 
     def _render(
-        self, environ: dict[str, Any], version: Any
+        self, environ: dict[str, Any], stamp: Any
     ) -> tuple[Any, str, list[tuple[str, str]], bytes]:
         answer: list[Any] = []
 
@@ -393,7 +394,7 @@ class _CachedExposition:
 
         if environ.get("QUERY_STRING") or not self._whole(environ):
             body = b"".join(self._app(environ, capture))
-            return version, answer[0], answer[1], body
+            return stamp, answer[0], answer[1], body
         # the whole exposition: each family's text kept until the family changes (formatting
         # every family is the cost of a scrape at many groups, and the job's own series change
         # with every check of the cluster); the format and encoding as the library chooses
@@ -405,7 +406,7 @@ class _CachedExposition:
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING") or ""):
             body = gzip.compress(body)
             headers.append(("Content-Encoding", "gzip"))
-        return version, "200 OK", headers, body
+        return stamp, "200 OK", headers, body
 
     @staticmethod
     def _whole(environ: dict[str, Any]) -> bool:
