@@ -100,9 +100,11 @@ def test_the_job_measures_each_partition_against_its_own_chunk(
     for group, tps in consumed.items():
         _commit(bootstrap, group, tps)
 
-    # two polls after the commits (record time): all end offsets, then those of the last
-    # six topics moved (the last chunk's), the others not
+    # three polls after the commits (record time): all end offsets, twice (the second is
+    # too soon for changes), then those of the last six topics moved (the last chunk's, as
+    # changes), the others not
     ts1 = int(time.time() * 1000) + 1_000
+    ts_mid = ts1 + 15_000
     ts2 = ts1 + 30_000
     first = {(t, p): 100 + 10 * i + p for i, t in enumerate(topics) for p in range(PARTITIONS)}
     second = {tp: o + (50 if tp[0] in topics[-6:] else 0) for tp, o in first.items()}
@@ -110,14 +112,16 @@ def test_the_job_measures_each_partition_against_its_own_chunk(
         cluster="local", heartbeat_interval_ms=60_000, full_interval_ms=600_000, chunk_bytes=1024
     )
     events = changes.events(_answers(ts1, topics, consumed, first), snapshot_id="p1")
+    events += changes.events(_answers(ts_mid, topics, consumed, first), snapshot_id="p1b")
     events += changes.events(_answers(ts2, topics, consumed, second), snapshot_id="p2")
     ends = [
         e.value for e in events if e.value is not None and e.value["event_type"] == "end_offsets"
     ]
-    assert {e["snapshot_id"] for e in ends if e["chunks"] >= 2} == {"p1", "p2"}
+    assert {e["snapshot_id"] for e in ends if e["chunks"] >= 2} == {"p1", "p1b", "p2"}
     assert all(wide in e["group_ids"] for e in ends)
     moved = [e for e in ends if e["snapshot_id"] == "p2" and e["topics"]]
     assert moved and all(e["chunk"] > 0 for e in moved)  # another chunk comes first
+    assert all(t["moved_by"] and not t["partitions"] for e in moved for t in e["topics"])
     collector = Collector(CollectorConfig(bootstrap_servers=bootstrap, topic=membership))
     try:
         assert collector.publish(events) == len(events)
@@ -153,6 +157,6 @@ def test_the_job_measures_each_partition_against_its_own_chunk(
         (g, t, p, ts + 10, offsets[(t, p)], COMMITTED)
         for g, tps in consumed.items()
         for t, p in tps
-        for ts, offsets in ((ts1, first), (ts2, second))
+        for ts, offsets in ((ts1, first), (ts_mid, first), (ts2, second))
     }
     assert got == want
