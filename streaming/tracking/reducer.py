@@ -793,9 +793,12 @@ def _end_offsets_snapshot(ctx: Context, ev: EndOffsetsSnapshot) -> None:
     if not ev.full:
         previous = ev.previous_end_offsets_ts_ms
         for t, p, change in ev.moves:
-            history = state.end_offsets.get(TopicPartition(t, p))
-            if t in interest and history and history[-1][0] == previous:
-                given[TopicPartition(t, p)] = history[-1][1] + change
+            if t not in interest:
+                continue
+            tp = TopicPartition(t, p)
+            history = state.end_offsets.get(tp)
+            if history and history[-1][0] == previous:
+                given[tp] = history[-1][1] + change
         failed = {i.topic for i in ev.errors if i.topic is not None}
         covered = ev.covered_topics
         for tp, history in state.end_offsets.items():
