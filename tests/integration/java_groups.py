@@ -519,7 +519,9 @@ def member_view(
 
     A member holds nothing before the first generation it completed: a member that joined
     in a round that was over before its SyncGroup answered (a cooperative follow-up began)
-    is in that generation's record with no partitions, and never saw it."""
+    never saw that generation. Where the record gives it nothing, it held nothing; where the
+    leader gave it partitions no one owned, it is missing: it never held what the coordinator
+    stored for it."""
     reports = reported(result)
     names = names_of(result)
     first: dict[str, int] = {}
@@ -531,7 +533,11 @@ def member_view(
         got = None if generation is None else reports.get((m.member_id, generation))
         if got is not None:
             view[got[0]] = got[1]
-        elif generation is not None and generation < first.get(m.member_id, generation):
+        elif (
+            generation is not None
+            and generation < first.get(m.member_id, generation)
+            and not m.partitions
+        ):
             view[names[m.member_id]] = frozenset()
         else:
             missing.append(names.get(m.member_id, m.member_id))
