@@ -16,13 +16,13 @@ subscription and an assignment), each consuming ``--partitions`` partitions of i
 partition at every poll, each group committing every partition; each group rebalances once an
 hour (one poll PreparingRebalance, then Stable under a new member id), at its own time in the
 hour; and one **storm** poll where 10 % of the groups rebalance at once. Version 2 runs the
-modelled ``--hours`` (default 1: every group's rebalance, 60 heartbeats, 6 full end-offset
+modelled ``--hours`` (default 1: every group's rebalance, 30 heartbeats, 6 full end-offset
 events); version 1, whose every poll is a full copy, runs ``--v1-minutes`` (default 5). Each
 is scaled to a day (its bytes x 86,400 s / the modelled seconds) and to one group, and
 extrapolated to 10,000 groups from the measured per-group rate.
 
 Version 2 runs twice: ``poll`` events at the collector's default cadence
-(``poll_event_interval_s``, 30 s), and at every poll, as the collector published them before
+(``poll_event_interval_s``, 20 s), and at every poll, as the collector published them before
 that setting.
 
 **Requests.** ``--request-groups`` real groups on the broker (offsets committed with the

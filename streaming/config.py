@@ -597,7 +597,7 @@ class CollectorConfig:
     bootstrap_servers: tuple[str, ...] | str = (DEFAULT_BOOTSTRAP_SERVERS,)
     interval_s: float = 5.0
     schema_version: int = 2
-    heartbeat_interval_s: float = 60.0
+    heartbeat_interval_s: float = 120.0
     end_offsets_interval_s: float = 30.0
     full_end_offsets_interval_s: float = 600.0
     describe_interval_s: float = 30.0
