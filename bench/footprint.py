@@ -31,6 +31,9 @@ a settled group is), then one watcher at a time against them, each counted on th
 (its request logger, ``kafka.request.logger`` at DEBUG, set through the admin API: one line
 per request with the client id and the API) over ``--request-seconds`` after
 ``--request-warmup`` seconds, and in 5 s buckets of that window (the peak bucket: a burst).
+The broker keeps ``--broker-log-files`` rolled 50 MB files of its log (at 10,000 groups the
+request logger fills one in about 20 s); a count whose window they no longer reach stops
+the bench rather than come out short.
 Each watcher runs under each condition of the groups, so the rows compare:
 
 * **settled**: nothing changes (the collector's floor);
@@ -410,21 +413,31 @@ class BrokerRequests:
         self, client_prefix: str, since_s: float, until_s: float
     ) -> list[tuple[float, str]]:
         """(wall time, API) of the requests of clients whose id starts with
-        ``client_prefix``, completed within ``[since_s, until_s)``."""
+        ``client_prefix``, completed within ``[since_s, until_s)``. A rolled file last written
+        before the window is not read; when none is and the oldest request read is after the
+        window's start, the log rolled past it and the counts would miss requests: that
+        stops the bench."""
         out: list[tuple[float, str]] = []
+        oldest = float("inf")
         files = sorted(self.log_path.parent.glob(self.log_path.name + "*"))
-        if any(f.name.endswith(".3") for f in files):
-            print(f"  warning: {self.log_path} rolled over 3 times: older requests are lost")
+        reaches_back = False
         for path in files:
+            if path.stat().st_mtime < since_s:
+                reaches_back = True
+                continue
             with path.open(encoding="utf-8", errors="replace") as f:
                 for line in f:
                     r = parse_request(line)
-                    if (
-                        r is not None
-                        and r[1].startswith(client_prefix)
-                        and since_s <= r[0] < until_s
-                    ):
+                    if r is None:
+                        continue
+                    oldest = min(oldest, r[0])
+                    if r[1].startswith(client_prefix) and since_s <= r[0] < until_s:
                         out.append((r[0], r[2]))
+        if not reaches_back and len(files) > 1 and oldest > since_s:
+            raise SystemExit(
+                f"{self.log_path}: its oldest request is {oldest - since_s:.1f} s after the "
+                "window's start; the rolled files before it are gone (raise --broker-log-files)"
+            )
         return sorted(out)
 
     def counts(self, client_prefix: str, since_s: float, until_s: float) -> dict[str, int]:
@@ -1267,6 +1280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a member's stay in its group",
     )
     parser.add_argument("--churn-seed", type=int, default=0)
+    parser.add_argument(
+        "--broker-log-files",
+        type=int,
+        default=40,
+        help="rolled 50 MB files of the broker log kept (its request logger at DEBUG fills "
+        "one in about 20 s at 10,000 groups; the counts need the whole window)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
@@ -1289,6 +1309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             controller_port=controller,
             folder=Path(tmp),
             extra_properties={"group.initial.rebalance.delay.ms": str(INITIAL_REBALANCE_DELAY_MS)},
+            log_backups=args.broker_log_files,
         )
         info = kafka_local.start(config)
         try:

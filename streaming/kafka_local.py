@@ -203,6 +203,9 @@ class BrokerConfig:
     stop_timeout_s: float = 30.0
     #: ``plaintext``, ``scram``, ``tls`` or ``scram+tls`` (:mod:`streaming.kafka_security`)
     security: str = "plaintext"
+    #: Rolled files of the broker log kept beside ``server.log`` (50 MB each): a broker whose
+    #: request logger is at DEBUG fills one in seconds.
+    log_backups: int = 3
 
     def __post_init__(self) -> None:
         for name in ("port", "controller_port"):
@@ -223,6 +226,8 @@ class BrokerConfig:
             )
         if self.startup_timeout_s <= 0 or self.stop_timeout_s <= 0:
             raise ValueError("timeouts must be positive")
+        if self.log_backups < 1:
+            raise ValueError("log_backups must be at least 1")
         extras = {str(k): str(v) for k, v in self.extra_properties.items()}
         for key, value in extras.items():
             if key in MANAGED_KEYS:
@@ -611,7 +616,7 @@ appender.server.policies.type = Policies
 appender.server.policies.size.type = SizeBasedTriggeringPolicy
 appender.server.policies.size.size = 50MB
 appender.server.strategy.type = DefaultRolloverStrategy
-appender.server.strategy.max = 3
+appender.server.strategy.max = {config.log_backups}
 rootLogger.level = INFO
 rootLogger.appenderRef.server.ref = server
 logger.statechange.name = state.change.logger
