@@ -46,6 +46,7 @@ __all__ = [
     "SEEN_KEY",
     "BucketStates",
     "CheckpointLayoutError",
+    "Folder",
     "Reducer",
     "balanced_keys",
     "bucket_heads",
@@ -80,6 +81,8 @@ SEEN_KEY = "\x00rebalance-monitor:seen"
 
 #: ``apply(state, observations, now_ms) -> (state, events)``, the pure reducer.
 Reducer = Callable[[GroupState, Sequence[Observation], int], tuple[GroupState, Sequence[Any]]]
+#: ``folds(state, observations) -> state or None``: :func:`streaming.tracking.fold.fold_all`.
+Folder = Callable[[GroupState, Sequence[Observation]], GroupState | None]
 
 
 def logical_now_ms(state: GroupState, observations: Sequence[Observation]) -> int:
@@ -135,13 +138,25 @@ class BucketStates:
         return zlib.compress(_BUCKET_ENCODE(entries), 1)
 
     def step(
-        self, group_id: str, observations: Sequence[Observation], cluster: str, apply: Reducer
+        self,
+        group_id: str,
+        observations: Sequence[Observation],
+        cluster: str,
+        apply: Reducer,
+        folds: Folder | None = None,
     ) -> Sequence[Any]:
         """Apply one group's observations to its state (a new one if it has none) and keep
-        the result (an empty state is dropped); the group's events."""
+        the result (an empty state is dropped); the group's events. With ``folds``, a known
+        group's observations that are all quiet commit runs are folded into its state
+        without the reducer, and give no event (:mod:`streaming.tracking.fold`)."""
         stored = self.states.get(group_id)
         state = GroupState.new(cluster, group_id) if stored is None else GroupState.decode(stored)
-        state, events = apply(state, observations, logical_now_ms(state, observations))
+        folded = None if folds is None or stored is None else folds(state, observations)
+        events: Sequence[Any] = ()
+        if folded is not None:
+            state = folded
+        else:
+            state, events = apply(state, observations, logical_now_ms(state, observations))
         if not state.is_empty():
             blob = state.encode()
             if blob != stored:

@@ -61,6 +61,7 @@ from streaming.migration import GROUP_KEY_SCHEMA, MAP_STATE, MAP_STATE_SCHEMA
 from streaming.spark.buckets import (
     BUCKET_STATE,
     BUCKET_STATE_SCHEMA,
+    Folder,
     Reducer,
     load_bucket,
     store_bucket,
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BAD_KEY",
     "TRACKER_KEY",
+    "load_folder",
     "load_reducer",
     "track",
 ]
@@ -113,6 +115,17 @@ def load_reducer(config: TrackerConfig = DEFAULT_CONFIG) -> Reducer:
         state: GroupState, observations: Sequence[Observation], now_ms: int
     ) -> tuple[GroupState, Sequence[Any]]:
         return apply(state, observations, now_ms, config=config)
+
+    return bound
+
+
+def load_folder(config: TrackerConfig = DEFAULT_CONFIG) -> Folder:
+    """:func:`streaming.tracking.fold.fold_all` with ``config`` bound: a group whose
+    micro-batch holds only commit runs the reducer would only record skips it."""
+    from streaming.tracking.fold import fold_all
+
+    def bound(state: GroupState, observations: Sequence[Observation]) -> GroupState | None:
+        return fold_all(state, observations, config)
 
     return bound
 
@@ -147,6 +160,7 @@ def _processor_class() -> type:
             # the layout before buckets kept one entry per group: read once, then moved
             self._legacy = handle.getMapState(MAP_STATE, GROUP_KEY_SCHEMA, MAP_STATE_SCHEMA)
             self._apply = load_reducer(self._config)
+            self._folds = load_folder(self._config)
             self._keep = _group_keeper(self._group_filter)
 
         def handleInputRows(
@@ -187,7 +201,9 @@ def _processor_class() -> type:
             events: list[Any] = list(commits or ())
             bucket = load_bucket(self._bucket, self._legacy)
             for group_id, observations in by_group.items():
-                events.extend(bucket.step(group_id, observations, self._cluster, self._apply))
+                events.extend(
+                    bucket.step(group_id, observations, self._cluster, self._apply, self._folds)
+                )
             now_ms = max(
                 (o.logical_ts_ms for observed in by_group.values() for o in observed), default=None
             )

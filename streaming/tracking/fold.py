@@ -1,0 +1,158 @@
+"""Commit runs the reducer would only record: whether a run is one, and its state alone.
+
+A group that only commits mostly gives the reducer nothing to judge: each run moves a
+partition's committed offset and commit history, and :func:`~streaming.tracking.reducer.apply`
+emits nothing but the group's status. :func:`quiet` tells such a run from one that makes a
+row (an ``offset_commits`` row kept, a lag row exported or stored, a ``group_lag`` rollup, a
+KIP-848 rebalance settled or timed out) or changes more than the partition's entry (a
+duplicate counted, a topic id learnt); :func:`fold` is what applying a quiet run leaves,
+without the reducer. Applying the quiet runs of a group with :func:`fold` and its next other
+observations with the reducer gives the reducer's rows and state, the status rows in between
+aside (``tests/unit/streaming/tracking/test_fold.py`` checks both on random streams).
+
+The rules are the reducer's, read off :func:`~streaming.tracking.reducer.apply`:
+
+* the run's record is newer than the group's position in its source partition (an older one
+  is a duplicate, counted);
+* the partition has a committed offset from the log (a first commit, or one after a
+  snapshot's, is kept);
+* :func:`~streaming.tracking.keep.keep_reason` keeps nothing (``commit_rows`` on);
+* a partition with end offsets (lag measured at each commit) was exported in the commit's
+  export window and stored in its storage window, and a hold judges only snapshots
+  (``lag_status_hold_ms`` > 0);
+* the group's rollup window of the commit was rolled up, or the group has no lag to roll up;
+* no KIP-848 rebalance waits (a commit may settle it or time it out), and the run's topic id
+  is none or one the group knows by that name;
+* the group's status already goes by its records (a record newer than the collector's last
+  snapshot of it), so that it does not change with the run.
+
+What a quiet run changes is what no gauge shows: the status row the reducer would emit
+differs from the last one only in its time and its lag totals, which the exporter does not
+read (``partition_lag`` rows carry lag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from assign_core.model import TopicPartition
+from streaming.codec.reader import ZERO_UUID
+from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
+from streaming.tracking.keep import keep_reason
+from streaming.tracking.model import CommitRun, Observation
+from streaming.tracking.reducer import ordered
+from streaming.tracking.state import CommitEntry, GroupState
+
+__all__ = ["fold", "fold_all", "quiet"]
+
+
+def quiet(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_CONFIG) -> bool:
+    """Whether the reducer, given ``obs`` (a ``CommitRun`` observation) alone, would emit
+    nothing but the group's status and change nothing but what :func:`fold` changes."""
+    run = obs.payload
+    if type(run) is not CommitRun or obs.source != "offsets":
+        return False
+    last = state.positions.get(f"{obs.source}:{obs.partition}")
+    if last is not None and obs.offset <= last:
+        return False
+    tp = TopicPartition(run.topic, run.partition)
+    old = state.commits.get(tp)
+    if old is None or old.source != "log":
+        return False
+    cg = state.consumer
+    if cg is not None and (
+        cg.pending is not None
+        or cg.deferred is not None
+        or (run.topic_id != ZERO_UUID and cg.topic_names.get(run.topic_id) != run.topic)
+    ):
+        return False
+    ts = obs.timestamp_ms
+    if config.commit_rows and (
+        keep_reason(
+            old,
+            run.history or ((run.commit_ts_ms, run.offset),),
+            ts,
+            state.last_rebalance_ts_ms,
+            sample_ms=config.commit_sample_ms,
+            jump_records=config.commit_jump_records,
+        )
+        is not None
+    ):
+        return False
+    if config.emit_lag_on_commit and tp in state.end_offsets:
+        every, interval, lag = config.lag_export_interval_ms, config.lag_interval_ms, old.lag_ts_ms
+        if (
+            config.lag_status_hold_ms <= 0
+            or lag is None
+            or every <= 0
+            or interval <= 0
+            or ts // every > lag // every
+            or ts // interval > lag // interval
+        ):
+            return False
+    if _rolls_up(state, ts, config):
+        return False
+    # the group's status names the collector's state while no record is newer than its
+    # last snapshot: a commit after it would switch the status to the records' state
+    col = state.collector
+    return (
+        col.state is None
+        or state.last_record_ts_ms is None
+        or col.last_ts_ms is None
+        or col.last_ts_ms < state.last_record_ts_ms
+    )
+
+
+def _rolls_up(state: GroupState, ts_ms: int, config: TrackerConfig) -> bool:
+    """Whether the reducer's rollup would emit a ``group_lag`` row at ``ts_ms``."""
+    interval = config.group_lag_interval_ms
+    last = state.group_lag_ts_ms
+    if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
+        return False
+    ends = state.end_offsets
+    return bool(ends) and any(tp in ends for tp in state.commits)
+
+
+def fold(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_CONFIG) -> None:
+    """Apply a :func:`quiet` run to ``state`` in place, as the reducer would: the source
+    position, the last record time and the partition's entry (offset, times, epoch,
+    history; what the tables kept of it unchanged)."""
+    run = obs.payload
+    assert type(run) is CommitRun
+    state.positions[f"{obs.source}:{obs.partition}"] = obs.offset
+    ts = obs.timestamp_ms
+    if state.last_record_ts_ms is None or ts > state.last_record_ts_ms:
+        state.last_record_ts_ms = ts
+    tp = TopicPartition(run.topic, run.partition)
+    old = state.commits[tp]
+    state.commits[tp] = CommitEntry(
+        offset=run.offset,
+        commit_ts_ms=run.commit_ts_ms,
+        record_ts_ms=ts,
+        leader_epoch=run.leader_epoch,
+        history=(*old.history, *(run.history or ((run.commit_ts_ms, run.offset),)))[
+            -config.commit_history :
+        ],
+        source="log",
+        kept_ts_ms=old.kept_ts_ms,
+        lag_ts_ms=old.lag_ts_ms,
+        status=old.status,
+        pending_status=old.pending_status,
+        pending_since_ts_ms=old.pending_since_ts_ms,
+    )
+
+
+def fold_all(
+    state: GroupState, observations: Sequence[Observation], config: TrackerConfig = DEFAULT_CONFIG
+) -> GroupState | None:
+    """``state`` after ``observations`` when each, in the reducer's order, is quiet on the
+    state the ones before it left (a new state; ``state`` is unchanged), else None: the
+    reducer must apply them."""
+    work: GroupState | None = None
+    for obs in ordered(observations):
+        if not quiet(work or state, obs, config):
+            return None
+        if work is None:
+            work = state.copy()
+        fold(work, obs, config)
+    return work
