@@ -21,6 +21,9 @@ Pipeline of one ``apply`` call (one group, one micro-batch)::
                   GroupDeleted | GroupStatus])
                                                                         state.py, events.py
 
+A group's observations that are all quiet commit runs (the reducer would only record them)
+may skip ``apply``: ``fold.py`` says which, and leaves the state ``apply`` would.
+
 ``GroupState`` serializes to a compact, versioned JSON-able dict (``to_dict``/``from_dict``,
 ``to_json``/``from_json``); the Spark adapter keys it by group id and keeps it as a string.
 No pyspark import anywhere in this package. ``docs/tracking.md`` documents the rules.
