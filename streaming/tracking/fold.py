@@ -38,10 +38,9 @@ from collections.abc import Sequence
 from assign_core.model import TopicPartition
 from streaming.codec.reader import ZERO_UUID
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
-from streaming.tracking.keep import keep_reason
 from streaming.tracking.model import CommitRun, Observation
-from streaming.tracking.reducer import ordered
-from streaming.tracking.state import CommitEntry, GroupState
+from streaming.tracking.reducer import commit_kept, committed_entry, ordered, run_commits
+from streaming.tracking.state import GroupState
 
 __all__ = ["fold", "fold_all", "quiet"]
 
@@ -67,17 +66,7 @@ def quiet(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_C
     ):
         return False
     ts = obs.timestamp_ms
-    if config.commit_rows and (
-        keep_reason(
-            old,
-            run.history or ((run.commit_ts_ms, run.offset),),
-            ts,
-            state.last_rebalance_ts_ms,
-            sample_ms=config.commit_sample_ms,
-            jump_records=config.commit_jump_records,
-        )
-        is not None
-    ):
+    if commit_kept(state, old, run_commits(run), ts, config) is not None:
         return False
     if config.emit_lag_on_commit and tp in state.end_offsets:
         every, interval, lag = config.lag_export_interval_ms, config.lag_interval_ms, old.lag_ts_ms
@@ -124,21 +113,15 @@ def fold(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_CO
     if state.last_record_ts_ms is None or ts > state.last_record_ts_ms:
         state.last_record_ts_ms = ts
     tp = TopicPartition(run.topic, run.partition)
-    old = state.commits[tp]
-    state.commits[tp] = CommitEntry(
-        offset=run.offset,
-        commit_ts_ms=run.commit_ts_ms,
-        record_ts_ms=ts,
-        leader_epoch=run.leader_epoch,
-        history=(*old.history, *(run.history or ((run.commit_ts_ms, run.offset),)))[
-            -config.commit_history :
-        ],
-        source="log",
-        kept_ts_ms=old.kept_ts_ms,
-        lag_ts_ms=old.lag_ts_ms,
-        status=old.status,
-        pending_status=old.pending_status,
-        pending_since_ts_ms=old.pending_since_ts_ms,
+    state.commits[tp] = committed_entry(
+        state.commits[tp],
+        run.offset,
+        run.leader_epoch,
+        run.commit_ts_ms,
+        run_commits(run),
+        ts,
+        kept=False,
+        commit_history=config.commit_history,
     )
 
 

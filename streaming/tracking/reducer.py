@@ -80,6 +80,7 @@ from streaming.tracking.errors import ObservationError
 from streaming.tracking.events import (
     GroupLagRow,
     GroupStatus,
+    KeepReason,
     LagMethod,
     LagTransitionRow,
     OffsetCommitRow,
@@ -478,6 +479,12 @@ def _commit(ctx: Context, obs: Observation, rec: OffsetCommit) -> None:
     )
 
 
+def run_commits(run: CommitRun) -> tuple[tuple[int, int], ...]:
+    """A run's ``(commit_ts_ms, offset)`` as the tracker applies them: its history, or its
+    last commit."""
+    return run.history or ((run.commit_ts_ms, run.offset),)
+
+
 def _commit_run(ctx: Context, obs: Observation, run: CommitRun) -> None:
     tp = TopicPartition(run.topic, run.partition)
     _committed(
@@ -487,7 +494,7 @@ def _commit_run(ctx: Context, obs: Observation, run: CommitRun) -> None:
         run.offset,
         run.leader_epoch,
         run.commit_ts_ms,
-        run.history or ((run.commit_ts_ms, run.offset),),
+        run_commits(run),
         run.metadata,
         run.expire_ts_ms,
     )
@@ -511,31 +518,16 @@ def _committed(
     (:mod:`streaming.spark.commits`)."""
     state, config = ctx.state, ctx.config
     old = state.commits.get(tp)
-    kept = old.history if old is not None and old.source == "log" else ()
-    reason = None
-    if config.commit_rows:
-        reason = keep_reason(
-            old,
-            history,
-            obs.timestamp_ms,
-            state.last_rebalance_ts_ms,
-            sample_ms=config.commit_sample_ms,
-            jump_records=config.commit_jump_records,
-        )
-    state.commits[tp] = CommitEntry(
-        offset=offset,
-        commit_ts_ms=commit_ts_ms,
-        record_ts_ms=obs.timestamp_ms,
-        leader_epoch=leader_epoch,
-        history=(*kept, *history)[-config.commit_history :],
-        source="log",
-        kept_ts_ms=(
-            obs.timestamp_ms if reason is not None else None if old is None else old.kept_ts_ms
-        ),
-        lag_ts_ms=None if old is None else old.lag_ts_ms,
-        status=None if old is None else old.status,
-        pending_status=None if old is None else old.pending_status,
-        pending_since_ts_ms=None if old is None else old.pending_since_ts_ms,
+    reason = commit_kept(state, old, history, obs.timestamp_ms, config)
+    state.commits[tp] = committed_entry(
+        old,
+        offset,
+        leader_epoch,
+        commit_ts_ms,
+        history,
+        obs.timestamp_ms,
+        kept=reason is not None,
+        commit_history=config.commit_history,
     )
     ctx.interest.add(tp.topic)
     ctx.changed = True
@@ -555,6 +547,58 @@ def _committed(
         )
     if config.emit_lag_on_commit and tp in state.end_offsets:
         ctx.emit(*_measure(ctx, tp, offset, obs.timestamp_ms, "commit"))
+
+
+def commit_kept(
+    state: GroupState,
+    old: CommitEntry | None,
+    history: tuple[tuple[int, int], ...],
+    record_ts_ms: int,
+    config: TrackerConfig,
+) -> KeepReason | None:
+    """Why ``offset_commits`` keeps a commit or run of the group (``old``: its partition's
+    entry before it), or None: also when the tracker keeps no rows (``commit_rows`` off)."""
+    if not config.commit_rows:
+        return None
+    return keep_reason(
+        old,
+        history,
+        record_ts_ms,
+        state.last_rebalance_ts_ms,
+        sample_ms=config.commit_sample_ms,
+        jump_records=config.commit_jump_records,
+    )
+
+
+def committed_entry(
+    old: CommitEntry | None,
+    offset: int,
+    leader_epoch: int,
+    commit_ts_ms: int,
+    history: tuple[tuple[int, int], ...],
+    record_ts_ms: int,
+    *,
+    kept: bool,
+    commit_history: int,
+) -> CommitEntry:
+    """A partition's entry after a commit or a run (``history``: its ``(commit_ts_ms,
+    offset)``, oldest first) read at ``record_ts_ms``; ``kept``: ``offset_commits`` keeps
+    it. The history goes on from a log entry's (a snapshot's starts again); what the lag
+    rows and statuses noted carries over."""
+    before = old.history if old is not None and old.source == "log" else ()
+    return CommitEntry(
+        offset=offset,
+        commit_ts_ms=commit_ts_ms,
+        record_ts_ms=record_ts_ms,
+        leader_epoch=leader_epoch,
+        history=(*before, *history)[-commit_history:],
+        source="log",
+        kept_ts_ms=record_ts_ms if kept else None if old is None else old.kept_ts_ms,
+        lag_ts_ms=None if old is None else old.lag_ts_ms,
+        status=None if old is None else old.status,
+        pending_status=None if old is None else old.pending_status,
+        pending_since_ts_ms=None if old is None else old.pending_since_ts_ms,
+    )
 
 
 def _commit_row(

@@ -149,38 +149,22 @@ def test_a_quiet_run_is_one_the_reducer_only_records(name: str, seed: int) -> No
     assert loud_runs >= 20, (quiet_runs, loud_runs)
 
 
+def _run(offset: int, source_offset: int, ts: int) -> Observation:
+    """A one-commit run of partition 0 read at ``source_offset``, at ``ts``."""
+    payload = CommitRun(GROUP, TOPIC, 0, offset, 0, ts, 1, ((ts, offset),))
+    return Observation("offsets", OFFSETS_PARTITION, source_offset, ts, payload)
+
+
 def test_a_run_that_makes_a_row_is_not_quiet() -> None:
     """The partition's first commit, a rewind, and a duplicate of the source position."""
     config = CONFIGS["job"][0]
     state = GroupState.new(CLUSTER, GROUP)
-    first = Observation(
-        "offsets",
-        OFFSETS_PARTITION,
-        10,
-        T0,
-        CommitRun(GROUP, TOPIC, 0, 500, 0, T0, 1, ((T0, 500),)),
-    )
+    first = _run(500, 10, T0)
     assert not quiet(state, first, config)  # kept as "first"
     state, _ = apply(state, [first], T0, config=config)
-    later = T0 + 1_000
-    forward = Observation(
-        "offsets",
-        OFFSETS_PARTITION,
-        11,
-        later,
-        CommitRun(GROUP, TOPIC, 0, 600, 0, later, 1, ((later, 600),)),
-    )
-    rewind = Observation(
-        "offsets",
-        OFFSETS_PARTITION,
-        11,
-        later,
-        CommitRun(GROUP, TOPIC, 0, 400, 0, later, 1, ((later, 400),)),
-    )
-    duplicate = Observation("offsets", OFFSETS_PARTITION, 10, later, forward.payload)
-    assert quiet(state, forward, config)
-    assert not quiet(state, rewind, config)
-    assert not quiet(state, duplicate, config)
+    assert quiet(state, _run(600, 11, T0 + 1_000), config)
+    assert not quiet(state, _run(400, 11, T0 + 1_000), config)  # a rewind
+    assert not quiet(state, _run(600, 10, T0 + 1_000), config)  # a duplicate
 
 
 def test_a_bucket_folds_a_known_groups_quiet_runs_and_steps_the_others() -> None:
@@ -192,19 +176,14 @@ def test_a_bucket_folds_a_known_groups_quiet_runs_and_steps_the_others() -> None
 
     config = CONFIGS["job"][0]
     reducer, folder = load_reducer(config), load_folder(config)
-
-    def run(offset: int, source_offset: int, ts: int) -> Observation:
-        payload = CommitRun(GROUP, TOPIC, 0, offset, 0, ts, 1, ((ts, offset),))
-        return Observation("offsets", OFFSETS_PARTITION, source_offset, ts, payload)
-
     folded, stepped = BucketStates({}), BucketStates({})
-    first = [run(500, 1, T0)]
+    first = [_run(500, 1, T0)]
     for bucket in (folded, stepped):
         assert bucket.step(GROUP, first, CLUSTER, reducer, folder)  # a new group: the reducer
-    quiet_ones = [run(600, 2, T0 + 1_000), run(700, 3, T0 + 2_000)]
+    quiet_ones = [_run(600, 2, T0 + 1_000), _run(700, 3, T0 + 2_000)]
     assert folded.step(GROUP, quiet_ones, CLUSTER, reducer, folder) == ()
     stepped.step(GROUP, quiet_ones, CLUSTER, reducer)
-    rewind = [run(300, 4, T0 + 3_000)]
+    rewind = [_run(300, 4, T0 + 3_000)]
     rows = folded.step(GROUP, rewind, CLUSTER, reducer, folder)
     assert [r.reason for r in rows if type(r).__name__ == "OffsetCommitRow"] == ["rewind"]
     without = stepped.step(GROUP, rewind, CLUSTER, reducer)
