@@ -10,7 +10,8 @@
     transformWithStateInPandas(GroupTracker)   per bucket: ValueState ``bucket`` = its groups'
         │                                      states (BucketStates: group id -> GroupState
         │                                      msgpack); each group's rows -> Observations ->
-        │                                      reducer.apply -> events
+        │                                      reducer.apply -> events (a known group's quiet
+        │                                      commit runs: fold.fold_all, no event)
         ▼
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
                                                event_ts_ms; a typed struct per table
