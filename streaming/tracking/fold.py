@@ -14,8 +14,8 @@ The rules are the reducer's, read off :func:`~streaming.tracking.reducer.apply`:
 
 * the run's record is newer than the group's position in its source partition (an older one
   is a duplicate, counted);
-* the partition has a committed offset from the log (a first commit, or one after a
-  snapshot's, is kept);
+* the partition has a committed offset from the log (a first commit is kept; one over a
+  collector snapshot's offset starts the history again);
 * :func:`~streaming.tracking.keep.keep_reason` keeps nothing (``commit_rows`` on);
 * a partition with end offsets (lag measured at each commit) was exported in the commit's
   export window and stored in its storage window, and a hold judges only snapshots
@@ -26,9 +26,10 @@ The rules are the reducer's, read off :func:`~streaming.tracking.reducer.apply`:
 * the group's status already goes by its records (a record newer than the collector's last
   snapshot of it), so that it does not change with the run.
 
-What a quiet run changes is what no gauge shows: the status row the reducer would emit
-differs from the last one only in its time and its lag totals, which the exporter does not
-read (``partition_lag`` rows carry lag).
+The status row the reducer would emit for a quiet run differs from the group's last one only
+in its time and what moves with lag (totals, the lag status): the group's next step emits
+it, with its next lag row (within the export window, for a group with end offsets) or its
+next other record.
 """
 
 from __future__ import annotations
