@@ -40,7 +40,14 @@ from assign_core.model import TopicPartition
 from streaming.codec.reader import ZERO_UUID
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
 from streaming.tracking.model import CommitRun, Observation
-from streaming.tracking.reducer import commit_kept, committed_entry, ordered, run_commits
+from streaming.tracking.reducer import (
+    commit_kept,
+    committed_entry,
+    ordered,
+    rollup_due,
+    run_commits,
+    status_from_collector,
+)
 from streaming.tracking.state import GroupState
 
 __all__ = ["fold", "fold_all", "quiet"]
@@ -80,27 +87,8 @@ def quiet(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_C
             or ts // interval > lag // interval
         ):
             return False
-    if _rolls_up(state, ts, config):
-        return False
-    # the group's status names the collector's state while no record is newer than its
-    # last snapshot: a commit after it would switch the status to the records' state
-    col = state.collector
-    return (
-        col.state is None
-        or state.last_record_ts_ms is None
-        or col.last_ts_ms is None
-        or col.last_ts_ms < state.last_record_ts_ms
-    )
-
-
-def _rolls_up(state: GroupState, ts_ms: int, config: TrackerConfig) -> bool:
-    """Whether the reducer's rollup would emit a ``group_lag`` row at ``ts_ms``."""
-    interval = config.group_lag_interval_ms
-    last = state.group_lag_ts_ms
-    if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
-        return False
-    ends = state.end_offsets
-    return bool(ends) and any(tp in ends for tp in state.commits)
+    # a status from the collector's state would switch to the records' with this commit
+    return not rollup_due(state, ts, config) and not status_from_collector(state)
 
 
 def fold(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_CONFIG) -> None:
@@ -132,6 +120,8 @@ def fold_all(
     """``state`` after ``observations`` when each, in the reducer's order, is quiet on the
     state the ones before it left (a new state; ``state`` is unchanged), else None: the
     reducer must apply them."""
+    if any(type(obs.payload) is not CommitRun for obs in observations):
+        return None  # the reducer's, without ordering them twice
     work: GroupState | None = None
     for obs in ordered(observations):
         if not quiet(work or state, obs, config):

@@ -948,18 +948,35 @@ def _group_transition(ctx: Context, ts_ms: int) -> None:
     state.lag_status = worst
 
 
+def rollup_due(state: GroupState, ts_ms: int, config: TrackerConfig) -> bool:
+    """Whether the group's ``group_lag`` row is due at ``ts_ms`` (its logical time): the
+    first of its ``group_lag_interval_ms`` window, for a group with a lag to report."""
+    interval = config.group_lag_interval_ms
+    last = state.group_lag_ts_ms
+    if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
+        return False
+    ends = state.end_offsets
+    return bool(ends) and any(tp in ends for tp in state.commits)
+
+
+def status_from_collector(state: GroupState) -> bool:
+    """Whether the group's status names the collector's state (no record newer than its
+    last snapshot) rather than the one its records derive."""
+    col = state.collector
+    return col.state is not None and (
+        state.last_record_ts_ms is None
+        or (col.last_ts_ms is not None and col.last_ts_ms >= state.last_record_ts_ms)
+    )
+
+
 def _rollup(ctx: Context, ts_ms: int) -> None:
     """The group's ``group_lag`` row, at its first observation (``ts_ms``: its logical time)
     in each window of ``group_lag_interval_ms``, for a group some of whose partitions have
     an end offset (a lag to report)."""
     state, config = ctx.state, ctx.config
+    if not rollup_due(state, ts_ms, config):
+        return
     interval = config.group_lag_interval_ms
-    last = state.group_lag_ts_ms
-    if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
-        return
-    ends = state.end_offsets
-    if not ends or not any(tp in ends for tp in state.commits):
-        return
     lag = _group_lag(state, ts_ms, config)
     state.group_lag_ts_ms = ts_ms
     counts = {"OK": 0, "WARN": 0, "ERR": 0}
@@ -1035,10 +1052,7 @@ def _status(
         derived = "Stable" if classic.members else "Empty"
     else:
         derived = "Empty" if state.commits else "Unknown"
-    use_collector = col.state is not None and (
-        state.last_record_ts_ms is None
-        or (col.last_ts_ms is not None and col.last_ts_ms >= state.last_record_ts_ms)
-    )
+    use_collector = status_from_collector(state)
     return GroupStatus(
         event_id=event_id("status", state.cluster, state.group_id),
         cluster=state.cluster,
