@@ -31,7 +31,7 @@ from streaming.spark.checkpoint import CheckpointFileError
 from streaming.tracking.errors import StateFormatError
 from streaming.tracking.events import GroupDeleted
 from streaming.tracking.forget import forgotten, is_idle, last_activity_ms
-from streaming.tracking.model import Observation
+from streaming.tracking.model import CommitRuns, Observation
 from streaming.tracking.state import GroupState
 
 if TYPE_CHECKING:
@@ -81,8 +81,9 @@ SEEN_KEY = "\x00rebalance-monitor:seen"
 
 #: ``apply(state, observations, now_ms) -> (state, events)``, the pure reducer.
 Reducer = Callable[[GroupState, Sequence[Observation], int], tuple[GroupState, Sequence[Any]]]
-#: ``folds(state, observations) -> state or None``: :func:`streaming.tracking.fold.fold_all`.
-Folder = Callable[[GroupState, Sequence[Observation]], GroupState | None]
+#: ``folds(encoded state, runs) -> (encoded state, last sighting) or None``:
+#: :func:`streaming.tracking.fold.fold_encoded`.
+Folder = Callable[[bytes, Sequence[CommitRuns]], tuple[bytes, int] | None]
 
 
 def logical_now_ms(state: GroupState, observations: Sequence[Observation]) -> int:
@@ -143,34 +144,38 @@ class BucketStates:
         observations: Sequence[Observation],
         cluster: str,
         apply: Reducer,
-        folds: Folder | None = None,
     ) -> Sequence[Any]:
         """Apply one group's observations to its state (a new one if it has none) and keep
-        the result (an empty state is dropped); the group's events. With ``folds``, a known
-        group's observations that are all quiet commit runs are folded into its state
-        without the reducer, and give no event (:mod:`streaming.tracking.fold`)."""
+        the result (an empty state is dropped); the group's events."""
         stored = self.states.get(group_id)
         state = GroupState.new(cluster, group_id) if stored is None else GroupState.decode(stored)
-        folded = None if folds is None or stored is None else folds(state, observations)
-        events: Sequence[Any] = ()
-        if folded is not None:
-            state = folded
-        else:
-            state, events = apply(state, observations, logical_now_ms(state, observations))
+        state, events = apply(state, observations, logical_now_ms(state, observations))
         if not state.is_empty():
-            blob = state.encode()
-            if blob != stored:
-                self.states[group_id] = blob
-                self.changed = True
-            seen = last_activity_ms(state)
-            if seen is not None and self.seen.get(group_id) != seen:
-                self.seen[group_id] = seen
-                self.changed = True
+            self._keep(group_id, stored, state.encode(), last_activity_ms(state))
         elif stored is not None:
             del self.states[group_id]
             self.seen.pop(group_id, None)
             self.changed = True
         return events
+
+    def fold(self, group_id: str, runs: Sequence[CommitRuns], folds: Folder) -> bool:
+        """Fold a known group's commit runs into its state without the reducer when they are
+        all quiet (:mod:`streaming.tracking.fold`: they give no event); False when they are
+        not, or the group has no state: :meth:`step` must apply them."""
+        stored = self.states.get(group_id)
+        folded = None if stored is None else folds(stored, runs)
+        if folded is None:
+            return False
+        self._keep(group_id, stored, *folded)
+        return True
+
+    def _keep(self, group_id: str, stored: bytes | None, blob: bytes, seen: int | None) -> None:
+        if blob != stored:
+            self.states[group_id] = blob
+            self.changed = True
+        if seen is not None and self.seen.get(group_id) != seen:
+            self.seen[group_id] = seen
+            self.changed = True
 
     def forget_idle(self, now_ms: int, idle_ms: int) -> list[GroupDeleted]:
         """Drop the groups last seen ``idle_ms`` or more before ``now_ms`` (record time; rule

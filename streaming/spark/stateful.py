@@ -11,7 +11,7 @@
         │                                      states (BucketStates: group id -> GroupState
         │                                      msgpack); each group's rows -> Observations ->
         │                                      reducer.apply -> events (a known group's quiet
-        │                                      commit runs: fold.fold_all, no event)
+        │                                      commit runs: fold.fold_encoded, no event)
         ▼
     EVENTS_SCHEMA rows                         cluster, group_id, kind, event_id,
                                                event_ts_ms; a typed struct per table
@@ -55,6 +55,7 @@ are handed over as Spark delivers them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from assign_core.partition_cache import made_in_bulk
@@ -86,7 +87,7 @@ from streaming.tracking.events import (
     TrackedGroups,
     event_id,
 )
-from streaming.tracking.model import Observation
+from streaming.tracking.model import CommitRuns, Observation
 from streaming.tracking.state import GroupState
 
 if TYPE_CHECKING:
@@ -121,12 +122,12 @@ def load_reducer(config: TrackerConfig = DEFAULT_CONFIG) -> Reducer:
 
 
 def load_folder(config: TrackerConfig = DEFAULT_CONFIG) -> Folder:
-    """:func:`streaming.tracking.fold.fold_all` with ``config`` bound: a group whose
+    """:func:`streaming.tracking.fold.fold_encoded` with ``config`` bound: a group whose
     micro-batch holds only commit runs the reducer would only record skips it."""
-    from streaming.tracking.fold import fold_all
+    from streaming.tracking.fold import fold_encoded
 
-    def bound(state: GroupState, observations: Sequence[Observation]) -> GroupState | None:
-        return fold_all(state, observations, config)
+    def bound(blob: bytes, runs: Sequence[CommitRuns]) -> tuple[bytes, int] | None:
+        return fold_encoded(blob, runs, config)
 
     return bound
 
@@ -192,22 +193,31 @@ def _processor_class() -> type:
             if self._keep is not None:
                 frames = [_kept(frame, self._keep) for frame in frames]
             commits: list[OffsetCommitRow] | None = [] if self._commit_rows else None
+            runs: dict[str, list[CommitRuns]] = {}
             by_group, failed = observations_by_group(
                 frames,
                 buckets=self._buckets,
                 keep=self._keep,
                 commits=commits,
                 cluster=self._cluster,
+                runs=runs,
+            )
+            now_ms = max(
+                chain(
+                    (o.logical_ts_ms for observed in by_group.values() for o in observed),
+                    (max(r.timestamp_ms) for group_runs in runs.values() for r in group_runs),
+                ),
+                default=None,
             )
             events: list[Any] = list(commits or ())
             bucket = load_bucket(self._bucket, self._legacy)
+            for group_id, group_runs in runs.items():
+                if group_id not in by_group and bucket.fold(group_id, group_runs, self._folds):
+                    continue  # all quiet: no event
+                observed = by_group.setdefault(group_id, [])
+                observed.extend(o for r in group_runs for o in r.observations())
             for group_id, observations in by_group.items():
-                events.extend(
-                    bucket.step(group_id, observations, self._cluster, self._apply, self._folds)
-                )
-            now_ms = max(
-                (o.logical_ts_ms for observed in by_group.values() for o in observed), default=None
-            )
+                events.extend(bucket.step(group_id, observations, self._cluster, self._apply))
             if now_ms is not None:
                 events.extend(bucket.forget_idle(now_ms, self._config.group_idle_ms))
                 events.append(

@@ -27,7 +27,7 @@ from streaming.tracking.events import (
     from_row,
     to_row,
 )
-from streaming.tracking.model import CommitRun, Observation, routing_keys
+from streaming.tracking.model import CommitRuns, Observation, routing_keys
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
@@ -192,6 +192,7 @@ def observations_by_group(
     keep: Callable[[str], bool] | None = None,
     commits: list[OffsetCommitRow] | None = None,
     cluster: str = "",
+    runs: dict[str, list[CommitRuns]] | None = None,
 ) -> tuple[dict[str, list[Observation]], list[dict[str, Any]]]:
     """Each group's observations of the decoded rows (in row order), and the rows that could
     not be rebuilt, as ``bad_records`` structs (:func:`bad_record_struct`) naming the error:
@@ -211,6 +212,10 @@ def observations_by_group(
     ``commits``: when given, receives the ``offset_commits`` row of each offset tombstone
     (of ``cluster``); the runs' are :func:`run_commit_frame`'s (a row per ``CommitRun`` row).
 
+    ``runs``: when given, receives each group's ``CommitRun`` rows as
+    :class:`~streaming.tracking.model.CommitRuns` (columns, no object per run) instead of
+    their observations; a group with nothing else is then absent from the observations.
+
     The columns are read as lists once per frame and the rows walked in Python: a pandas
     operation per group (masks, ``iloc``) costs more than the group's rows."""
     out: dict[str, list[Observation]] = {}
@@ -222,15 +227,19 @@ def observations_by_group(
         run: dict[str, list[Any]] | None = None
         for i, kind in enumerate(kinds):
             observations: list[Observation] | None = None  # fan-out: the bucket's groups, below
+            if kind == COMMIT_RUN:
+                if run is None:
+                    run = {c: frame[c].tolist() for c in ("group_id", *_RUN_OBSERVED)}
+                group_runs = _commit_runs(int(partition[i]), run, i)
+                if runs is not None:
+                    runs.setdefault(group_runs.group_id, []).append(group_runs)
+                else:
+                    out.setdefault(group_runs.group_id, []).extend(group_runs.observations())
+                continue
             if kind not in FAN_OUT_TYPES:
                 observations = out.get(group[i])
                 if observations is None:
                     observations = out[group[i]] = []
-                if kind == COMMIT_RUN:
-                    if run is None:
-                        run = {c: frame[c].tolist() for c in ("group_id", *_RUN_OBSERVED)}
-                    observations.extend(_runs(int(partition[i]), run, i))
-                    continue
             k, v = key[i], value[i]
             try:
                 obs = observation_of(
@@ -472,34 +481,18 @@ _RUN_OBSERVED = (
     "run_source_offset",
     "run_timestamp_ms",
 )
+#: Where in :data:`_RUN_OBSERVED` the lists of lists are (each run's history).
+_RUN_NESTED = (_RUN_OBSERVED.index("run_history_ts_ms"), _RUN_OBSERVED.index("run_history_offsets"))
 
 
-def _runs(partition: int, run: Mapping[str, list[Any]], i: int) -> Iterator[Observation]:
-    """The observations of the runs of ``CommitRun`` row ``i`` (``run``: the frame's
-    ``group_id`` and :data:`_RUN_OBSERVED` as lists; a row's lists come from pyspark as
-    numpy arrays or lists)."""
-    group = str(run["group_id"][i])
+def _commit_runs(partition: int, run: Mapping[str, list[Any]], i: int) -> CommitRuns:
+    """The runs of ``CommitRun`` row ``i`` (``run``: the frame's ``group_id`` and
+    :data:`_RUN_OBSERVED` as lists; a row's lists come from pyspark as numpy arrays or
+    lists) as columns of Python values."""
     columns = [_values(run[name][i]) for name in _RUN_OBSERVED]
-    for (
-        topic,
-        part,
-        off,
-        epoch,
-        ts,
-        count,
-        hist_ts,
-        hist_off,
-        topic_id,
-        metadata,
-        expire,
-        at,
-        at_ts,
-    ) in zip(*columns, strict=True):
-        history = tuple(zip(_values(hist_ts), _values(hist_off), strict=True))
-        run_ = CommitRun(
-            group, topic, part, off, epoch, ts, count, history, topic_id, metadata, expire
-        )
-        yield Observation("offsets", partition, at, at_ts, run_)
+    for nested in _RUN_NESTED:
+        columns[nested] = [_values(cell) for cell in columns[nested]]
+    return CommitRuns(str(run["group_id"][i]), partition, *columns)
 
 
 def _values(cell: Any) -> list[Any]:

@@ -10,6 +10,12 @@ without the reducer. Applying the quiet runs of a group with :func:`fold` and it
 observations with the reducer gives the reducer's rows and state, the status rows in between
 aside (``tests/unit/streaming/tracking/test_fold.py`` checks both on random streams).
 
+:func:`quiet`, :func:`fold` and :func:`fold_all` state the rules on the tracker's objects.
+The stateful step applies them with :func:`fold_encoded`: on the group's stored bytes and the
+decode stage's run columns (:class:`~streaming.tracking.model.CommitRuns`), so that a group
+that only commits costs no object per run and no decoding of its whole state. The same test
+checks that it folds exactly what :func:`fold_all` folds, into the same bytes.
+
 The rules are the reducer's, read off :func:`~streaming.tracking.reducer.apply`:
 
 * the run's record is newer than the group's position in its source partition (an older one
@@ -35,22 +41,26 @@ next other record.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from assign_core.model import TopicPartition
 from streaming.codec.reader import ZERO_UUID
 from streaming.tracking.config import DEFAULT_CONFIG, TrackerConfig
-from streaming.tracking.model import CommitRun, Observation
+from streaming.tracking.keep import entry_keep_reason
+from streaming.tracking.model import CommitRun, CommitRuns, Observation
 from streaming.tracking.reducer import (
+    collector_names_status,
     commit_kept,
     committed_entry,
     ordered,
     rollup_due,
+    rollup_window_opens,
     run_commits,
     status_from_collector,
 )
-from streaming.tracking.state import GroupState
+from streaming.tracking.state import COMMIT_ENTRY_FIELDS, GroupState, dict_encoded, encoded_dict
 
-__all__ = ["fold", "fold_all", "quiet"]
+__all__ = ["fold", "fold_all", "fold_encoded", "quiet"]
 
 
 def quiet(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_CONFIG) -> bool:
@@ -76,19 +86,29 @@ def quiet(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_C
     ts = obs.timestamp_ms
     if commit_kept(state, old, run_commits(run), ts, config) is not None:
         return False
-    if config.emit_lag_on_commit and tp in state.end_offsets:
-        every, interval, lag = config.lag_export_interval_ms, config.lag_interval_ms, old.lag_ts_ms
-        if (
-            config.lag_status_hold_ms <= 0
-            or lag is None
-            or every <= 0
-            or interval <= 0
-            or ts // every > lag // every
-            or ts // interval > lag // interval
-        ):
-            return False
+    if (
+        config.emit_lag_on_commit
+        and tp in state.end_offsets
+        and _lag_due(old.lag_ts_ms, ts, config)
+    ):
+        return False
     # a status from the collector's state would switch to the records' with this commit
     return not rollup_due(state, ts, config) and not status_from_collector(state)
+
+
+def _lag_due(lag_ts_ms: int | None, ts_ms: int, config: TrackerConfig) -> bool:
+    """Whether a commit at ``ts_ms`` of a partition with end offsets makes a lag row or
+    judges its status: the partition's last lag row (``lag_ts_ms``) is in an earlier export
+    or storage window, or none was made, or every commit judges (no hold)."""
+    every, interval = config.lag_export_interval_ms, config.lag_interval_ms
+    return (
+        config.lag_status_hold_ms <= 0
+        or lag_ts_ms is None
+        or every <= 0
+        or interval <= 0
+        or ts_ms // every > lag_ts_ms // every
+        or ts_ms // interval > lag_ts_ms // interval
+    )
 
 
 def fold(state: GroupState, obs: Observation, config: TrackerConfig = DEFAULT_CONFIG) -> None:
@@ -130,3 +150,158 @@ def fold_all(
             work = state.copy()
         fold(work, obs, config)
     return work
+
+
+_PARTITION, _OFFSET, _COMMIT_TS, _RECORD_TS, _EPOCH, _SOURCE, _HISTORY, _KEPT, _LAG_TS = (
+    COMMIT_ENTRY_FIELDS.index(f)
+    for f in (
+        "partition",
+        "offset",
+        "commit_ts_ms",
+        "record_ts_ms",
+        "leader_epoch",
+        "source",
+        "history",
+        "kept_ts_ms",
+        "lag_ts_ms",
+    )
+)
+
+
+def fold_encoded(
+    blob: bytes, runs: Sequence[CommitRuns], config: TrackerConfig = DEFAULT_CONFIG
+) -> tuple[bytes, int] | None:
+    """:func:`fold_all` of a group's encoded state (:meth:`GroupState.encode`) and its
+    micro-batch's runs, read from their columns: the new encoded state and the group's last
+    sighting (:func:`~streaming.tracking.forget.last_activity_ms`), or None when a run is not
+    quiet (or the runs come from more than one source partition, or the bytes are not this
+    version's msgpack): the reducer must apply them. The rules are :func:`quiet`'s and
+    :func:`fold`'s, read off the state's dict form (:meth:`GroupState.to_dict`) instead of
+    its objects, which a group that only commits would otherwise decode and encode whole in
+    every micro-batch."""
+    state = encoded_dict(blob)
+    if state is None or len({r.source_partition for r in runs}) != 1:
+        return None
+    positions, commits = state.get("pos"), state.get("commits")
+    last_record = state.get("last_rec")
+    if positions is None or commits is None or last_record is None:
+        return None
+    cg = state.get("cg")
+    names: dict[str, str] = {}
+    if cg is not None:
+        if "pending" in cg or "defer" in cg:
+            return None
+        names = cg.get("names", {})
+    ends: dict[str, list[Any]] = state.get("eo", {})
+    ended = {t: {e[0] for e in entries} for t, entries in ends.items()}
+    # rollup_due: a group with a lag to report (its end offsets meet its commits)
+    has_lag = bool(ended) and any(
+        e[_PARTITION] in ended.get(t, ()) for t, entries in commits.items() for e in entries
+    )
+    collector = state.get("col", {})
+    collector_state, collector_ts = collector.get("state"), collector.get("ts")
+    rollup_ts, interval = state.get("glag"), config.group_lag_interval_ms
+    rebalanced = state.get("last_rb")
+    entry_at: dict[str, dict[int, int]] = {}
+    key = f"offsets:{runs[0].source_partition}"
+    keep, lag_on_commit, depth = (
+        config.commit_rows,
+        config.emit_lag_on_commit,
+        config.commit_history,
+    )
+    sample_ms, jump_records = config.commit_sample_ms, config.commit_jump_records
+    for (
+        source_offset,
+        ts,
+        topic,
+        partition,
+        offset,
+        epoch,
+        commit_ts,
+        hist_ts,
+        hist_offsets,
+        topic_id,
+    ) in sorted(
+        (r for each in runs for r in zip(*_folded_columns(each), strict=True)),
+        key=lambda r: r[0],
+    ):
+        last = positions.get(key)
+        if last is not None and source_offset <= last:
+            return None
+        at = entry_at.get(topic)
+        if at is None:
+            at = entry_at[topic] = {e[_PARTITION]: i for i, e in enumerate(commits.get(topic, ()))}
+        i = at.get(partition)
+        if i is None:
+            return None
+        old = commits[topic][i]
+        if old[_SOURCE] != "log":
+            return None
+        if topic_id != ZERO_UUID and cg is not None and names.get(topic_id) != topic:
+            return None
+        flat_old = old[_HISTORY]
+        lag_ts = old[_LAG_TS] if len(old) > _LAG_TS else None
+        if (
+            (
+                keep
+                and entry_keep_reason(
+                    old[_OFFSET],
+                    flat_old[1::2],
+                    old[_RECORD_TS],
+                    old[_KEPT] if len(old) > _KEPT else None,
+                    hist_offsets or (offset,),
+                    ts,
+                    rebalanced,
+                    sample_ms=sample_ms,
+                    jump_records=jump_records,
+                )
+                is not None
+            )
+            or (
+                lag_on_commit
+                and ended
+                and partition in ended.get(topic, ())
+                and _lag_due(lag_ts, ts, config)
+            )
+            or (has_lag and rollup_window_opens(rollup_ts, ts, interval))
+            or collector_names_status(collector_state, collector_ts, last_record)
+        ):
+            return None
+        positions[key] = source_offset
+        last_record = max(last_record, ts)
+        if hist_offsets:
+            flat_new = [v for pair in zip(hist_ts, hist_offsets, strict=True) for v in pair]
+        else:
+            flat_new = [commit_ts, offset]
+        entry = [
+            partition,
+            offset,
+            commit_ts,
+            ts,
+            epoch,
+            "log",
+            (flat_old + flat_new)[-2 * depth :],
+            *(*old[_KEPT:10], None, None, None)[:3],
+        ]
+        if len(old) > 11 and old[11] is not None:
+            entry += old[10:12]
+        commits[topic][i] = entry
+    state["last_rec"] = last_record
+    seen = last_record if collector_ts is None else max(last_record, collector_ts)
+    return dict_encoded(state), seen
+
+
+def _folded_columns(runs: CommitRuns) -> tuple[list[Any], ...]:
+    """The columns of ``runs`` the fold reads, source offset first (the order it sorts by)."""
+    return (
+        runs.source_offset,
+        runs.timestamp_ms,
+        runs.topic,
+        runs.partition,
+        runs.offset,
+        runs.leader_epoch,
+        runs.commit_ts_ms,
+        runs.history_ts_ms,
+        runs.history_offsets,
+        runs.topic_id,
+    )

@@ -45,7 +45,7 @@ from itertools import pairwise
 from streaming.tracking.events import KeepReason
 from streaming.tracking.state import CommitEntry
 
-__all__ = ["JUMP_FACTOR", "keep_reason"]
+__all__ = ["JUMP_FACTOR", "entry_keep_reason", "keep_reason"]
 
 #: A jump moves the offset by more than this many times the partition's largest recent step.
 JUMP_FACTOR = 10
@@ -67,18 +67,49 @@ def keep_reason(
     the one judged; ``record_ts_ms``: its record time."""
     if old is None:
         return "first"
-    offsets = [old.offset, *(o for _t, o in commits)]
-    steps = [b - a for a, b in pairwise(offsets)]
-    if any(step < 0 for step in steps):
-        return "rewind"
-    before = [b - a for (_t0, a), (_t1, b) in pairwise(old.history)]
-    if before:
-        usual = max(0, *before)
+    return entry_keep_reason(
+        old.offset,
+        [o for _t, o in old.history],
+        old.record_ts_ms,
+        old.kept_ts_ms,
+        [o for _t, o in commits],
+        record_ts_ms,
+        last_rebalance_ts_ms,
+        sample_ms=sample_ms,
+        jump_records=jump_records,
+    )
+
+
+def entry_keep_reason(
+    offset: int,
+    history_offsets: Sequence[int],
+    entry_record_ts_ms: int,
+    kept_ts_ms: int | None,
+    offsets: Sequence[int],
+    record_ts_ms: int,
+    last_rebalance_ts_ms: int | None,
+    *,
+    sample_ms: int,
+    jump_records: int,
+) -> KeepReason | None:
+    """:func:`keep_reason` of a known partition, given its entry's fields (``offset``, the
+    offsets of its ``history``, its ``record_ts_ms`` and ``kept_ts_ms``) and the run's
+    ``offsets``, oldest first: what the fold of encoded states reads
+    (:func:`streaming.tracking.fold.fold_encoded`)."""
+    steps = []
+    previous = offset
+    for o in offsets:
+        if o < previous:
+            return "rewind"
+        steps.append(o - previous)
+        previous = o
+    if len(history_offsets) > 1 and max(steps) >= jump_records:
+        usual = max(0, *(b - a for a, b in pairwise(history_offsets)))
         if any(step >= jump_records and step > JUMP_FACTOR * usual for step in steps):
             return "jump"
     rebalanced = last_rebalance_ts_ms
-    if rebalanced is not None and old.record_ts_ms < rebalanced <= record_ts_ms:
+    if rebalanced is not None and entry_record_ts_ms < rebalanced <= record_ts_ms:
         return "rebalance"
-    if old.kept_ts_ms is None or record_ts_ms // sample_ms > old.kept_ts_ms // sample_ms:
+    if kept_ts_ms is None or record_ts_ms // sample_ms > kept_ts_ms // sample_ms:
         return "sample"
     return None

@@ -24,7 +24,7 @@ each of them (see ``docs/tracking.md``, *The adapter's contract*).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 from assign_core.model import TopicPartition
 from streaming.codec.model import (
@@ -53,6 +53,7 @@ __all__ = [
     "KIP848_TOMBSTONE_TYPES",
     "CollectorIssue",
     "CommitRun",
+    "CommitRuns",
     "EndOffsetsSnapshot",
     "GroupHeartbeat",
     "GroupSeen",
@@ -373,6 +374,72 @@ class Observation:
         ):
             return p.snapshot_ts_ms
         return self.timestamp_ms
+
+
+class CommitRuns(NamedTuple):
+    """The runs of one group in one ``CommitRun`` row of the decode stage
+    (:func:`streaming.spark.decode.decode_batch`), as columns: an element per run, located
+    at ``source_offset`` and ``timestamp_ms`` of ``__consumer_offsets`` partition
+    ``source_partition``. The stateful step keeps a group's runs so until it knows the group
+    must go to the reducer (:meth:`observations`); a group whose runs are all quiet is
+    folded from the columns (:func:`streaming.tracking.fold.fold_encoded`), with no object
+    per run."""
+
+    group_id: str
+    source_partition: int
+    topic: list[str]
+    partition: list[int]
+    offset: list[int]
+    leader_epoch: list[int]
+    commit_ts_ms: list[int]
+    commit_count: list[int]
+    history_ts_ms: list[list[int]]
+    history_offsets: list[list[int]]
+    topic_id: list[str]
+    metadata: list[str | None]
+    expire_ts_ms: list[int]
+    source_offset: list[int]
+    timestamp_ms: list[int]
+
+    def observations(self) -> list[Observation]:
+        """A :class:`CommitRun` observation per run."""
+        group, at = self.group_id, self.source_partition
+        return [
+            Observation(
+                "offsets",
+                at,
+                source_offset,
+                ts,
+                CommitRun(
+                    group,
+                    topic,
+                    partition,
+                    offset,
+                    epoch,
+                    commit_ts,
+                    count,
+                    tuple(zip(hist_ts, hist_offsets, strict=True)),
+                    topic_id,
+                    metadata,
+                    expire,
+                ),
+            )
+            for (
+                topic,
+                partition,
+                offset,
+                epoch,
+                commit_ts,
+                count,
+                hist_ts,
+                hist_offsets,
+                topic_id,
+                metadata,
+                expire,
+                source_offset,
+                ts,
+            ) in zip(*self[2:], strict=True)
+        ]
 
 
 def group_id_of(payload: Payload) -> str | None:

@@ -951,21 +951,35 @@ def _group_transition(ctx: Context, ts_ms: int) -> None:
 def rollup_due(state: GroupState, ts_ms: int, config: TrackerConfig) -> bool:
     """Whether the group's ``group_lag`` row is due at ``ts_ms`` (its logical time): the
     first of its ``group_lag_interval_ms`` window, for a group with a lag to report."""
-    interval = config.group_lag_interval_ms
-    last = state.group_lag_ts_ms
-    if interval <= 0 or (last is not None and ts_ms // interval <= last // interval):
+    if not rollup_window_opens(state.group_lag_ts_ms, ts_ms, config.group_lag_interval_ms):
         return False
     ends = state.end_offsets
     return bool(ends) and any(tp in ends for tp in state.commits)
+
+
+def rollup_window_opens(last_ts_ms: int | None, ts_ms: int, interval_ms: int) -> bool:
+    """Whether ``ts_ms`` is in a later ``interval_ms`` window (aligned to the epoch) than
+    the last rollup's (``last_ts_ms``; None: none yet)."""
+    return interval_ms > 0 and (
+        last_ts_ms is None or ts_ms // interval_ms > last_ts_ms // interval_ms
+    )
 
 
 def status_from_collector(state: GroupState) -> bool:
     """Whether the group's status names the collector's state (no record newer than its
     last snapshot) rather than the one its records derive."""
     col = state.collector
-    return col.state is not None and (
-        state.last_record_ts_ms is None
-        or (col.last_ts_ms is not None and col.last_ts_ms >= state.last_record_ts_ms)
+    return collector_names_status(col.state, col.last_ts_ms, state.last_record_ts_ms)
+
+
+def collector_names_status(
+    collector_state: str | None, collector_ts_ms: int | None, last_record_ts_ms: int | None
+) -> bool:
+    """:func:`status_from_collector` of its fields: the collector's last state and snapshot
+    time, the group's last record time."""
+    return collector_state is not None and (
+        last_record_ts_ms is None
+        or (collector_ts_ms is not None and collector_ts_ms >= last_record_ts_ms)
     )
 
 

@@ -46,6 +46,7 @@ from streaming.tracking.errors import StateFormatError
 from streaming.tracking.events import MemberInfo, StaticRejoin
 
 __all__ = [
+    "COMMIT_ENTRY_FIELDS",
     "STATE_VERSION",
     "ClassicGeneration",
     "CollectorView",
@@ -57,6 +58,8 @@ __all__ = [
     "GroupState",
     "PendingRebalance",
     "TopicMeta",
+    "dict_encoded",
+    "encoded_dict",
 ]
 
 STATE_VERSION = 1
@@ -506,6 +509,24 @@ class GroupState:
         return cls.from_dict(data)
 
 
+def encoded_dict(blob: bytes) -> dict[str, Any] | None:
+    """The :meth:`GroupState.to_dict` form of :meth:`GroupState.encode`'s bytes, undecoded
+    further; None for bytes of another kind (an older checkpoint's JSON, another version, not
+    msgpack): :meth:`GroupState.decode` reads those, or names what is wrong."""
+    if blob[:1] == b"{":
+        return None
+    try:
+        data = _MSGPACK_DECODE(blob)
+    except msgspec.DecodeError:
+        return None
+    return data if type(data) is dict and data.get("v") == STATE_VERSION else None
+
+
+def dict_encoded(data: Mapping[str, Any]) -> bytes:
+    """:func:`encoded_dict`'s form back to :meth:`GroupState.encode`'s bytes."""
+    return _MSGPACK(data)
+
+
 # -- encoding helpers ---------------------------------------------------------------------------
 
 _JSON = msgspec.json.Encoder()
@@ -549,11 +570,28 @@ def _pairs(flat: Sequence[Any]) -> tuple[tuple[int, int], ...]:
 _INT = frozenset((int,))
 
 
+#: A partition's entry in the ``commits`` section of :meth:`GroupState.to_dict`, field by
+#: field (the last two only while a status is pending; the three before them absent in a
+#: state written before them).
+COMMIT_ENTRY_FIELDS = (
+    "partition",
+    "offset",
+    "commit_ts_ms",
+    "record_ts_ms",
+    "leader_epoch",
+    "source",
+    "history",
+    "kept_ts_ms",
+    "lag_ts_ms",
+    "status",
+    "pending_status",
+    "pending_since_ts_ms",
+)
+
+
 def _dec_commits(data: Mapping[Any, Any]) -> dict[TopicPartition, CommitEntry]:
-    """The ``commits`` section: ``{topic: [[partition, offset, commit_ts_ms, record_ts_ms,
-    leader_epoch, source, history, kept_ts_ms, lag_ts_ms, status, pending_status,
-    pending_since_ts_ms], ...]}`` (the last two only while a status is pending; the three
-    before them absent in a state written before them). Every live micro-batch reads it for
+    """The ``commits`` section: ``{topic: [entry, ...]}``, each entry a list of
+    :data:`COMMIT_ENTRY_FIELDS` (its history flat). Every live micro-batch reads it for
     each group that committed: the checks are made a set of types at a time rather than a
     call per field."""
     out: dict[TopicPartition, CommitEntry] = {}
