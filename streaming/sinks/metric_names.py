@@ -343,8 +343,9 @@ TRACKED_GROUPS = MetricSpec(
     "rebalance_monitor_tracked_groups",
     "gauge",
     "Groups the job keeps a state of (each bucket of the stateful step as of its last "
-    "micro-batch with rows); a group is forgotten after its tombstone or a week without "
-    "records or a collector snapshot listing it.",
+    "report: when its count changes, and once a minute of record time); a group is "
+    "forgotten after its tombstone or a week without records or a collector snapshot "
+    "listing it.",
     (),
 )
 

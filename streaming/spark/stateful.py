@@ -107,6 +107,10 @@ __all__ = [
 TRACKER_KEY = "tracker_key"
 #: The key of the bad rows in the stateful step (no Kafka group is named so).
 BAD_KEY = "\x00rebalance-monitor:bad-records"
+#: A bucket reports its count of groups (``TrackedGroups``) when it changes and in its first
+#: micro-batch of each such window of record time, so that an exporter started since hears
+#: from every bucket with rows; a bucket with nothing else to say then emits no frame.
+TRACKED_EVERY_MS = 60_000
 
 
 def load_reducer(config: TrackerConfig = DEFAULT_CONFIG) -> Reducer:
@@ -211,6 +215,7 @@ def _processor_class() -> type:
             )
             events: list[Any] = list(commits or ())
             bucket = load_bucket(self._bucket, self._legacy)
+            counted, seen = len(bucket.states), max(bucket.seen.values(), default=None)
             for group_id, group_runs in runs.items():
                 if group_id not in by_group and bucket.fold(group_id, group_runs, self._folds):
                     continue  # all quiet: no event
@@ -220,6 +225,11 @@ def _processor_class() -> type:
                 events.extend(bucket.step(group_id, observations, self._cluster, self._apply))
             if now_ms is not None:
                 events.extend(bucket.forget_idle(now_ms, self._config.group_idle_ms))
+            if now_ms is not None and (
+                len(bucket.states) != counted
+                or seen is None
+                or now_ms // TRACKED_EVERY_MS > seen // TRACKED_EVERY_MS
+            ):
                 events.append(
                     TrackedGroups(
                         event_id=event_id("tracked", self._cluster, bucket_key, now_ms),
@@ -230,16 +240,16 @@ def _processor_class() -> type:
                     )
                 )
             store_bucket(self._bucket, bucket)
-            out = [tracker_frame(events)]
+            out = [tracker_frame(events)] if events else []
             if failed:
                 bad_rows = [self._passed("bad_record", bad, bad_records=bad) for bad in failed]
                 out.append(step_frame(bad_rows))
             run_commits = run_commit_frame(frames, self._cluster) if self._commit_rows else None
             if run_commits is not None:
                 out.append(run_commits)
-            # one frame: pyspark converts each frame to Arrow column by column, at a cost
-            # per column whatever its rows, and a live bucket has a few hundred rows
-            return out if len(out) == 1 else [pd.concat(out, ignore_index=True)]
+            # one frame, or none: pyspark converts each frame to Arrow column by column, at a
+            # cost per column whatever its rows
+            return out if len(out) <= 1 else [pd.concat(out, ignore_index=True)]
 
         def _passed(self, kind: str, row: Mapping[str, Any], **columns: Any) -> dict[str, Any]:
             return passed_row(self._cluster, kind, row, **columns)

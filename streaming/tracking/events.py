@@ -601,7 +601,8 @@ class GroupStatus:
 @dataclass(frozen=True, slots=True)
 class TrackedGroups:
     """How many groups one bucket of the stateful step keeps a state of after a micro-batch
-    that had rows of it (``group_id``: the bucket's key; ``event_ts_ms``: the batch's newest
+    that had rows of it, when the count changed or in the bucket's first micro-batch of a
+    minute of record time (``group_id``: the bucket's key; ``event_ts_ms``: the batch's newest
     record time in the bucket)."""
 
     kind: ClassVar[str] = "tracked_groups"

@@ -4,7 +4,8 @@ Spark's stateful step groups it under (:func:`~streaming.spark.buckets.tracker_k
 many groups, decoded as a row per bucket of its groups, reaches each group through Spark's
 real stateful step as a row per group did: the tracker's rows are those of the reducer
 applied to each group's records one by one. (The rows' shapes against the reducer without
-Spark: :mod:`tests.unit.streaming.spark.test_fan_out`.)"""
+Spark: :mod:`tests.unit.streaming.spark.test_fan_out`.) A bucket whose groups only commit
+quietly gives no row."""
 
 from __future__ import annotations
 
@@ -114,3 +115,61 @@ def _essence(row: dict[str, Any]) -> tuple[Any, ...]:
     if row["kind"] == "partition_lag" and lag is not None:
         measured = (lag["end_offset"], lag["end_offset_ts_ms"], lag["lag_records"])
     return (row["group_id"], row["kind"], row["event_id"], measured)
+
+
+def test_a_bucket_whose_groups_only_commit_quietly_says_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Four micro-batches of 8 groups' commits, in 2 buckets, through Spark's stateful step:
+    the first (every group new) gives each group's rows and each bucket's count; the second,
+    a second later, holds only quiet commits (decoded in the JVM as the job's are, folded by
+    :mod:`streaming.tracking.fold`) and gives no row at all; the third, in the next minute of
+    record time, each bucket's count and nothing else; the fourth, with a new group, that
+    group's rows and its bucket's count."""
+    from streaming.spark.commits import register, with_commit
+    from tests.unit.streaming.codec.wire import i16, i32, i64, string
+
+    keys = bucket_names(2)
+    groups = [f"q{i}" for i in range(8)]
+    assert {bucket_of(g, 2) for g in groups} == {0, 1}
+    hour = 1_790_000_000_000 // 3_600_000 * 3_600_000
+    batches = [(hour + 5_000, groups), (hour + 6_000, groups)]
+    batches += [(hour + 66_000, groups), (hour + 67_000, [*groups, "q-new"])]
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    register(spark)
+    stream = with_commit(spark.readStream.schema(ENVELOPE_SCHEMA).parquet(str(inbox)))
+    query = track(decode(stream, buckets=len(keys)), cluster=CLUSTER, keys=keys)
+    offset = 0
+    seen: list[list[tuple[str, str, int | None]]] = []
+    for n, (ts, named) in enumerate(batches):
+        rows = []
+        for group_id in named:
+            for p in range(3):
+                key = i16(1) + string(group_id) + string("t") + i32(p)
+                value = i16(3) + i64(100 * n + p) + i32(-1) + string("") + i64(ts)
+                rows.append(
+                    {"source": "offsets", "topic": "__consumer_offsets", "partition": 0,
+                     "offset": offset, "timestamp_ms": ts, "key": key, "value": value}
+                )  # fmt: skip
+                offset += 1
+        _write(rows, inbox, f"batch-{n}")
+        got: list[tuple[str, str, int | None]] = []
+
+        def collect(df: DataFrame, _batch_id: int, got: list[Any] = got) -> None:
+            for r in df.where("kind != 'source_stats'").collect():
+                tracked = r["tracked_groups"]
+                got.append((r["kind"], r["group_id"], tracked and tracked["groups"]))
+
+        run_once(query, tmp_path / "checkpoint", collect)
+        seen.append(got)
+    first, quiet, next_minute, grown = seen
+    counts = {g: n for kind, g, n in first if kind == "tracked_groups"}
+    assert set(counts) == set(keys) and sum(counts.values()) == len(groups)
+    assert {g for kind, g, _n in first if kind == "group_status"} == set(groups)
+    assert quiet == []
+    assert sorted(next_minute) == sorted(("tracked_groups", k, counts[k]) for k in keys)
+    new_key = keys[bucket_of("q-new", 2)]
+    assert ("tracked_groups", new_key, counts[new_key] + 1) in grown
+    assert {g for kind, g, _n in grown if kind != "tracked_groups"} == {"q-new"}
+    assert len([r for r in grown if r[0] == "tracked_groups"]) == 1
