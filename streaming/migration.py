@@ -9,8 +9,8 @@ stateful checkpoint      :func:`unrecorded_layout`: the buckets the  0.3.0
 without its layout file  query ran with before they were recorded
 group states as a        :func:`moved_map_state`: each group's       0.3.0
 MapState entry each      entry, moved into its bucket's value
-a bucket's value not     :func:`bucket_map`: the map as it was       0.3.0
-compressed               stored
+a bucket's value plain   :func:`bucket_map`: the map as it was       0.3.0
+or zlib-compressed       stored
 a group's state as JSON  :func:`json_group_state`                    0.3.0
 =======================  ==========================================  ==============
 
@@ -82,9 +82,10 @@ def moved_map_state(entries: Any) -> dict[str, bytes]:
 
 
 def bucket_map(blob: bytes | bytearray) -> bytes | bytearray:
-    """A bucket's value as msgpack: decompressed, or as it is when it was stored plain (a
-    zlib stream starts with ``0x78``, which no msgpack map does). Raises ``zlib.error``
-    for a value that starts like zlib and is not. Removed in 0.3.0 (the plain form only)."""
+    """A bucket's value stored before buckets were zstd-compressed, as msgpack: decompressed
+    from zlib, or as it is when it was stored plain (a zlib stream starts with ``0x78``,
+    which no msgpack map does). Raises ``zlib.error`` for a value that starts like zlib and
+    is not. Removed in 0.3.0."""
     return zlib.decompress(blob) if blob[:1] == b"\x78" else blob
 
 

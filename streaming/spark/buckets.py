@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -104,11 +105,12 @@ class BucketStates:
     the tracker's own work on it. A bucket pays one read and one write whatever its number
     of groups.
 
-    The map is stored compressed (zlib, level 1, about a quarter of the msgpack): the state
-    server pickles a value byte by byte, and RocksDB writes and checkpoints every changed
-    value. A bucket
-    written before (plain msgpack) is read as well: a zlib stream starts with ``0x78``, which
-    no msgpack map does.
+    The map is stored compressed (zstd, level 1, through pyarrow's codec: about 40 % of the
+    msgpack, and several times faster both ways than zlib, which each micro-batch pays for
+    every bucket with rows): the state server pickles a value byte by byte, and RocksDB writes
+    and checkpoints every changed value. The value is :data:`_ZSTD`, the map's length (8
+    bytes, big-endian: the codec needs it) and the zstd frame. A bucket written before (zlib,
+    or plain msgpack) is read as well (:func:`streaming.migration.bucket_map`).
 
     Each group's last sighting (:func:`~streaming.tracking.forget.last_activity_ms`) is kept
     beside the states, under a key no Kafka group has (:data:`SEEN_KEY`), so that the idle
@@ -125,10 +127,10 @@ class BucketStates:
     @classmethod
     def decode(cls, blob: bytes | bytearray) -> BucketStates:
         try:
-            states = _BUCKET_DECODE(bucket_map(blob))
+            states = _BUCKET_DECODE(_unpacked(blob))
             seen_blob = states.pop(SEEN_KEY, None)
             seen = None if seen_blob is None else _SEEN_DECODE(seen_blob)
-        except (msgspec.DecodeError, zlib.error) as e:
+        except (msgspec.DecodeError, zlib.error, OSError) as e:
             raise StateFormatError("$bucket", f"not a bucket of group states: {e}") from None
         return cls(states, seen)
 
@@ -136,7 +138,9 @@ class BucketStates:
         entries = self.states
         if self.seen:
             entries = {**entries, SEEN_KEY: _SEEN_ENCODE(self.seen)}
-        return zlib.compress(_BUCKET_ENCODE(entries), 1)
+        packed = _BUCKET_ENCODE(entries)
+        frame: bytes = _codec().compress(packed, asbytes=True)
+        return _ZSTD + len(packed).to_bytes(8, "big") + frame
 
     def step(
         self,
@@ -217,6 +221,30 @@ def store_bucket(value: Any, bucket: BucketStates) -> None:
         value.update((bucket.encode(),))
     else:
         value.clear()
+
+
+#: The start of a bucket's value compressed with zstd (neither a msgpack map nor zlib starts
+#: so).
+_ZSTD = b"zstd"
+
+
+@cache
+def _codec() -> Any:
+    import pyarrow as pa
+
+    return pa.Codec("zstd", compression_level=1)
+
+
+def _unpacked(blob: bytes | bytearray) -> bytes | bytearray:
+    """A bucket's value as msgpack (the class docstring)."""
+    if blob[: len(_ZSTD)] != _ZSTD:
+        return bucket_map(blob)
+    start = len(_ZSTD) + 8
+    size = int.from_bytes(blob[len(_ZSTD) : start], "big")
+    packed: bytes = _codec().decompress(
+        memoryview(blob)[start:], decompressed_size=size, asbytes=True
+    )
+    return packed
 
 
 _BUCKET_ENCODE = msgspec.msgpack.Encoder().encode

@@ -137,16 +137,21 @@ def test_an_unreadable_bucket_names_what_it_is() -> None:
 
 
 def test_a_bucket_is_stored_compressed_and_one_written_before_is_read() -> None:
-    """The bucket's value is zlib-compressed msgpack, its groups' states msgpack; a bucket
-    written before (plain msgpack of each group's JSON) reads the same and is stepped on."""
+    """The bucket's value is zstd-compressed msgpack, its groups' states msgpack; a bucket
+    written before (plain msgpack of each group's JSON, or zlib-compressed msgpack) reads the
+    same and is stepped on."""
+    import zlib
+
     import msgspec
 
     state, _ = _alone("g-1", _rebalance("g-1", 1, 1_000_000))
     before = msgspec.msgpack.encode({"g-1": state.to_json().encode()})
     bucket = BucketStates.decode(before)
     assert GroupState.decode(bucket.states["g-1"]) == state
+    zlib_before = zlib.compress(msgspec.msgpack.encode({"g-1": state.encode()}), 1)
+    assert BucketStates.decode(zlib_before).states == {"g-1": state.encode()}
     now = BucketStates({"g-1": state.encode()}).encode()
-    assert now[:1] == b"\x78" and len(now) < len(before)
+    assert now[:4] == b"zstd" and len(now) < len(before)
     assert GroupState.decode(BucketStates.decode(now).states["g-1"]) == state
     with pytest.raises(StateFormatError, match=r"\$bucket"):
         BucketStates.decode(now[:-4] + b"oops")
