@@ -152,20 +152,10 @@ def fold_all(
     return work
 
 
-_PARTITION, _OFFSET, _COMMIT_TS, _RECORD_TS, _EPOCH, _SOURCE, _HISTORY, _KEPT, _LAG_TS = (
-    COMMIT_ENTRY_FIELDS.index(f)
-    for f in (
-        "partition",
-        "offset",
-        "commit_ts_ms",
-        "record_ts_ms",
-        "leader_epoch",
-        "source",
-        "history",
-        "kept_ts_ms",
-        "lag_ts_ms",
-    )
-)
+#: Where a ``commits`` entry holds the fields the fold reads and writes: the first nine of
+#: :data:`~streaming.tracking.state.COMMIT_ENTRY_FIELDS`, in its order.
+_PARTITION, _OFFSET, _COMMIT_TS, _RECORD_TS, _EPOCH, _SOURCE, _HISTORY, _KEPT, _LAG_TS = range(9)
+assert COMMIT_ENTRY_FIELDS[_LAG_TS] == "lag_ts_ms", "the fold reads another commits layout"
 
 
 def fold_encoded(

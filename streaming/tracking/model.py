@@ -408,37 +408,11 @@ class CommitRuns(NamedTuple):
             Observation(
                 "offsets",
                 at,
-                source_offset,
-                ts,
-                CommitRun(
-                    group,
-                    topic,
-                    partition,
-                    offset,
-                    epoch,
-                    commit_ts,
-                    count,
-                    tuple(zip(hist_ts, hist_offsets, strict=True)),
-                    topic_id,
-                    metadata,
-                    expire,
-                ),
+                at_offset,
+                at_ts,
+                CommitRun(group, t, p, o, e, c, n, tuple(zip(hts, hos, strict=True)), i, m, x),
             )
-            for (
-                topic,
-                partition,
-                offset,
-                epoch,
-                commit_ts,
-                count,
-                hist_ts,
-                hist_offsets,
-                topic_id,
-                metadata,
-                expire,
-                source_offset,
-                ts,
-            ) in zip(*self[2:], strict=True)
+            for t, p, o, e, c, n, hts, hos, i, m, x, at_offset, at_ts in zip(*self[2:], strict=True)
         ]
 
 
