@@ -50,6 +50,7 @@ Codes (the value of the ``kafka_consumergroup_status`` and
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -94,13 +95,23 @@ class Verdict:
 
 def end_offset_at(history: Sequence[tuple[int, int]], ts_ms: int) -> float | None:
     """The end offset at ``ts_ms``: linear between the surrounding points, the newest
-    point's value after it, ``None`` before the first point."""
-    if not history or ts_ms < history[0][0]:
+    point's value after it, ``None`` before the first point (``history`` oldest first, as
+    :func:`~streaming.tracking.lag.add_point` keeps it)."""
+    return _end_offset_at(history, [t for t, _ in history], ts_ms)
+
+
+def _end_offset_at(
+    history: Sequence[tuple[int, int]], times: Sequence[int], ts_ms: int
+) -> float | None:
+    """:func:`end_offset_at`, given the history's ``times`` (found by bisection: a partition
+    is evaluated at each of its window's commits)."""
+    i = bisect_right(times, ts_ms) - 1
+    if i < 0:
         return None
-    for (t0, o0), (t1, o1) in pairwise(history):
-        if t0 <= ts_ms < t1:
-            return o0 + (o1 - o0) * (ts_ms - t0) / (t1 - t0)
-    return float(history[-1][1])
+    if i == len(history) - 1:
+        return float(history[-1][1])
+    (t0, o0), (t1, o1) = history[i], history[i + 1]
+    return o0 + (o1 - o0) * (ts_ms - t0) / (t1 - t0)
 
 
 def evaluate_partition(
@@ -136,8 +147,9 @@ def evaluate_partition(
                 return Verdict("REWIND", 4)
             break  # only the first rewind counts, as in Burrow
     lags: list[float] = []
+    times = [t for t, _ in known]
     for t, o in window:
-        end = end_offset_at(known, t)
+        end = _end_offset_at(known, times, t)
         if end is not None:
             lags.append(max(0.0, end - o))
     if any(lag <= allowed_lag for lag in lags):

@@ -3,7 +3,9 @@ correctness table: one row per edge of each rule (just inside, just outside)."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -158,6 +160,38 @@ def test_end_offset_interpolation() -> None:
     assert end_offset_at(E, 0) == 1000
     assert end_offset_at(E, 15_000) == 1150
     assert end_offset_at(E, 90_000) == 1600  # after the newest point: its value
+
+
+def _scanned(history: list[tuple[int, int]], ts_ms: int) -> float | None:
+    """The interpolation's definition, point pair by point pair: the first pair around
+    ``ts_ms``, the newest point's value after the last, nothing before the first."""
+    if not history or ts_ms < history[0][0]:
+        return None
+    for (t0, o0), (t1, o1) in pairwise(history):
+        if t0 <= ts_ms < t1:
+            return o0 + (o1 - o0) * (ts_ms - t0) / (t1 - t0)
+    return float(history[-1][1])
+
+
+def test_end_offset_interpolation_is_its_definition_on_random_histories() -> None:
+    """Histories as the tracker keeps them (oldest first, 1-16 points, times that repeat):
+    the end offset at any time, the points' own and those between and around them, is the
+    definition's, float for float."""
+    rng = random.Random(20261130)
+    checked = 0
+    for _ in range(2_000):
+        times = sorted(rng.choice(range(0, 200_000, 5_000)) for _ in range(rng.randint(1, 16)))
+        offsets = sorted(rng.randint(0, 10_000) for _ in times)
+        history = list(zip(times, offsets, strict=True))
+        for ts in {
+            *times,
+            *(t + 1 for t in times),
+            *(t - 1 for t in times),
+            rng.randint(-10, 210_000),
+        }:
+            assert end_offset_at(history, ts) == _scanned(history, ts), (history, ts)
+            checked += 1
+    assert checked > 20_000
 
 
 GROUP_TABLE = [
