@@ -215,7 +215,7 @@ def _processor_class() -> type:
             )
             events: list[Any] = list(commits or ())
             bucket = load_bucket(self._bucket, self._legacy)
-            counted, seen = len(bucket.states), max(bucket.seen.values(), default=None)
+            counted, last_seen = len(bucket.states), max(bucket.seen.values(), default=None)
             for group_id, group_runs in runs.items():
                 if group_id not in by_group and bucket.fold(group_id, group_runs, self._folds):
                     continue  # all quiet: no event
@@ -227,8 +227,8 @@ def _processor_class() -> type:
                 events.extend(bucket.forget_idle(now_ms, self._config.group_idle_ms))
             if now_ms is not None and (
                 len(bucket.states) != counted
-                or seen is None
-                or now_ms // TRACKED_EVERY_MS > seen // TRACKED_EVERY_MS
+                or last_seen is None
+                or now_ms // TRACKED_EVERY_MS > last_seen // TRACKED_EVERY_MS
             ):
                 events.append(
                     TrackedGroups(

@@ -513,8 +513,6 @@ def encoded_dict(blob: bytes) -> dict[str, Any] | None:
     """The :meth:`GroupState.to_dict` form of :meth:`GroupState.encode`'s bytes, undecoded
     further; None for bytes of another kind (an older checkpoint's JSON, another version, not
     msgpack): :meth:`GroupState.decode` reads those, or names what is wrong."""
-    if blob[:1] == b"{":
-        return None
     try:
         data = _MSGPACK_DECODE(blob)
     except msgspec.DecodeError:
