@@ -167,6 +167,16 @@ def _consumer_view(consumer: KafkaConsumer) -> dict[str, Any]:
     }
 
 
+def _listed_state(bootstrap: str, group: str) -> str | None:
+    """The group's state as ListGroups gives it (what the collector reads first)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        listed = {g["group_id"]: g["group_state"] for g in admin.list_groups()}
+        return listed.get(group)
+    finally:
+        admin.close()
+
+
 def _groups_settled(groups: dict[str, list[Member]], partitions: set[Any]) -> bool:
     for members in groups.values():
         views = [_consumer_view(m.consumer) for m in members]
@@ -651,6 +661,9 @@ def test_a_rebalance_between_full_describe_passes_is_described_when_list_groups_
         poll_until(lambda: len(described) >= polls_before, 30)
         members[0].held.set()  # busy: it will not rejoin until released
         members.append(member("second"))
+        # the hold counts from the second member's join, which a loaded machine can delay
+        # past any fixed wait: until then the group has nothing to wait for
+        poll_until(lambda: _listed_state(bootstrap, group) == "PreparingRebalance", 30)
         held_since = time.monotonic()
         poll_until(lambda: time.monotonic() - held_since > 4, 30)
         members[0].held.clear()
