@@ -54,6 +54,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from operator import itemgetter
 from typing import Literal
 
 __all__ = [
@@ -93,25 +94,32 @@ class Verdict:
     rule: int
 
 
+_time = itemgetter(0)
+
+
 def end_offset_at(history: Sequence[tuple[int, int]], ts_ms: int) -> float | None:
     """The end offset at ``ts_ms``: linear between the surrounding points, the newest
     point's value after it, ``None`` before the first point (``history`` oldest first, as
-    :func:`~streaming.tracking.lag.add_point` keeps it)."""
-    return _end_offset_at(history, [t for t, _ in history], ts_ms)
-
-
-def _end_offset_at(
-    history: Sequence[tuple[int, int]], times: Sequence[int], ts_ms: int
-) -> float | None:
-    """:func:`end_offset_at`, given the history's ``times`` (found by bisection: a partition
-    is evaluated at each of its window's commits)."""
-    i = bisect_right(times, ts_ms) - 1
+    :func:`~streaming.tracking.lag.add_point` keeps it; found by bisection)."""
+    i = bisect_right(history, ts_ms, key=_time) - 1
     if i < 0:
         return None
     if i == len(history) - 1:
         return float(history[-1][1])
     (t0, o0), (t1, o1) = history[i], history[i + 1]
     return o0 + (o1 - o0) * (ts_ms - t0) / (t1 - t0)
+
+
+#: One verdict per rule: values, shared by every partition judged.
+_VERDICTS: dict[int, Verdict] = {
+    2: Verdict("OK", 2),
+    3: Verdict("STOP", 3),
+    4: Verdict("REWIND", 4),
+    5: Verdict("OK", 5),
+    6: Verdict("STALL", 6),
+    7: Verdict("WARN", 7),
+    8: Verdict("OK", 8),
+}
 
 
 def evaluate_partition(
@@ -127,38 +135,48 @@ def evaluate_partition(
 
     ``commits``: ``(commit_ts_ms, offset)`` oldest first (any length: the window is cut
     here); ``committed``: the partition's committed offset; ``end_offsets``: the end-offset
-    history, oldest first."""
-    known = [(t, o) for t, o in end_offsets if t <= now_ms]
-    if not known:
-        return None  # S1
+    history, oldest first. Both orders are the tracker's (``add_point``, the commit
+    history), and what makes the cuts below bisections and suffixes."""
+    if end_offsets and end_offsets[-1][0] <= now_ms:
+        known = end_offsets
+    else:
+        known = end_offsets[: bisect_right(end_offsets, now_ms, key=_time)]
+        if not known:
+            return None  # S1
     if known[-1][1] - committed <= allowed_lag:
-        return Verdict("OK", 2)  # S2
-    window = [(t, o) for t, o in commits if now_ms - window_ms < t <= now_ms]
-    recent = [o for t, o in known if now_ms - window_ms < t]
-    caught_up_lately = any(end <= committed for end in recent)
+        return _VERDICTS[2]  # S2
+    start = now_ms - window_ms
+    window = [c for c in commits if start < c[0] <= now_ms]
+    caught_up_lately = False  # an end offset seen within the window is consumed
+    for t, end in reversed(known):
+        if t <= start:
+            break
+        if end <= committed:
+            caught_up_lately = True
+            break
     if not caught_up_lately and (
         not window or now_ms - window[-1][0] > window[-1][0] - window[0][0]
     ):
-        return Verdict("STOP", 3)
+        return _VERDICTS[3]  # S3
     offsets = [o for _t, o in window]
     for i in range(1, len(offsets)):
         if offsets[i] < offsets[i - 1]:
             if not any(later >= offsets[i - 1] for later in offsets[i:]):
-                return Verdict("REWIND", 4)
+                return _VERDICTS[4]  # S4
             break  # only the first rewind counts, as in Burrow
     lags: list[float] = []
-    times = [t for t, _ in known]
     for t, o in window:
-        end = _end_offset_at(known, times, t)
-        if end is not None:
-            lags.append(max(0.0, end - o))
-    if any(lag <= allowed_lag for lag in lags):
-        return Verdict("OK", 5)
+        end_at = end_offset_at(known, t)
+        if end_at is not None:
+            lag = max(0.0, end_at - o)
+            if lag <= allowed_lag:
+                return _VERDICTS[5]  # S5
+            lags.append(lag)
     if len(offsets) >= 2 and len(set(offsets)) == 1:
-        return Verdict("STALL", 6)
+        return _VERDICTS[6]  # S6
     if lags and all(b >= a for a, b in pairwise(lags)):
-        return Verdict("WARN", 7)
-    return Verdict("OK", 8)
+        return _VERDICTS[7]  # S7
+    return _VERDICTS[8]  # S8
 
 
 def group_status(statuses: Iterable[str | None]) -> GroupLagStatus | None:

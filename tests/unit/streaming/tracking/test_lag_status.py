@@ -194,6 +194,79 @@ def test_end_offset_interpolation_is_its_definition_on_random_histories() -> Non
     assert checked > 20_000
 
 
+def _judged(
+    commits: list[tuple[int, int]],
+    committed: int,
+    ends: list[tuple[int, int]],
+    now: int,
+    window_ms: int,
+    allowed: int,
+) -> tuple[str, int] | None:
+    """Rules S1-S8 as the module docstring words them, each over whole lists: the points
+    known at ``now``, the commits in the window, the lag at each of them by
+    :func:`_scanned`; the first rule that applies decides."""
+    known = [(t, o) for t, o in ends if t <= now]
+    if not known:
+        return None
+    if known[-1][1] - committed <= allowed:
+        return ("OK", 2)
+    window = [(t, o) for t, o in commits if now - window_ms < t <= now]
+    seen = any(o <= committed for t, o in known if now - window_ms < t)
+    if not seen and (not window or now - window[-1][0] > window[-1][0] - window[0][0]):
+        return ("STOP", 3)
+    offsets = [o for _t, o in window]
+    rewinds = [i for i in range(1, len(offsets)) if offsets[i] < offsets[i - 1]]
+    if rewinds and not any(later >= offsets[rewinds[0] - 1] for later in offsets[rewinds[0] :]):
+        return ("REWIND", 4)
+    at = [_scanned(known, t) for t, _o in window]
+    lags = [max(0.0, end - o) for end, (_t, o) in zip(at, window, strict=True) if end is not None]
+    if any(lag <= allowed for lag in lags):
+        return ("OK", 5)
+    if len(offsets) >= 2 and len(set(offsets)) == 1:
+        return ("STALL", 6)
+    if lags and all(b >= a for a, b in pairwise(lags)):
+        return ("WARN", 7)
+    return ("OK", 8)
+
+
+def test_the_verdicts_are_the_rules_on_random_partitions() -> None:
+    """Partitions as the tracker keeps them (end offsets and commits oldest first, times
+    that repeat, offsets that rewind, stall or run ahead of the points), judged at times
+    before, among and after their points, with several windows and allowed lags: the
+    verdict is the rules' (:func:`_judged`), and every rule decides some of them."""
+    rng = random.Random(20261130)
+    rules: Counter[int | None] = Counter()
+    for _ in range(20_000):
+        times = sorted(rng.choice(range(0, 120_000, 5_000)) for _ in range(rng.randint(0, 16)))
+        ends = list(zip(times, sorted(rng.randint(0, 2_000) for _ in times), strict=True))
+        commit_times = sorted(
+            rng.choice(range(0, 120_000, 2_500)) for _ in range(rng.randint(0, 8))
+        )
+        level = rng.randint(0, 2_000)
+        commits = []
+        for t in commit_times:
+            level = max(0, level + rng.choice((0, 0, -50, 10, 100, 400)))
+            commits.append((t, level))
+        committed = commits[-1][1] if commits and rng.random() < 0.8 else rng.randint(0, 2_000)
+        now = rng.choice([*times, *commit_times, rng.randint(-1_000, 130_000)])
+        window_ms = rng.choice((10_000, 30_000, 60_000, 600_000))
+        allowed = rng.choice((0, 0, 5, 100))
+        got = evaluate_partition(
+            commits, committed, tuple(ends), now, window_ms=window_ms, allowed_lag=allowed
+        )
+        want = _judged(commits, committed, ends, now, window_ms, allowed)
+        assert (None if got is None else (got.status, got.rule)) == want, (
+            commits,
+            committed,
+            ends,
+            now,
+            window_ms,
+            allowed,
+        )
+        rules[None if want is None else want[1]] += 1
+    assert set(rules) == {None, 2, 3, 4, 5, 6, 7, 8}, rules
+
+
 GROUP_TABLE = [
     # G1 worst partition; STOP, STALL and REWIND are ERR for the group
     ([], None),
