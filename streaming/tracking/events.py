@@ -34,6 +34,7 @@ inverse.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -106,11 +107,22 @@ def quoted(text: str) -> str:
     return quote(text, safe="")
 
 
+#: What :func:`~urllib.parse.quote` leaves as it is with ``safe=""``: a part made only of
+#: these needs no encoding.
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
+def _part(p: object) -> str:
+    if not isinstance(p, str):
+        return str(p)
+    return p if _UNQUOTED.fullmatch(p) else quote(p, safe="")
+
+
 def event_id(kind: str, cluster: str, group_id: str, *parts: object) -> str:
     """``kind/cluster/group/part/...`` with cluster, group and string parts percent-encoded
     (the parts without :func:`quoted`'s cache: an offset's part never repeats, and would
     only evict the names that do)."""
-    tail = "/".join(quote(p, safe="") if isinstance(p, str) else str(p) for p in parts)
+    tail = "/".join(map(_part, parts))
     head = f"{kind}/{quoted(cluster)}/{quoted(group_id)}"
     return f"{head}/{tail}" if tail else head
 

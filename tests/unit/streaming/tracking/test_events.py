@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+from urllib.parse import quote
 
 import pytest
 
@@ -38,3 +40,14 @@ def test_event_id_encodes_separators() -> None:
         "rebalance/c%2F1/my%20group%2Fx/3/7%3A12"
     )
     assert event_id("status", "c", "g") == "status/c/g"
+
+
+def test_every_string_part_is_percent_encoded_as_quote_does() -> None:
+    """Parts that need no encoding are taken as they are, the others encoded: either way the
+    part is ``quote(part, safe="")``, for names made of safe, reserved, space, non-ASCII and
+    control characters."""
+    rng = random.Random(20261130)
+    alphabet = "aZ09_.-~/%:+ @?#&=éü中\x00\n\t"
+    for _ in range(5_000):
+        part = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        assert event_id("k", "c", "g", part, 7) == f"k/c/g/{quote(part, safe='')}/7", part
