@@ -113,6 +113,7 @@ _UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
 
 
 def _part(p: object) -> str:
+    """One part of an id: a string percent-encoded (as it is when nothing needs it)."""
     if not isinstance(p, str):
         return str(p)
     return p if _UNQUOTED.fullmatch(p) else quote(p, safe="")

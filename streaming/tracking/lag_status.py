@@ -135,8 +135,8 @@ def evaluate_partition(
 
     ``commits``: ``(commit_ts_ms, offset)`` oldest first (any length: the window is cut
     here); ``committed``: the partition's committed offset; ``end_offsets``: the end-offset
-    history, oldest first. Both orders are the tracker's (``add_point``, the commit
-    history), and what makes the cuts below bisections and suffixes."""
+    history, oldest first (as ``add_point`` keeps it): the points known at ``now_ms`` are a
+    prefix of it, and those within the window a suffix of that prefix."""
     if end_offsets and end_offsets[-1][0] <= now_ms:
         known = end_offsets
     else:
