@@ -167,14 +167,9 @@ def _consumer_view(consumer: KafkaConsumer) -> dict[str, Any]:
     }
 
 
-def _listed_state(bootstrap: str, group: str) -> str | None:
+def _listed_state(admin: KafkaAdminClient, group: str) -> str | None:
     """The group's state as ListGroups gives it (what the collector reads first)."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        listed = {g["group_id"]: g["group_state"] for g in admin.list_groups()}
-        return listed.get(group)
-    finally:
-        admin.close()
+    return {g["group_id"]: g["group_state"] for g in admin.list_groups()}.get(group)
 
 
 def _groups_settled(groups: dict[str, list[Member]], partitions: set[Any]) -> bool:
@@ -663,7 +658,11 @@ def test_a_rebalance_between_full_describe_passes_is_described_when_list_groups_
         members.append(member("second"))
         # the hold counts from the second member's join, which a loaded machine can delay
         # past any fixed wait: until then the group has nothing to wait for
-        poll_until(lambda: _listed_state(bootstrap, group) == "PreparingRebalance", 30)
+        lister = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            poll_until(lambda: _listed_state(lister, group) == "PreparingRebalance", 30)
+        finally:
+            lister.close()
         held_since = time.monotonic()
         poll_until(lambda: time.monotonic() - held_since > 4, 30)
         members[0].held.clear()
