@@ -31,6 +31,13 @@ bench produces the same workload **as it happens** and measures what an operator
 7. at the end: the produce stops, and the bench waits up to ``--drain-s`` for the job to have
    read every record of the topic (the lag at the end, in records and in seconds to drain).
 
+8. then the reference run (``--floor-s``, default 120; 0: none): ``bench/spark_floor.py
+   --live``, the least a Spark job does with the same commits live (read, decode in the JVM,
+   each partition's last offset to the driver, the same 1 s trigger), on the same broker,
+   fed the same workload for ``--warmup-s`` (not measured) and then ``--floor-s``. Its CPU,
+   memory, micro-batches and how old each batch's oldest record is when the batch reaches
+   the driver are reported beside the job's, and the job's CPU as a ratio of it.
+
 Reported: produce rate achieved (and how late the producer ever was against the records'
 timestamps); the trials' p50 / p95 / max (target: p95 <= 2,000 ms); the job's micro-batches
 during the live phase, from its ``[records] batch N: ...`` lines (records per batch, the
@@ -523,6 +530,116 @@ def _wait_for(
         time.sleep(0.2)
 
 
+@dataclass
+class FloorBatch:
+    at: float  # perf_counter when the line arrived
+    batch: int
+    records: int
+    oldest_ms: int  # its oldest record's age when its rows reached the floor's driver
+
+
+@dataclass
+class FloorRun:
+    """The Spark floor's live run: ``seconds`` of produce and its drain, what it read and
+    its CPU over them (``jvm``, ``driver``), its micro-batches and memory peaks."""
+
+    seconds: float
+    records: int
+    cpu: dict[str, float]
+    kept_up: bool
+    batches: list[FloorBatch]
+    memory: stream.Memory
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self.cpu.values())
+
+    @property
+    def cores(self) -> float:
+        return self.cpu_s / self.seconds
+
+
+def floor_batches(floor: stream.SparkProcess) -> list[FloorBatch]:
+    out = []
+    for at, line in list(floor.lines):
+        if m := re.match(r"\[floor\] batch (\d+): (\d+) records, oldest (-?\d+) ms", line):
+            out.append(FloorBatch(at, int(m[1]), int(m[2]), int(m[3])))
+    return out
+
+
+def run_floor(
+    bootstrap: str,
+    groups: Sequence[Group],
+    seconds: int,
+    *,
+    warmup_s: int,
+    drain_s: float,
+    kept_up_s: float,
+) -> FloorRun:
+    """``bench/spark_floor.py --live`` (its own process, reading from the topic's end) fed the
+    live workload for ``warmup_s`` (its JVM warms up, as the job's does on the prelude and
+    before the first trial; not measured) and then ``seconds``, then given up to ``drain_s``
+    to read it all (kept up: within ``kept_up_s``, as the job)."""
+    floor = stream.SparkProcess(
+        [
+            "bench.spark_floor",
+            bootstrap,
+            "--topic",
+            OFFSETS_TOPIC,
+            "--checkpoint",
+            str(STATE / "floor" / "checkpoint"),
+            "--live",
+        ],
+        STATE / "floor.log",
+    )
+    producer = PacedProducer(bootstrap, STATE / "floor-producer.log")
+    writer = None
+    try:
+        floor.first("started:", timeout_s=600)
+        time.sleep(5)  # its first micro-batches: the query's offsets at the topic's end
+        start_ms = (_now_ms() // 1000 + 2) * 1000
+        measured_ms = start_ms + warmup_s * 1000
+        writer = Writer(producer, groups, start_ms, measured_ms + seconds * 1000, [])
+        writer.start()
+        while _now_ms() < measured_ms:
+            time.sleep(0.05)
+        started = time.perf_counter()
+        cpu_at_start = stream.cpu_seconds(floor.proc.pid)
+        read_at_start = sum(b.records for b in floor_batches(floor))
+        while writer.is_alive():
+            producer.check_alive()
+            if floor.proc.poll() is not None:
+                raise SystemExit(f"the floor exited with {floor.proc.returncode} ({floor.log})")
+            writer.join(timeout=1)
+        if writer.error is not None:
+            raise SystemExit(f"the writer failed: {writer.error!r}")
+        producer.close()
+        ended = time.perf_counter()
+        deadline = ended + drain_s
+        while sum(b.records for b in floor_batches(floor)) < writer.written:
+            if time.perf_counter() >= deadline:
+                break
+            time.sleep(0.2)
+        drained = time.perf_counter() - ended
+        cpu_at_end = stream.cpu_seconds(floor.proc.pid)
+        read = sum(b.records for b in floor_batches(floor))
+        caught_up = read >= writer.written
+    finally:
+        if writer is not None:
+            writer.stop()
+        with contextlib.suppress(SystemExit):
+            producer.close(timeout_s=30)
+        floor.stop()
+    return FloorRun(
+        seconds=ended - started + drained,
+        records=read - read_at_start,
+        cpu={k: cpu_at_end[k] - cpu_at_start[k] for k in ("jvm", "driver")},
+        kept_up=caught_up and drained <= kept_up_s,
+        batches=[b for b in floor_batches(floor) if b.at >= started],
+        memory=floor.memory,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--groups", type=int, default=10_000, help="groups committing live")
@@ -542,6 +659,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=10,
         help="the job kept up if it read everything within this long after the produce",
+    )
+    parser.add_argument(
+        "--floor-s",
+        type=int,
+        default=120,
+        help="wall time of the Spark floor's live reference run after the job's (0: none)",
     )
     steady.add_run_options(parser, "--job-arg=--conf --job-arg=spark.driver.memory=1g", STATE)
     args = parser.parse_args(argv)
@@ -657,6 +780,17 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(SystemExit):
                 producer.close(timeout_s=30)
             job.stop()
+        floor = None
+        if args.floor_s > 0:
+            print(f"the Spark floor (bench/spark_floor.py --live) for {args.floor_s} s ...")
+            floor = run_floor(
+                bootstrap,
+                groups,
+                args.floor_s,
+                warmup_s=args.warmup_s,
+                drain_s=args.drain_s,
+                kept_up_s=args.kept_up_s,
+            )
     load_after = _loadavg()
 
     # -- figures
@@ -738,6 +872,29 @@ def main(argv: list[str] | None = None) -> int:
         f"{(m.jvm + m.driver_python + m.workers) / gib:.2f} GiB); all at once, each page "
         f"once (PSS) {m.total / gib:.2f} GiB (target < 2 GiB)"
     )
+    job_cores = cpu_s / (produce_ended - live_started + (drained_s or 0))
+    if floor is not None:
+        f_lat = [b.oldest_ms for b in floor.batches]
+        f_gaps = [b.at - a.at for a, b in itertools.pairwise(floor.batches)]
+        print(
+            f"  Spark floor, same workload  {floor.cpu_s:.1f} core-s for {floor.records:,} "
+            f"records in {floor.seconds:.0f} s: {floor.cores:.2f} cores, "
+            f"{floor.cpu_s * 1e6 / max(1, floor.records):.1f} us per record (JVM "
+            f"{floor.cpu['jvm']:.1f}, driver Python {floor.cpu['driver']:.1f}); "
+            + ("kept up" if floor.kept_up else "did NOT keep up")
+        )
+        print(
+            f"                              {len(floor.batches)} micro-batches, interval p50 "
+            f"{_p(f_gaps, 0.5):.2f} s p95 {_p(f_gaps, 0.95):.2f} s; a batch's oldest record "
+            f"at the driver after p50 {_p(f_lat, 0.5):.0f} ms p95 {_p(f_lat, 0.95):.0f} ms; "
+            f"memory (PSS) {floor.memory.total / gib:.2f} GiB"
+        )
+        print(
+            f"  the job against the floor   {job_cores / floor.cores:.2f}x the cores "
+            f"({job_cores:.2f} against {floor.cores:.2f}), "
+            f"{(cpu_s / max(1, read_live)) / (floor.cpu_s / max(1, floor.records)):.2f}x the "
+            f"CPU per record, {m.total / max(1, floor.memory.total):.2f}x the memory"
+        )
     if args.json:
         doc = {
             "groups": len(groups),
@@ -778,6 +935,18 @@ def main(argv: list[str] | None = None) -> int:
             "cores": os.cpu_count(),
             "load": {"before": load_before, "max": load.max, "after": load_after},
             "job_args": args.job_arg,
+            "job_cores": job_cores,
+            "floor": None
+            if floor is None
+            else {
+                "seconds": floor.seconds,
+                "records": floor.records,
+                "cpu_s": floor.cpu,
+                "cores": floor.cores,
+                "kept_up": floor.kept_up,
+                "batches": [asdict(b) for b in floor.batches],
+                "memory_total": floor.memory.total,
+            },
         }
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     if not args.keep:

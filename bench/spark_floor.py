@@ -14,7 +14,14 @@ Run by ``bench/steady.py`` as its own process; prints one JSON line: ``seconds``
 query), ``with_startup_s``, ``records``, and ``last``: ``{group: {"topic/partition":
 offset}}`` for the bench to check against the backlog.
 
+With ``--live``, the same query reads what is produced from now on, with the job's 1 s
+trigger, until it is interrupted (``bench/live.py``'s reference run: what the least live
+micro-batches cost on this machine). It prints ``started:`` when the query has started and
+a line per micro-batch: ``[floor] batch N: R records, oldest D ms`` (R: its commits; D: from
+the batch's oldest record's timestamp to when its rows reached the driver).
+
     python -m bench.spark_floor BOOTSTRAP --checkpoint DIR [--topic T] [--conf K=V ...]
+    python -m bench.spark_floor BOOTSTRAP --checkpoint DIR --live
 """
 
 from __future__ import annotations
@@ -23,6 +30,12 @@ import argparse
 import json
 import sys
 import time
+
+
+def batch_line(batch_id: int, records: int, oldest_ms: int) -> str:
+    """The ``--live`` line of a micro-batch: its commits, and how old its oldest record was
+    when its rows reached the driver (``bench/live.py`` reads it)."""
+    return f"[floor] batch {batch_id}: {records} records, oldest {oldest_ms} ms"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="a Spark setting over the job's defaults (repeatable)",
     )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="read from the topic's end on, a micro-batch a second, until interrupted",
+    )
     args = parser.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -58,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     conf = dict(item.split("=", 1) for item in args.conf)
     spark = build_session("bench-spark-floor", conf=conf)
     register(spark)
-    kafka = kafka_stream(spark, bootstrap_servers=args.bootstrap, topics=(args.topic,))
+    kafka = kafka_stream(
+        spark,
+        bootstrap_servers=args.bootstrap,
+        topics=(args.topic,),
+        starting_offsets="latest" if args.live else "earliest",
+    )
     records = envelope(kafka, args.topic)
     if partitions:
         records = records.coalesce(partitions)
@@ -66,25 +89,42 @@ def main(argv: list[str] | None = None) -> int:
     counted: dict[str, int] = {}
     last: dict[str, dict[str, int]] = {}
 
-    def batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
+    def batch(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
         rows = (
             df.where(F.col("commit.version") >= 0)
             .groupBy("commit.group_id", "commit.topic", "commit.partition")
-            .agg(F.max("commit.offset").alias("offset"), F.count("*").alias("n"))
+            .agg(
+                F.max("commit.offset").alias("offset"),
+                F.count("*").alias("n"),
+                F.unix_millis(F.min("timestamp")).alias("oldest_ms"),
+            )
             .collect()
         )
+        n = 0
         for r in rows:
             last.setdefault(r["group_id"], {})[f"{r['topic']}/{r['partition']}"] = r["offset"]
-            counted["commits"] = counted.get("commits", 0) + r["n"]
+            n += r["n"]
+        counted["commits"] = counted.get("commits", 0) + n
+        if args.live and rows:
+            oldest_ms = min(r["oldest_ms"] for r in rows)
+            print(batch_line(batch_id, n, round(time.time() * 1000 - oldest_ms)), flush=True)
 
     started = time.perf_counter()
-    query = (
+    writer = (
         commits.writeStream.queryName("bench-spark-floor")
         .foreachBatch(batch)
         .option("checkpointLocation", args.checkpoint)
-        .trigger(availableNow=True)
-        .start()
     )
+    if args.live:
+        query = writer.trigger(processingTime="1 second").start()
+        print("started: the floor's query", flush=True)
+        try:
+            query.awaitTermination()
+        except KeyboardInterrupt:
+            query.stop()
+        spark.stop()
+        return 0
+    query = writer.trigger(availableNow=True).start()
     query.awaitTermination()
     ended = time.perf_counter()
     read = sum(progress.numInputRows for progress in query.recentProgress)

@@ -52,7 +52,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -390,42 +390,25 @@ def _pss_kib(pid: int) -> int:
     return 0
 
 
-class JobProcess:
-    """``python -m streaming.cli run`` on the bench topics, its lines timestamped as they
-    arrive and its memory sampled every 500 ms (peaks: ``VmHWM``, so none is missed)."""
+class SparkProcess:
+    """A Spark program as its own process (``python -m`` ``args``, from the repository), its
+    output written to ``log``, its lines timestamped as they arrive and its memory sampled
+    every 500 ms (peaks: ``VmHWM``, so none is missed)."""
 
-    def __init__(
-        self, bootstrap: str, topic: str, membership: str, work: Path, port: int, *extra: str
-    ) -> None:
+    def __init__(self, args: Sequence[str], log: Path) -> None:
         import subprocess
 
         self.lines: list[tuple[float, str]] = []
         self.memory = Memory()
-        cmd = [
-            sys.executable,
-            "-m",
-            "streaming.cli",
-            "run",
-            "--bootstrap-server",
-            bootstrap,
-            "--offsets-topic",
-            topic,
-            "--membership-topic",
-            membership,
-            "--checkpoint-dir",
-            str(work / "checkpoint"),
-            "--delta-path",
-            str(work / "delta"),
-            "--metrics-port",
-            str(port),
-            "--trigger-interval",
-            "1",
-            *extra,
-        ]
-        self.log = work.parent / f"{work.name}.log"  # the job's whole output
+        self.log = log
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         self.proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            [sys.executable, "-m", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -474,6 +457,35 @@ class JobProcess:
             except Exception:
                 self.proc.kill()
         self._reader.join(timeout=5)
+
+
+class JobProcess(SparkProcess):
+    """``python -m streaming.cli run`` on the bench topics (trigger 1 s, the exporter on
+    ``port``, ``extra`` arguments after), its whole output in ``<work>.log``."""
+
+    def __init__(
+        self, bootstrap: str, topic: str, membership: str, work: Path, port: int, *extra: str
+    ) -> None:
+        cmd = [
+            "streaming.cli",
+            "run",
+            "--bootstrap-server",
+            bootstrap,
+            "--offsets-topic",
+            topic,
+            "--membership-topic",
+            membership,
+            "--checkpoint-dir",
+            str(work / "checkpoint"),
+            "--delta-path",
+            str(work / "delta"),
+            "--metrics-port",
+            str(port),
+            "--trigger-interval",
+            "1",
+            *extra,
+        ]
+        super().__init__(cmd, work.parent / f"{work.name}.log")
 
 
 # -- the phases -----------------------------------------------------------------------------
