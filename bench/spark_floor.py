@@ -16,9 +16,11 @@ offset}}`` for the bench to check against the backlog.
 
 With ``--live``, the same query reads what is produced from now on, with the job's 1 s
 trigger, until it is interrupted (``bench/live.py``'s reference run: what the least live
-micro-batches cost on this machine). It prints ``started:`` when the query has started and
-a line per micro-batch: ``[floor] batch N: R records, oldest D ms`` (R: its commits; D: from
-the batch's oldest record's timestamp to when its rows reached the driver).
+micro-batches cost on this machine); each micro-batch's partitions and their last offsets
+reach the driver as Arrow columns, not a Python object each. It prints ``started:`` when
+the query has started and a line per micro-batch: ``[floor] batch N: R records, oldest D
+ms`` (R: its commits; D: from the batch's oldest record's timestamp to when its rows
+reached the driver).
 
     python -m bench.spark_floor BOOTSTRAP --checkpoint DIR [--topic T] [--conf K=V ...]
     python -m bench.spark_floor BOOTSTRAP --checkpoint DIR --live
@@ -89,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     counted: dict[str, int] = {}
     last: dict[str, dict[str, int]] = {}
 
-    def batch(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
-        rows = (
+    def per_partition(df):  # type: ignore[no-untyped-def]
+        return (
             df.where(F.col("commit.version") >= 0)
             .groupBy("commit.group_id", "commit.topic", "commit.partition")
             .agg(
@@ -98,21 +100,26 @@ def main(argv: list[str] | None = None) -> int:
                 F.count("*").alias("n"),
                 F.unix_millis(F.min("timestamp")).alias("oldest_ms"),
             )
-            .collect()
         )
-        n = 0
-        for r in rows:
+
+    def batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        for r in per_partition(df).collect():
             last.setdefault(r["group_id"], {})[f"{r['topic']}/{r['partition']}"] = r["offset"]
-            n += r["n"]
-        counted["commits"] = counted.get("commits", 0) + n
-        if args.live and rows:
-            oldest_ms = min(r["oldest_ms"] for r in rows)
-            print(batch_line(batch_id, n, round(time.time() * 1000 - oldest_ms)), flush=True)
+            counted["commits"] = counted.get("commits", 0) + r["n"]
+
+    def live_batch(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        import pyarrow.compute as pc
+
+        offsets = per_partition(df).toArrow()
+        if offsets.num_rows:
+            oldest_ms = pc.min(offsets["oldest_ms"]).as_py()
+            records = pc.sum(offsets["n"]).as_py()
+            print(batch_line(batch_id, records, round(time.time() * 1000 - oldest_ms)), flush=True)
 
     started = time.perf_counter()
     writer = (
         commits.writeStream.queryName("bench-spark-floor")
-        .foreachBatch(batch)
+        .foreachBatch(live_batch if args.live else batch)
         .option("checkpointLocation", args.checkpoint)
     )
     if args.live:
