@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
     from streaming.config import JobConfig
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     counted: dict[str, int] = {}
     last: dict[str, dict[str, int]] = {}
 
-    def per_partition(df):  # type: ignore[no-untyped-def]
+    def per_partition(df: DataFrame) -> DataFrame:
         return (
             df.where(F.col("commit.version") >= 0)
             .groupBy("commit.group_id", "commit.topic", "commit.partition")
