@@ -30,3 +30,13 @@ def steady() -> ModuleType:
 @pytest.fixture(scope="module")
 def stream() -> ModuleType:
     return load_bench("stream")
+
+
+@pytest.fixture(scope="module")
+def live() -> ModuleType:
+    return load_bench("live")
+
+
+@pytest.fixture(scope="module")
+def spark_floor() -> ModuleType:
+    return load_bench("spark_floor")

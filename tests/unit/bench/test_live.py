@@ -6,17 +6,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from tests.unit.bench.conftest import load_bench
-
-
-@pytest.fixture(scope="module")
-def live() -> ModuleType:
-    return load_bench("live")
-
-
-@pytest.fixture(scope="module")
-def spark_floor() -> ModuleType:
-    return load_bench("spark_floor")
+pytestmark = pytest.mark.unit
 
 
 def test_the_floor_s_batch_lines_are_read_back(live: ModuleType, spark_floor: ModuleType) -> None:
