@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql import functions as F
 
     from streaming.config import JobConfig
@@ -92,15 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     counted: dict[str, int] = {}
     last: dict[str, dict[str, int]] = {}
 
-    def per_partition(df: DataFrame) -> DataFrame:
+    def per_partition(df: DataFrame, *more: Column) -> DataFrame:
+        """Each committed partition's last offset and commits (and the ``more`` aggregates)."""
         return (
             df.where(F.col("commit.version") >= 0)
             .groupBy("commit.group_id", "commit.topic", "commit.partition")
-            .agg(
-                F.max("commit.offset").alias("offset"),
-                F.count("*").alias("n"),
-                F.unix_millis(F.min("timestamp")).alias("oldest_ms"),
-            )
+            .agg(F.max("commit.offset").alias("offset"), F.count("*").alias("n"), *more)
         )
 
     def batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     def live_batch(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
         import pyarrow.compute as pc
 
-        offsets = per_partition(df).toArrow()
+        offsets = per_partition(df, F.unix_millis(F.min("timestamp")).alias("oldest_ms")).toArrow()
         if offsets.num_rows:
             oldest_ms = pc.min(offsets["oldest_ms"]).as_py()
             records = pc.sum(offsets["n"]).as_py()
