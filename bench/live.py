@@ -29,8 +29,7 @@ bench produces the same workload **as it happens** and measures what an operator
    scrape takes is reported: it is part of the resolution, and with 10,000 groups each
    scrape walks every series of the exporter);
 7. at the end: the produce stops, and the bench waits up to ``--drain-s`` for the job to have
-   read every record of the topic (the lag at the end, in records and in seconds to drain).
-
+   read every record of the topic (the lag at the end, in records and in seconds to drain);
 8. then the reference run (``--floor-s``, default 120; 0: none): ``bench/spark_floor.py
    --live``, the least a Spark job does with the same commits live (read, decode in the JVM,
    each partition's last offset to the driver, the same 1 s trigger), on the same broker,
@@ -872,7 +871,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{(m.jvm + m.driver_python + m.workers) / gib:.2f} GiB); all at once, each page "
         f"once (PSS) {m.total / gib:.2f} GiB (target < 2 GiB)"
     )
-    job_cores = cpu_s / (produce_ended - live_started + (drained_s or 0))
+    job_cores = cpu_s / (
+        produce_ended - live_started + (args.drain_s if drained_s is None else drained_s)
+    )
     if floor is not None:
         f_lat = [b.oldest_ms for b in floor.batches]
         f_gaps = [b.at - a.at for a, b in itertools.pairwise(floor.batches)]
