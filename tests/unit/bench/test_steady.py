@@ -84,3 +84,21 @@ def test_backlog_shape(steady: ModuleType, tmp_path: Path) -> None:
         n += 1
     assert n == backlog.records
     assert last_ts == backlog.last_ts_ms < 1_800_000_000_000
+
+
+def test_the_commit_check_asks_what_the_table_keeps(steady: ModuleType) -> None:
+    """Every partition's last commit, or (``kept`` over several micro-batches) a commit of
+    every partition; the job's setting read from its arguments."""
+    expected = {"g": {("t", 0): 90, ("t", 1): 80}}
+    first_runs = {"g": {("t", 0): 40, ("t", 1): 30}}
+    assert steady.missing_commits(expected, first_runs, last=False) == []
+    assert steady.missing_commits(expected, first_runs, last=True) == [
+        ("g", ("t", 0), 90, 40),
+        ("g", ("t", 1), 80, 30),
+    ]
+    one_lost = {"g": {("t", 0): 90}}
+    assert steady.missing_commits(expected, one_lost, last=False) == [("g", ("t", 1), 80, None)]
+    assert steady.missing_commits(expected, one_lost, last=True) == [("g", ("t", 1), 80, None)]
+    assert steady._history([]) == "kept"
+    assert steady._history(["--once", "--offset-commits-history", "latest"]) == "latest"
+    assert steady._history(["--offset-commits-history=every"]) == "every"
