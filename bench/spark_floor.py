@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    import pyarrow.compute as pc
     from pyspark.sql import Column, DataFrame
     from pyspark.sql import functions as F
 
@@ -106,8 +107,6 @@ def main(argv: list[str] | None = None) -> int:
             counted["commits"] = counted.get("commits", 0) + r["n"]
 
     def live_batch(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
-        import pyarrow.compute as pc
-
         offsets = per_partition(df, F.unix_millis(F.min("timestamp")).alias("oldest_ms")).toArrow()
         if offsets.num_rows:
             oldest_ms = pc.min(offsets["oldest_ms"]).as_py()

@@ -850,15 +850,12 @@ def job_last_offsets(delta: Path) -> dict[str, dict[tuple[str, int], int]]:
     return out
 
 
-def _history(job_args: Sequence[str]) -> str:
-    """The job's ``--offset-commits-history`` among its arguments (its default: ``kept``)."""
-    value = "kept"
-    for i, arg in enumerate(job_args):
-        if arg == "--offset-commits-history" and i + 1 < len(job_args):
-            value = job_args[i + 1]
-        elif arg.startswith("--offset-commits-history="):
-            value = arg.split("=", 1)[1]
-    return value
+def offset_commits_history(job_args: Sequence[str]) -> str:
+    """The ``offset_commits_history`` the job runs with, given its extra arguments: as the
+    job resolves it (its arguments over the environment and its defaults)."""
+    from streaming.job import build_parser, config_from_args
+
+    return config_from_args(build_parser().parse_args(list(job_args))).offset_commits_history
 
 
 def missing_commits(
@@ -906,7 +903,7 @@ def run_job(bootstrap: str, backlog: Backlog, work: Path, extra: Sequence[str]) 
     own = int(match.group(1)) - backlog.records
     exported = re.search(r"(\d+) groups in the exporter", summary)
     batches = sum(1 for _, line in job.lines if line.startswith("[records] batch"))
-    last_kept = _history(extra) != "kept" or batches == 1
+    last_kept = offset_commits_history(extra) != "kept" or batches == 1
     what = "every partition's last commit" if last_kept else "a commit of every partition"
     print(f"  checking offset_commits: {what} ...", flush=True)
     missing = missing_commits(backlog.last, job_last_offsets(work / "delta"), last=last_kept)

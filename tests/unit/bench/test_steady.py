@@ -99,6 +99,8 @@ def test_the_commit_check_asks_what_the_table_keeps(steady: ModuleType) -> None:
     one_lost = {"g": {("t", 0): 90}}
     assert steady.missing_commits(expected, one_lost, last=False) == [("g", ("t", 1), 80, None)]
     assert steady.missing_commits(expected, one_lost, last=True) == [("g", ("t", 1), 80, None)]
-    assert steady._history([]) == "kept"
-    assert steady._history(["--once", "--offset-commits-history", "latest"]) == "latest"
-    assert steady._history(["--offset-commits-history=every"]) == "every"
+    assert steady.offset_commits_history([]) == "kept"
+    assert steady.offset_commits_history(["--once", "--offset-commits-history", "latest"]) == (
+        "latest"
+    )
+    assert steady.offset_commits_history(["--offset-commits-history=every"]) == "every"
