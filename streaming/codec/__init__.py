@@ -15,6 +15,9 @@ Pipeline of one record::
       │    17,19-23 streams groups                      streams.py
       └─ unknown type / version → Unknown (raw bytes)
 
+    record_route(key, value)                            decode.py
+      └─ the type's name and the group, from the key and the value's version alone
+
 Wire primitives are in ``reader.py``, the record classes in ``model.py``, errors (one root,
 ``CodecError``; ``DecodeError`` names field and byte offset) in ``errors.py``, JSON output in
 ``tojson.py`` and the ``decode`` command in ``cli.py``.
@@ -29,7 +32,7 @@ from streaming.codec.consumer_protocol import (
     decode_sticky_user_data,
     decode_subscription,
 )
-from streaming.codec.decode import RECORD_TYPES, decode_record
+from streaming.codec.decode import RECORD_TYPES, decode_record, record_route
 from streaming.codec.errors import CodecError, DecodeError, MalformedError, TruncatedError
 from streaming.codec.model import Record
 from streaming.codec.tojson import to_json, to_json_str
@@ -47,6 +50,7 @@ __all__ = [
     "decode_record",
     "decode_sticky_user_data",
     "decode_subscription",
+    "record_route",
     "to_json",
     "to_json_str",
 ]

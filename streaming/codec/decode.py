@@ -44,7 +44,13 @@ from streaming.codec.model import (
 )
 from streaming.codec.reader import I16
 
-__all__ = ["RECORD_TYPES", "RecordType", "decode_record", "decode_record_general"]
+__all__ = [
+    "RECORD_TYPES",
+    "RecordType",
+    "decode_record",
+    "decode_record_general",
+    "record_route",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,3 +204,43 @@ def decode_record_general(key: bytes, value: bytes | None) -> Record:
         return decoders[version](decoded_key, value)
     except DecodeError as e:
         raise e.within("value") from None
+
+
+def record_route(key: bytes, value: bytes | None) -> tuple[str, str | None]:
+    """A ``__consumer_offsets`` record's type name and group, from its key and its value's
+    version alone: what routing the record needs, so that its value is decoded once, where
+    it is applied (:func:`decode_record` there). The group is None where
+    :func:`decode_record` gives an ``Unknown`` (an unknown type or value version); the name
+    is the type's (``GroupMetadata``...), ``Tombstone`` appended for a tombstone. Raises what
+    :func:`decode_record` raises for the key, and for a value too short to hold its version.
+    """
+    if type(key) is not bytes:
+        key = bytes(key)
+    if len(key) < 2:
+        raise TruncatedError("key.record_type", 0, f"needs 2 byte(s), {len(key)} left")
+    record_type: int = I16.unpack_from(key)[0]
+    spec = RECORD_TYPES.get(record_type)
+    if spec is None:
+        return Unknown.__name__, None
+    try:
+        decoded_key = spec.decode_key(key, record_type)
+    except DecodeError as e:
+        raise e.within("key") from None
+    group = _key_group(decoded_key)
+    if value is None:
+        return spec.name + "Tombstone", group
+    if len(value) < 2:
+        raise TruncatedError("value.version", 0, f"needs 2 byte(s), {len(value)} left")
+    version: int = I16.unpack_from(value)[0]
+    if version < 0 or version >= len(spec.values):
+        return Unknown.__name__, None
+    return spec.name, group
+
+
+def _key_group(key: OffsetKey | str | GroupKey | MemberKey | RegularExpressionKey) -> str:
+    """The group a decoded key names."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, tuple):
+        return key[1]
+    return key.group_id

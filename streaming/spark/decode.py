@@ -12,23 +12,27 @@
     decode(envelope_df)                      mapInArrow(decode_batches): per chunk of each
                                              task's input (:data:`CHUNK_ROWS`), on the
                                              executors -> DECODED_SCHEMA: commits as runs
-                                             (vectorized, pyarrow), every other record
-                                             decoded once (codec / membership JSON); a bad
-                                             row keeps its raw bytes, where they were read,
-                                             and error / field / byte offset
+                                             (vectorized, pyarrow), every other
+                                             __consumer_offsets record routed on its key,
+                                             a collector event decoded (membership JSON);
+                                             a bad row keeps its raw bytes, where they were
+                                             read, and error / field / byte offset
 
-What a decoded row carries. ``group_id`` is the routing key of the stateful step:
-:func:`streaming.tracking.model.routing_keys` — the record's group, or, for a collector
+What a decoded row carries. ``group_id`` is the routing key of the stateful step: the group
+a ``__consumer_offsets`` record's key names; a collector event's
+:func:`streaming.tracking.model.routing_keys` — its group, or, for a collector
 event that names many groups (``topics``, ``end_offsets``, ``poll``; key: the cluster label),
 one row per bucket of the stateful step its groups fall in, keyed by one of that bucket's
 groups (:func:`streaming.spark.buckets.bucket_heads`): the step applies the event to each of
 the bucket's groups it names. A row per group would copy the event once per group, and
 the event itself grows with the groups: at many groups one event's copies exceed what an
 Arrow binary column holds (2 GiB). Records that name no group (unknown record
-types, unsupported event versions, a ``topics`` event without groups) keep one row with
-``group_id`` null and ``record_type`` saying what they are: the job counts and drops them
-(explicit, never silent). ``record_type`` is the decoded class name (``OffsetCommit``,
-``GroupMetadata``, ``GroupSnapshot``...), or ``CommitRun``.
+types and value versions, unsupported event versions, a ``topics`` event without groups)
+keep one row with ``group_id`` null and ``record_type`` saying what they are: the job counts
+and drops them (explicit, never silent). ``record_type`` is a ``__consumer_offsets``
+record's type name (``GroupMetadata``, ``ConsumerGroupMemberMetadataTombstone``...,
+:func:`streaming.codec.record_route`), a collector event's class name (``GroupSnapshot``...),
+or ``CommitRun``.
 
 **Commits as runs.** A real ``__consumer_offsets`` is almost all offset commits, and the tracker
 needs of them only each partition's latest commit and a short history of commit times (the
@@ -40,16 +44,22 @@ runs are one ``CommitRun`` row, a list entry each (:func:`decode_batch`,
 micro-batch of 10,000 groups committing 20 partitions each becomes 10,000 rows, whatever its
 number of commits.
 
-How the other records travel to the stateful operator: as their **raw bytes**, re-decoded
-there by :func:`observation_of` (they are the rare ones). Decoding a record costs about as
-much as loading a pickled ``Observation``, and the pickle is bigger than the raw key and
-value, so pickling would add its dump to the CPU and grow the shuffle. The raw bytes must
-travel anyway (the bad side keeps them).
+How the other records travel to the stateful operator: as their **raw bytes**, decoded there
+by :func:`observation_of`. A ``__consumer_offsets`` record is decoded there only: its key
+names its group and type (:func:`streaming.codec.record_route`), so its value, a group's
+whole membership for a ``GroupMetadata``, is decoded once, where it is applied. A collector
+event is decoded here as well: its groups and its times are in its JSON (an event that
+names many groups goes to each bucket of them; the freshness of the collector's polls, in
+:func:`source_stats`). Loading a pickled ``Observation`` costs about as much as decoding
+the record, and the pickle is bigger than the raw key and value.
 
 Bad input never stops the query: any exception of one record becomes that row's ``error``
 (:class:`~streaming.codec.DecodeError` gives ``error_field`` and ``error_offset``;
-:class:`~streaming.tracking.errors.MembershipEventError` gives ``error_field``). A commit the
-JVM decoder refused takes this path too, so the Python codec names what failed.
+:class:`~streaming.tracking.errors.MembershipEventError` gives ``error_field``). Here that is
+a collector event, or a ``__consumer_offsets`` record whose key or value version does not
+parse; the stateful step quarantines a value that does not
+(:func:`streaming.spark.step_rows.observations_by_group`), with the same columns. A commit
+the JVM decoder refused takes the same path, so the Python codec names what failed.
 
 The per-batch functions (:func:`decode_batch`, :func:`observation_of`) need only pyarrow
 and numpy; pyspark is imported by the DataFrame builders.
@@ -64,7 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 
-from streaming.codec import DecodeError, decode_record
+from streaming.codec import DecodeError, decode_record, record_route
 from streaming.spark.buckets import bucket_heads
 from streaming.tracking.errors import MembershipEventError
 from streaming.tracking.membership import parse_membership_json
@@ -87,6 +97,7 @@ __all__ = [
     "COMMIT_FIELDS",
     "DECODED_SCHEMA",
     "ENVELOPE_SCHEMA",
+    "OFFSETS",
     "STATS_KEY",
     "Decoded",
     "decode",
@@ -242,6 +253,12 @@ class Decoded:
 
 def _decode_one(source: str, key: bytes | None, value: bytes | None) -> Decoded:
     try:
+        if source == OFFSETS:
+            # routed on the key: the value is decoded once, by the stateful step
+            if key is None:
+                raise DecodeError("key", 0, "a __consumer_offsets record without a key")
+            record_type, group_id = record_route(key, value)
+            return Decoded((group_id,), record_type)
         obs = observation_of(source, key, value, partition=0, offset=0, timestamp_ms=0)
     except DecodeError as e:
         return Decoded((None,), None, str(e), type(e).__name__, e.field, e.offset)

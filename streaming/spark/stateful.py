@@ -69,7 +69,7 @@ from streaming.spark.buckets import (
     store_bucket,
     tracker_key,
 )
-from streaming.spark.decode import FAN_OUT_TYPES, STATS_KEY
+from streaming.spark.decode import COMMIT_RUN, FAN_OUT_TYPES, OFFSETS, STATS_KEY
 from streaming.spark.step_rows import (
     STEP_SCHEMA,
     bad_record_struct,
@@ -272,12 +272,15 @@ def _group_keeper(group_filter: str) -> Callable[[str], bool] | None:
 
 
 def _kept(frame: pd.DataFrame, keep: Callable[[str], bool]) -> pd.DataFrame:
-    """A bucket's rows of the groups that pass the filter (``keep``, once per group id), and
-    its rows of events that name many groups (their groups are filtered as they reach them,
-    :func:`~streaming.spark.step_rows.observations_by_group`)."""
-    ids = frame["group_id"]
+    """A bucket's rows of the groups that pass the filter (``keep``, once per group id), its
+    rows of events that name many groups, and its ``__consumer_offsets`` records other than
+    runs: :func:`~streaming.spark.step_rows.observations_by_group` filters their groups as
+    it applies them, after decoding the records, whose errors are quarantined whatever the
+    group."""
+    ids, kinds = frame["group_id"], frame["record_type"]
     passing = {g: keep(g) for g in ids.unique()}
-    return frame[ids.map(passing).astype(bool) | frame["record_type"].isin(FAN_OUT_TYPES)]
+    decoded_here = (frame["source"] == OFFSETS) & (kinds != COMMIT_RUN)
+    return frame[ids.map(passing).astype(bool) | kinds.isin(FAN_OUT_TYPES) | decoded_here]
 
 
 def track(

@@ -2,7 +2,7 @@
 
 A group's rows become :class:`~streaming.tracking.model.Observation` objects
 (:func:`observations_by_group`: a ``CommitRun`` row's runs as they are, every other record
-re-decoded from its raw bytes, :mod:`streaming.spark.decode`; a collector event that names
+decoded from its raw bytes, :mod:`streaming.spark.decode`; a collector event that names
 many groups reaches each of them in the row's bucket); the tracker's events become
 :data:`EVENTS_SCHEMA` rows (:func:`tracker_frame`, :func:`event_row`), handed from pandas to
 the JVM in the cheaper :data:`STEP_SCHEMA` and given their shape again there
@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.codec.model import OffsetCommitTombstone
 from streaming.spark.buckets import bucket_of
-from streaming.spark.decode import COMMIT_RUN, FAN_OUT_TYPES, STATS_FIELDS, observation_of
+from streaming.spark.decode import (
+    COMMIT_RUN,
+    FAN_OUT_TYPES,
+    OFFSETS,
+    STATS_FIELDS,
+    observation_of,
+)
 from streaming.tracking.events import (
     EVENT_TYPES,
     OffsetCommitRow,
@@ -195,19 +201,22 @@ def observations_by_group(
     runs: dict[str, list[CommitRuns]] | None = None,
 ) -> tuple[dict[str, list[Observation]], list[dict[str, Any]]]:
     """Each group's observations of the decoded rows (in row order), and the rows that could
-    not be rebuilt, as ``bad_records`` structs (:func:`bad_record_struct`) naming the error:
-    the decode stage accepted them, so a failure here means the stages disagree (a code
-    change between them), and the row is quarantined, never dropped. A ``CommitRun`` row
+    not be decoded, as ``bad_records`` structs (:func:`bad_record_struct`) naming the error,
+    quarantined, never dropped. A ``CommitRun`` row
     (:func:`streaming.spark.decode.decode_batch`: a group's runs) becomes a
     :class:`~streaming.tracking.model.CommitRun` per run; every other row is decoded from
-    its bytes.
+    its bytes: a ``__consumer_offsets`` record here only (the decode stage routed it on its
+    key, :func:`streaming.codec.record_route`), so the codec's error is the record's; a
+    collector event the decode stage decoded already, so a failure means the two stages
+    disagree (a code change between them).
 
     A collector event that names many groups (:data:`~streaming.tracking.model.FAN_OUT`)
     comes as one row per bucket of its groups (``buckets`` of them, the decode stage's
     number), keyed by one of that bucket's groups: its observation goes to each group it
     names that is in the row's bucket (:func:`~streaming.spark.buckets.bucket_of`) and
     passes ``keep`` (the job's group filter; None: every group), at the row's place in the
-    order, as a row per group would have brought it.
+    order, as a row per group would have brought it. Any other record of a group that does
+    not pass ``keep`` is decoded, for its errors, and given to no group.
 
     ``commits``: when given, receives the ``offset_commits`` row of each offset tombstone
     (of ``cluster``); the runs' are :func:`run_commit_frame`'s (a row per ``CommitRun`` row).
@@ -236,7 +245,8 @@ def observations_by_group(
                 else:
                     out.setdefault(group_runs.group_id, []).extend(group_runs.observations())
                 continue
-            if kind not in FAN_OUT_TYPES:
+            fan_out = kind in FAN_OUT_TYPES
+            if not fan_out and (keep is None or keep(group[i])):
                 observations = out.get(group[i])
                 if observations is None:
                     observations = out[group[i]] = []
@@ -253,8 +263,10 @@ def observations_by_group(
             except Exception as e:  # one row must never stop the step
                 failed.append(_failed_row(frame, i, e))
                 continue
-            if observations is None:
+            if fan_out:
                 _reach_bucket(out, obs, str(group[i]), buckets, keep)
+                continue
+            if observations is None:  # a group the filter leaves out
                 continue
             observations.append(obs)
             if commits is not None and isinstance(obs.payload, OffsetCommitTombstone):
@@ -281,13 +293,18 @@ def _reach_bucket(
 
 
 def _failed_row(frame: pd.DataFrame, i: int, error: Exception) -> dict[str, Any]:
+    """Row ``i`` of ``frame`` as a ``bad_records`` struct: a ``__consumer_offsets`` record
+    with its codec's error, any other with what the step could not rebuild."""
     from streaming.codec import DecodeError
 
     row = frame.iloc[i]
+    own = row["source"] == OFFSETS and isinstance(error, DecodeError)
     return bad_record_struct(
         {
             **{c: row[c] for c in ("topic", "partition", "offset", "timestamp_ms", "key", "value")},
-            "error": f"the stateful step could not rebuild the record: {error}",
+            "error": str(error)
+            if own
+            else f"the stateful step could not rebuild the record: {error}",
             "error_type": type(error).__name__,
             "error_field": getattr(error, "field", None),
             "error_offset": error.offset if isinstance(error, DecodeError) else None,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 
-from streaming.codec import decode_record
+from streaming.codec import DecodeError, decode_record
 from streaming.spark.buckets import BUCKETS, bucket_of
 from streaming.spark.decode import ARROW_ENVELOPE, DECODED_SCHEMA, decode, decode_batch
 from streaming.tracking.model import group_id_of
@@ -379,15 +379,18 @@ def _run_counts(decoded: pa.Table) -> list[int]:
     return [c for cell in decoded.column("run_count").to_pylist() if cell for c in cell]
 
 
-def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> None:
-    """The decode stage accepted the row, the stateful step cannot rebuild it (the stages
-    disagree, e.g. a code change between them): it comes back as a ``bad_records`` struct
-    with its raw bytes and the error, beside the group's other observations."""
+def test_a_value_is_decoded_once_where_it_is_applied_and_quarantined_there() -> None:
+    """The decode stage routes a ``__consumer_offsets`` record on its key: a value that does
+    not parse reaches its group's bucket, and the stateful step, which decodes it, quarantines
+    it with its raw bytes and the codec's own error, beside the group's other observations.
+    A collector event the decode stage accepted but the step cannot rebuild (the stages
+    disagree, e.g. a code change between them) is quarantined too, never dropped."""
     from streaming.spark.step_rows import observations_by_group
 
     good_key, good_value = next(
         (k, v) for k, v in pairs() if k[:2] == b"\x00\x02" and v is not None
     )  # a GroupMetadata record
+    cut = good_value[:5]
     table = pa.Table.from_pylist(
         [
             {
@@ -396,29 +399,61 @@ def test_a_row_the_stateful_step_cannot_rebuild_is_quarantined_not_dropped() -> 
                 "partition": 4,
                 "offset": o,
                 "timestamp_ms": 1_000 + o,
-                "key": key,
+                "key": good_key,
                 "value": value,
             }
-            for o, (key, value) in enumerate([(good_key, good_value), (good_key, good_value[:5])])
-        ],
+            for o, value in enumerate([good_value, cut])
+        ]
+        + [_row("membership", b"local", TOPICS_EVENT, 2)],
         schema=ARROW_ENVELOPE,
     )
-    decoded = decode_batch(table.slice(0, 1), buckets=BUCKETS).to_pandas()
-    broken = decoded.copy()
-    broken["offset"], broken["value"] = 1, good_value[:5]  # cut: the codec refuses it
-    frame = pa.Table.from_pandas(decoded).to_pandas()
-    by_group, failed = observations_by_group([frame, broken], buckets=BUCKETS)
+    decoded = decode_batch(table, buckets=1).to_pandas()
+    group = group_id_of(decode_record(good_key, good_value))
+    offsets = decoded[decoded["source"] == "offsets"]
+    assert offsets["group_id"].tolist() == [group, group]
+    assert offsets["error"].isna().all()  # the cut value is not read here
+    disagreeing = decoded[decoded["source"] == "membership"].copy()
+    disagreeing["value"] = b"{not json"  # what the decode stage did not see
+    by_group, failed = observations_by_group([offsets, disagreeing], buckets=1)
     assert sum(len(o) for o in by_group.values()) == 1
-    [bad] = failed
+    bad, rebuilt = failed
     assert (bad["topic"], bad["partition"], bad["offset"], bad["timestamp_ms"]) == (
         "__consumer_offsets",
         4,
         1,
-        1_000,
+        1_001,
     )
-    assert (bad["key"], bad["value"]) == (good_key, good_value[:5])
-    assert bad["error_type"] == "TruncatedError" and bad["field"] == "value.protocol_type"
-    assert "could not rebuild" in bad["error"]
+    assert (bad["key"], bad["value"]) == (good_key, cut)
+    with pytest.raises(DecodeError) as codec:
+        decode_record(good_key, cut)
+    assert (bad["error"], bad["error_type"], bad["field"], bad["byte_offset"]) == (
+        str(codec.value),
+        "TruncatedError",
+        "value.protocol_type",
+        codec.value.offset,
+    )
+    assert rebuilt["value"] == b"{not json"
+    assert rebuilt["error"].startswith("the stateful step could not rebuild the record")
+
+
+def test_a_filtered_groups_bad_value_is_quarantined() -> None:
+    """A ``__consumer_offsets`` value that does not parse is quarantined whatever the group
+    filter says of its group; the filtered group's good records reach no group."""
+    from streaming.spark.stateful import _kept
+    from streaming.spark.step_rows import observations_by_group
+
+    good_key, good_value = next(
+        (k, v) for k, v in pairs() if k[:2] == b"\x00\x02" and v is not None
+    )
+    table = pa.Table.from_pylist(
+        [_row("offsets", good_key, v, o) for o, v in enumerate([good_value, good_value[:5]])],
+        schema=ARROW_ENVELOPE,
+    )
+    frame = decode_batch(table, buckets=1).to_pandas()
+    kept = _kept(frame, lambda g: False)
+    by_group, failed = observations_by_group([kept], buckets=1, keep=lambda g: False)
+    assert by_group == {}
+    assert [bad["offset"] for bad in failed] == [1]
 
 
 @pytest.mark.parametrize("chunk", [37, 10_000])
