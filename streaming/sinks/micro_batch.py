@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streaming.tables import BAD_RECORD_KIND, DRIVER_STRUCTS, GROUP_METRICS, PARTITION_LAG
-from streaming.tracking.events import RebalanceSummary
+from streaming.tracking.events import GroupMetricsRow, RebalanceSummary
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -70,6 +70,7 @@ DRIVER_STRUCT_KINDS = {
     **{kind: kind for kind in DRIVER_STRUCTS if kind in DRIVER_KINDS},
 }
 _TOMBSTONE = "tombstone"
+_METRICS = GroupMetricsRow.kind
 
 #: The stateful step's rows that are not tracker events (:func:`streaming.spark.stateful.track`).
 SOURCE_STATS, BAD_RECORD = "source_stats", BAD_RECORD_KIND
@@ -241,9 +242,14 @@ class Sinks:
 
     def _drive(self, rows: pa.Table, columns: list[str]) -> None:
         """Hand the exporter and the listener the driver's rows of one collected piece, in
-        chunks of :data:`DRIVER_CHUNK` (no filtered copy of the piece: memory)."""
+        chunks of :data:`DRIVER_CHUNK` (no filtered copy of the piece: memory). Without a
+        listener, the group metrics rows go to the exporter as columns (:meth:`_drive_fast`)."""
+        exporter = self.prometheus
         for start in range(0, rows.num_rows, DRIVER_CHUNK):
             chunk = rows.slice(start, DRIVER_CHUNK)
+            if exporter is not None and self.on_events is None:
+                self._drive_fast(exporter, chunk, columns)
+                continue
             values = [chunk[c].to_pylist() for c in columns]
             driver = []
             for i, row_kind in enumerate(chunk["kind"].to_pylist()):
@@ -252,10 +258,41 @@ class Sinks:
                     driver.append(row)
             if not driver:
                 continue
-            if self.prometheus is not None:
-                self.prometheus.update(driver)
+            if exporter is not None:
+                exporter.update(driver)
             if self.on_events is not None:
                 self.on_events(driver)
+
+    @staticmethod
+    def _drive_fast(exporter: PrometheusSink, chunk: pa.Table, columns: list[str]) -> None:
+        """One chunk to the exporter in order: each run of group metrics rows (a storm's
+        bulk: one per strategy of each rebalance) as columns
+        (:meth:`~streaming.sinks.prometheus.PrometheusSink.update_group_metrics`), no row
+        object each; the other rows as rows."""
+        from streaming.sinks.prometheus import GROUP_METRICS_COLUMNS
+
+        kinds = chunk["kind"].to_pylist()
+        metrics = chunk[GROUP_METRICS].combine_chunks()
+        fields = {c: metrics.field(c).to_pylist() for c in GROUP_METRICS_COLUMNS}
+        values = [
+            [None] * len(kinds) if c == GROUP_METRICS else chunk[c].to_pylist() for c in columns
+        ]
+        start = 0
+        while start < len(kinds):
+            end = start
+            if kinds[start] == _METRICS:
+                while end < len(kinds) and kinds[end] == _METRICS:
+                    end += 1
+                exporter.update_group_metrics({c: f[start:end] for c, f in fields.items()})
+            else:
+                rows = []
+                while end < len(kinds) and kinds[end] != _METRICS:
+                    row = _driver_row(kinds[end], [v[end] for v in values])
+                    if row is not None:
+                        rows.append(row)
+                    end += 1
+                exporter.update(rows)
+            start = end
 
     def events_batch(self, df: DataFrame, batch_id: int) -> None:
         """One micro-batch of the stateful step's rows: the rows the driver needs (exporter,

@@ -101,7 +101,13 @@ from streaming.tracking.lag import add_point, lag_seconds
 from streaming.tracking.lag_status import STATUS_CODES
 from streaming.version import build_info
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "LAG_COLUMNS", "PrometheusSink"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "GROUP_METRICS_COLUMNS",
+    "LAG_COLUMNS",
+    "PrometheusSink",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9108
@@ -753,22 +759,59 @@ class PrometheusSink:
                 if isinstance(event, TrackedGroups):
                     self._tracked_groups(event)
                     continue
-                key = self._dedupe_key(event)
-                if key in self._applied:
-                    continue
-                self._remember(key)
                 group = (event.cluster, event.group_id)
-                deleted_at = self._deleted_ts_ms.get(group)
-                if deleted_at is not None and event.event_ts_ms < deleted_at:
-                    continue
-                if group in self._dormant:
-                    if isinstance(event, GroupStatus | GroupDeleted):
-                        continue  # e.g. the status that closes the tombstone's batch
-                    if not (isinstance(event, OffsetCommitRow) and event.deleted):
-                        self._dormant.discard(group)  # activity after the tombstone
-                self._apply(event, group)
-                applied += 1
+                if self._admitted(
+                    self._dedupe_key(event),
+                    group,
+                    event.event_ts_ms,
+                    closing=isinstance(event, GroupStatus | GroupDeleted),
+                    tombstone=isinstance(event, OffsetCommitRow) and event.deleted,
+                ):
+                    self._apply(event, group)
+                    applied += 1
         return applied
+
+    def update_group_metrics(self, columns: Mapping[str, Sequence[Any]]) -> int:
+        """Apply ``group_metrics`` rows given as columns (those of
+        :data:`GROUP_METRICS_COLUMNS`, of equal lengths), in order; returns how many were
+        applied. As :meth:`update` would take them as rows, without a row object each (a
+        storm's micro-batch has one per strategy of each rebalance)."""
+        applied = 0
+        with self._lock:
+            for event_id, cluster, group_id, event_ts_ms, *fields in zip(
+                *(columns[c] for c in GROUP_METRICS_COLUMNS), strict=True
+            ):
+                group = (cluster, group_id)
+                if self._admitted(event_id, group, event_ts_ms):
+                    self._group_metrics_at(group, *fields)
+                    applied += 1
+        return applied
+
+    def _admitted(
+        self,
+        key: str,
+        group: _GroupKey,
+        event_ts_ms: int,
+        *,
+        closing: bool = False,
+        tombstone: bool = False,
+    ) -> bool:
+        """Whether an event is applied, remembered if so: not a repeat (``key``), not older
+        than its group's deletion, and for a deleted group that stays so (dormant) not a
+        ``closing`` row (a status or deletion, e.g. the status that closes the tombstone's
+        batch); activity but an offset ``tombstone`` wakes a dormant group."""
+        if key in self._applied:
+            return False
+        self._remember(key)
+        deleted_at = self._deleted_ts_ms.get(group)
+        if deleted_at is not None and event_ts_ms < deleted_at:
+            return False
+        if group in self._dormant:
+            if closing:
+                return False
+            if not tombstone:
+                self._dormant.discard(group)  # activity after the tombstone
+        return True
 
     @staticmethod
     def _as_event(raw: Any) -> Any:
@@ -792,7 +835,7 @@ class PrometheusSink:
         if isinstance(event, RebalanceEvent | RebalanceSummary):
             self._rebalance(event, group)
         elif isinstance(event, GroupMetricsRow):
-            self._group_metrics(event, group)
+            self._group_metrics_at(group, *(getattr(event, c) for c in _GROUP_METRICS_FIELDS))
         elif isinstance(event, GroupStatus):
             self._status(event, group)
         elif isinstance(event, OffsetCommitRow):
@@ -845,30 +888,41 @@ class PrometheusSink:
             self._remove(mn.MEMBER_ASSIGNED_PARTITIONS, gone)
         self._members[group] = current
 
-    def _group_metrics(self, row: GroupMetricsRow, group: _GroupKey) -> None:
-        strategy = "actual" if row.is_actual else row.strategy
-        labels = (*group, strategy)
-        if row.error is None:  # every row counts once (repeats are skipped), in any order
-            self._inc(mn.WHATIF_PAUSED_PARTITION_SECONDS, labels, row.paused_partition_seconds)
-            self._inc(mn.WHATIF_PARTITIONS_MOVED, labels, row.moved_partitions)
-        if row.generation < self._generation.get(group, -1):
+    def _group_metrics_at(
+        self,
+        group: _GroupKey,
+        generation: int,
+        strategy: str,
+        is_actual: bool,
+        error: str | None,
+        imbalance_ratio: float,
+        spread_partitions: int,
+        moved_partitions: int,
+        paused_partition_seconds: float,
+        divergent: bool | None,
+    ) -> None:
+        """One group metrics row's series (:data:`_GROUP_METRICS_FIELDS`)."""
+        labels = (*group, "actual" if is_actual else strategy)
+        if error is None:  # every row counts once (repeats are skipped), in any order
+            self._inc(mn.WHATIF_PAUSED_PARTITION_SECONDS, labels, paused_partition_seconds)
+            self._inc(mn.WHATIF_PARTITIONS_MOVED, labels, moved_partitions)
+        if generation < self._generation.get(group, -1):
             return
-        self._generation[group] = row.generation
-        if row.error is not None:
+        self._generation[group] = generation
+        if error is not None:
             self._remove(mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
             self._remove(mn.ASSIGNMENT_DIVERGENT, labels)
             return
-        ratio = row.imbalance_ratio
-        if math.isfinite(ratio):
-            self._set(mn.ASSIGNMENT_IMBALANCE_RATIO, labels, ratio)
+        if math.isfinite(imbalance_ratio):
+            self._set(mn.ASSIGNMENT_IMBALANCE_RATIO, labels, imbalance_ratio)
         else:
             self._remove(mn.ASSIGNMENT_IMBALANCE_RATIO, labels)
-        if row.is_actual:
-            self._set(mn.ASSIGNMENT_SKEW_PARTITIONS, group, row.spread_partitions)
-        elif row.divergent is None:
+        if is_actual:
+            self._set(mn.ASSIGNMENT_SKEW_PARTITIONS, group, spread_partitions)
+        elif divergent is None:
             self._remove(mn.ASSIGNMENT_DIVERGENT, labels)
         else:
-            self._set(mn.ASSIGNMENT_DIVERGENT, labels, 1 if row.divergent else 0)
+            self._set(mn.ASSIGNMENT_DIVERGENT, labels, 1 if divergent else 0)
 
     def _status(self, st: GroupStatus, group: _GroupKey) -> None:
         if st.as_of_ts_ms < self._status_ts_ms.get(group, st.as_of_ts_ms):
@@ -1030,6 +1084,23 @@ LAG_COLUMNS = (
     "end_offset_ts_ms",
     "status",
 )
+
+#: The fields of a ``group_metrics`` row its series read, in :meth:`PrometheusSink.
+#: _group_metrics_at`'s order.
+_GROUP_METRICS_FIELDS = (
+    "generation",
+    "strategy",
+    "is_actual",
+    "error",
+    "imbalance_ratio",
+    "spread_partitions",
+    "moved_partitions",
+    "paused_partition_seconds",
+    "divergent",
+)
+#: The columns :meth:`PrometheusSink.update_group_metrics` takes: the row's id, group and
+#: time, then :data:`_GROUP_METRICS_FIELDS`.
+GROUP_METRICS_COLUMNS = ("event_id", "cluster", "group_id", "event_ts_ms", *_GROUP_METRICS_FIELDS)
 
 
 def _strategy_label(strategy: str | None, group_protocol: str | None) -> str | None:

@@ -267,9 +267,7 @@ def test_the_group_lanes_commit_rows_give_the_lanes_latest_rows(spark: SparkSess
     _by_group, failed = observations_by_group(
         [decoded], buckets=BUCKETS, commits=tombstones, cluster="c/1"
     )
-    assert [(f["partition"], f["offset"], f["field"]) for f in failed] == [
-        (9, 5, "value.metadata")
-    ]
+    assert [(f["partition"], f["offset"], f["field"]) for f in failed] == [(9, 5, "value.metadata")]
     runs = run_commit_frame([decoded], "c/1")
     assert runs is not None
     assert len(runs) + len(tombstones) < len(rows) - 2  # runs, not a row per commit

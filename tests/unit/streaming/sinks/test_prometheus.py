@@ -6,6 +6,8 @@ The exporter runs for real (port 0) and is scraped over HTTP; events are hand-bu
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 import re
 import urllib.request
 from collections.abc import Iterator
@@ -1067,6 +1069,55 @@ def test_lag_columns_give_what_the_rows_give() -> None:
     assert _registry_samples(by_columns) == _registry_samples(by_rows)
     samples = _registry_samples(by_columns)
     assert any("partition_status" in k[0] for k in samples)
+
+
+def test_group_metrics_columns_give_what_the_rows_give() -> None:
+    """Random sequences of rebalances, group metrics (errors, infinite ratios, repeats, older
+    generations), statuses and deletions: each run of group metrics rows applied as columns
+    between the other rows as rows gives the series that all of them as rows give."""
+    import random
+
+    from streaming.sinks.prometheus import GROUP_METRICS_COLUMNS
+
+    rnd = random.Random(20261130)
+    for _ in range(200):
+        events: list[Any] = []
+        for _ in range(rnd.randint(1, 25)):
+            generation = rnd.randint(1, 6)
+            pick = rnd.random()
+            if pick < 0.2:
+                events.append(rebalance(generation, [member("m-a", 0), member("m-b", 1, 2)]))
+            elif pick < 0.3:
+                events.append(status(T0 + rnd.randint(0, 9_000), generation=generation))
+            elif pick < 0.35:
+                events.append(deleted(T0 + rnd.randint(0, 9_000)))
+            elif pick < 0.4 and events:
+                events.append(rnd.choice(events))  # a repeat
+            else:
+                events.append(
+                    metrics_row(
+                        generation,
+                        rnd.choice(["actual", "range", "roundrobin", "sticky"]),
+                        ratio=rnd.choice([1.0, 1.5, math.inf]),
+                        divergent=rnd.choice([True, False, None]),
+                        error=rnd.choice([None, None, None, "failed"]),
+                        spread=rnd.randint(0, 3),
+                        moved=rnd.randint(0, 4),
+                        paused_seconds=rnd.random(),
+                    )
+                )
+        by_rows, by_columns = PrometheusSink(), PrometheusSink()
+        expected = by_rows.update(events)
+        applied = 0
+        for is_metrics, run in itertools.groupby(events, lambda e: isinstance(e, GroupMetricsRow)):
+            rows = [to_row(e) for e in run]
+            if is_metrics:
+                columns = {c: [r[c] for r in rows] for c in GROUP_METRICS_COLUMNS}
+                applied += by_columns.update_group_metrics(columns)
+            else:
+                applied += by_columns.update(rows)
+        assert applied == expected
+        assert _registry_samples(by_columns) == _registry_samples(by_rows)
 
 
 def test_update_accepts_to_row_dicts() -> None:
