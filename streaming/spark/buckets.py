@@ -105,9 +105,9 @@ class BucketStates:
     the tracker's own work on it. A bucket pays one read and one write whatever its number
     of groups.
 
-    The map is stored compressed (zstd, level 1, through pyarrow's codec: about 40 % of the
-    msgpack, and several times faster both ways than zlib, which each micro-batch pays for
-    every bucket with rows): the state server pickles a value byte by byte, and RocksDB writes
+    The map is stored compressed (zstd, level 1, through pyarrow's codec: smaller than the
+    msgpack, and faster both ways than zlib, which each micro-batch pays for every bucket
+    with rows): the state server pickles a value byte by byte, and RocksDB writes
     and checkpoints every changed value. The value is :data:`_ZSTD`, the map's length (8
     bytes, big-endian: the codec needs it) and the zstd frame. A bucket written before (zlib,
     or plain msgpack) is read as well (:func:`streaming.migration.bucket_map`).
