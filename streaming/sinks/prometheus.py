@@ -796,10 +796,10 @@ class PrometheusSink:
         closing: bool = False,
         tombstone: bool = False,
     ) -> bool:
-        """Whether an event is applied, remembered if so: not a repeat (``key``), not older
-        than its group's deletion, and for a deleted group that stays so (dormant) not a
-        ``closing`` row (a status or deletion, e.g. the status that closes the tombstone's
-        batch); activity but an offset ``tombstone`` wakes a dormant group."""
+        """Whether an event is applied (its ``key`` remembered unless a repeat): not a
+        repeat, not older than its group's deletion, and for a deleted group that stays so
+        (dormant) not a ``closing`` row (a status or deletion, e.g. the status that closes
+        the tombstone's batch); activity but an offset ``tombstone`` wakes a dormant group."""
         if key in self._applied:
             return False
         self._remember(key)

@@ -347,7 +347,8 @@ FAN_OUT_TYPES = frozenset(cls.__name__ for cls in FAN_OUT)
 def _per_row(
     batch: pa.RecordBatch | pa.Table, rows: Any, buckets: int
 ) -> tuple[list[int], list[Decoded], Times]:
-    """Decode ``rows`` of ``batch`` one by one (the Python codec): one entry per routing key,
+    """Route ``rows`` of ``batch`` one by one (a ``__consumer_offsets`` record on its key,
+    :func:`~streaming.codec.record_route`; a collector event decoded): one entry per routing key,
     or for an event that names many groups one per bucket of its groups (of ``buckets``,
     :func:`~streaming.spark.buckets.bucket_heads`); and the collector events' times per
     source partition."""
@@ -406,7 +407,9 @@ def decode_batch(batch: pa.RecordBatch | pa.Table, *, buckets: int, history: int
       are one ``CommitRun`` row (per source partition), located at its last run, each run's
       fields and position in the row's lists, in offset order (:func:`_pack`);
     * an offset tombstone keeps its bytes and its own row (``OffsetCommitTombstone``);
-    * every other record is decoded by the Python codec here.
+    * every other ``__consumer_offsets`` record is routed on its key
+      (:func:`~streaming.codec.record_route`), its value left to the stateful step; a
+      collector event is decoded here.
 
     :func:`decode_batches` does the same over a whole task's input, chunk by chunk."""
     other, runs, _times = _decode_chunk(batch, buckets, history, {})
@@ -674,11 +677,12 @@ def source_stats(
     """One row per source partition of an input ``batch``: ``group_id`` = :data:`STATS_KEY`,
     ``stats`` = the struct :data:`STATS_FIELDS`: topic, partition, lo, hi, records, unrouted, bad
     (lowest and highest offset, how many records, how many of them name no group, how many
-    are bad), from the batch and what :func:`decode_batch` made of it (``decoded``); and the
-    inputs' freshness: the newest record time, and (``times``, :func:`_per_row`) the newest
-    ``group`` snapshot's ``snapshot_ts_ms`` and ``topics`` snapshot's ``end_offsets_ts_ms``.
-    A record that fans out to several groups counts once. The job sums these per micro-batch (input
-    records, offset gaps) instead of reading and decoding the records a second time."""
+    this stage found bad), from the batch and what :func:`decode_batch` made of it
+    (``decoded``); and the inputs' freshness: the newest record time, and (``times``,
+    :func:`_per_row`) the newest ``group`` snapshot's ``snapshot_ts_ms`` and ``topics``
+    snapshot's ``end_offsets_ts_ms``. A record that fans out to several groups counts once.
+    The job sums these per micro-batch (input records, offset gaps) instead of reading and
+    decoding the records a second time."""
 
     import pyarrow.compute as pc
 

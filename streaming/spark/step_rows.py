@@ -229,13 +229,13 @@ def observations_by_group(
     operation per group (masks, ``iloc``) costs more than the group's rows."""
     out: dict[str, list[Observation]] = {}
     failed: list[dict[str, Any]] = []
+    kept: dict[str, bool] = {}  # keep's answer per group
     for frame in frames:
         columns = ("source", "partition", "offset", "timestamp_ms", "key", "value", "group_id")
         source, partition, offset, ts_ms, key, value, group = (frame[c].tolist() for c in columns)
         kinds = frame["record_type"].tolist()
         run: dict[str, list[Any]] | None = None
         for i, kind in enumerate(kinds):
-            observations: list[Observation] | None = None  # fan-out: the bucket's groups, below
             if kind == COMMIT_RUN:
                 if run is None:
                     run = {c: frame[c].tolist() for c in ("group_id", *_RUN_OBSERVED)}
@@ -245,11 +245,6 @@ def observations_by_group(
                 else:
                     out.setdefault(group_runs.group_id, []).extend(group_runs.observations())
                 continue
-            fan_out = kind in FAN_OUT_TYPES
-            if not fan_out and (keep is None or keep(group[i])):
-                observations = out.get(group[i])
-                if observations is None:
-                    observations = out[group[i]] = []
             k, v = key[i], value[i]
             try:
                 obs = observation_of(
@@ -263,11 +258,19 @@ def observations_by_group(
             except Exception as e:  # one row must never stop the step
                 failed.append(_failed_row(frame, i, e))
                 continue
-            if fan_out:
+            if kind in FAN_OUT_TYPES:  # the bucket's groups it names
                 _reach_bucket(out, obs, str(group[i]), buckets, keep)
                 continue
-            if observations is None:  # a group the filter leaves out
-                continue
+            group_id = group[i]
+            if keep is not None:
+                passes = kept.get(group_id)
+                if passes is None:
+                    passes = kept[group_id] = keep(group_id)
+                if not passes:  # a group the filter leaves out
+                    continue
+            observations = out.get(group_id)
+            if observations is None:
+                observations = out[group_id] = []
             observations.append(obs)
             if commits is not None and isinstance(obs.payload, OffsetCommitTombstone):
                 commits.append(_tombstone_row(cluster, obs, obs.payload))

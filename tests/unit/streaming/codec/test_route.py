@@ -59,5 +59,11 @@ def test_the_route_is_what_the_whole_record_names() -> None:
 
 
 def test_a_key_of_every_type_routes_to_its_group() -> None:
-    seen = {int.from_bytes(k[:2], "big") for k, _v in pairs() if len(k) >= 2}
-    assert seen >= set(RECORD_TYPES) - {0}  # the corpus has a record of every type (0: legacy)
+    """The corpus has a key of every type (0: legacy commits aside), and each routes to the
+    group its tombstone names."""
+    keys = {int.from_bytes(k[:2], "big"): k for k, _v in pairs() if len(k) >= 2}
+    assert set(keys) >= set(RECORD_TYPES) - {0}
+    for key in keys.values():
+        name, group = record_route(key, None)
+        assert name.endswith("Tombstone")
+        assert group == group_id_of(decode_record(key, None)) is not None
