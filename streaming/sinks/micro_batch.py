@@ -242,57 +242,49 @@ class Sinks:
 
     def _drive(self, rows: pa.Table, columns: list[str]) -> None:
         """Hand the exporter and the listener the driver's rows of one collected piece, in
-        chunks of :data:`DRIVER_CHUNK` (no filtered copy of the piece: memory). Without a
-        listener, the group metrics rows go to the exporter as columns (:meth:`_drive_fast`)."""
-        exporter = self.prometheus
-        for start in range(0, rows.num_rows, DRIVER_CHUNK):
-            chunk = rows.slice(start, DRIVER_CHUNK)
-            if exporter is not None and self.on_events is None:
-                self._drive_fast(exporter, chunk, columns)
-                continue
-            values = [chunk[c].to_pylist() for c in columns]
-            driver = []
-            for i, row_kind in enumerate(chunk["kind"].to_pylist()):
-                row = _driver_row(row_kind, [v[i] for v in values])
-                if row is not None:
-                    driver.append(row)
-            if not driver:
-                continue
-            if exporter is not None:
-                exporter.update(driver)
-            if self.on_events is not None:
-                self.on_events(driver)
-
-    @staticmethod
-    def _drive_fast(exporter: PrometheusSink, chunk: pa.Table, columns: list[str]) -> None:
-        """One chunk to the exporter in order: each run of group metrics rows (a storm's
-        bulk: one per strategy of each rebalance) as columns
-        (:meth:`~streaming.sinks.prometheus.PrometheusSink.update_group_metrics`), no row
-        object each; the other rows as rows."""
+        order and in chunks of :data:`DRIVER_CHUNK` (no filtered copy of the piece: memory).
+        Without a listener, each run of group metrics rows (a storm's bulk: one per strategy
+        of each rebalance) goes to the exporter as columns, no row object each
+        (:meth:`~streaming.sinks.prometheus.PrometheusSink.update_group_metrics`)."""
         from streaming.sinks.prometheus import GROUP_METRICS_COLUMNS
 
-        kinds = chunk["kind"].to_pylist()
-        metrics = chunk[GROUP_METRICS].combine_chunks()
-        fields = {c: metrics.field(c).to_pylist() for c in GROUP_METRICS_COLUMNS}
-        values = [
-            [None] * len(kinds) if c == GROUP_METRICS else chunk[c].to_pylist() for c in columns
-        ]
-        start = 0
-        while start < len(kinds):
-            end = start
-            if kinds[start] == _METRICS:
-                while end < len(kinds) and kinds[end] == _METRICS:
-                    end += 1
-                exporter.update_group_metrics({c: f[start:end] for c, f in fields.items()})
-            else:
-                rows = []
-                while end < len(kinds) and kinds[end] != _METRICS:
+        exporter, listener = self.prometheus, self.on_events
+        for start in range(0, rows.num_rows, DRIVER_CHUNK):
+            chunk = rows.slice(start, DRIVER_CHUNK)
+            kinds = chunk["kind"].to_pylist()
+            # the metrics kind is never a run of its own when a listener needs every row
+            split = _METRICS if exporter is not None and listener is None else None
+            fields: dict[str, list[Any]] = {}
+            if split in kinds:
+                metrics = chunk[GROUP_METRICS].combine_chunks()
+                fields = {c: metrics.field(c).to_pylist() for c in GROUP_METRICS_COLUMNS}
+            values = [
+                [None] * len(kinds) if fields and c == GROUP_METRICS else chunk[c].to_pylist()
+                for c in columns
+            ]
+            i = 0
+            while i < len(kinds):
+                end = i
+                if kinds[i] == split:
+                    while end < len(kinds) and kinds[end] == split:
+                        end += 1
+                    assert exporter is not None
+                    exporter.update_group_metrics({c: f[i:end] for c, f in fields.items()})
+                    i = end
+                    continue
+                driver = []
+                while end < len(kinds) and kinds[end] != split:
                     row = _driver_row(kinds[end], [v[end] for v in values])
                     if row is not None:
-                        rows.append(row)
+                        driver.append(row)
                     end += 1
-                exporter.update(rows)
-            start = end
+                i = end
+                if not driver:
+                    continue
+                if exporter is not None:
+                    exporter.update(driver)
+                if listener is not None:
+                    listener(driver)
 
     def events_batch(self, df: DataFrame, batch_id: int) -> None:
         """One micro-batch of the stateful step's rows: the rows the driver needs (exporter,
